@@ -1,0 +1,5 @@
+import sys
+
+from pcsos.cli import main
+
+sys.exit(main())

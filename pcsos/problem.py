@@ -1,0 +1,408 @@
+"""The problem model: a validated instance and its super-point (must-link shrunk) form.
+
+An :class:`Instance` is exactly what the user gave, validated, with pairs deduplicated and
+oriented (i < j). A :class:`Problem` is the instance in super-point space (spec §2): every
+must-link component is one super-point with size ``e_i`` and row sum ``w_i`` of the centred
+data, cannot-link pairs are mapped onto super-points, and for k = 2 every colour class of a
+cannot-link component is merged. Branching decisions (:meth:`Problem.merge`,
+:meth:`Problem.add_cl`) return a new problem and leave the parent unchanged; the child's
+``parent_map`` says where each parent super-point went, so that cuts and warm starts are
+re-indexed by the same map.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from pcsos.errors import InfeasibleError, InputError
+
+__all__ = ["Instance", "Problem", "make_instance", "sse", "bipartition", "pairs_satisfied"]
+
+
+def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
+    """Validate, orient (i < j) and deduplicate pairs; return them sorted and the duplicates."""
+    if pairs is None:
+        return np.empty((0, 2), dtype=np.int64), 0
+    arr = np.asarray(pairs if not isinstance(pairs, np.ndarray) else pairs, dtype=object)
+    if arr.size == 0:
+        return np.empty((0, 2), dtype=np.int64), 0
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise InputError(f"{name} must be a sequence of (i, j) pairs, got shape {arr.shape}",
+                         source=name)
+    out = np.empty(arr.shape, dtype=np.int64)
+    for t, (i, j) in enumerate(arr):
+        for v in (i, j):
+            if isinstance(v, (bool, np.bool_)) or not float(v).is_integer():
+                raise InputError(f"pair #{t} ({i}, {j}): indices must be integers", source=name)
+        i, j = int(i), int(j)
+        if not (0 <= i < n and 0 <= j < n):
+            raise InputError(f"pair #{t} ({i}, {j}): index out of range 0..{n - 1}", source=name)
+        if i == j:
+            raise InputError(f"pair #{t} ({i}, {j}): self pair", source=name)
+        out[t] = (min(i, j), max(i, j))
+    uniq = np.unique(out, axis=0)
+    return uniq, len(out) - len(uniq)
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """A validated user instance: data, k and deduplicated, oriented ML/CL pairs."""
+
+    X: np.ndarray
+    k: int
+    ml: np.ndarray
+    cl: np.ndarray
+    ml_duplicates: int = 0
+    cl_duplicates: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[1]
+
+
+def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = ()) -> Instance:
+    """Validate data, k and pairs (finite values, indices in range, no self pairs, 1 <= k <= n).
+
+    Raises :class:`InputError` naming the offending value. The data is copied (float64,
+    read-only) so later changes by the caller cannot invalidate a solve.
+    """
+    try:
+        Xa = np.array(X, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"data is not a numeric matrix: {exc}", source="X") from None
+    if Xa.ndim == 1:
+        Xa = Xa[:, None]
+    if Xa.ndim != 2 or Xa.shape[0] == 0 or Xa.shape[1] == 0:
+        raise InputError(f"data must be a non-empty n x d matrix, got shape {Xa.shape}",
+                         source="X")
+    bad = ~np.isfinite(Xa)
+    if bad.any():
+        r, c = map(int, np.argwhere(bad)[0])
+        raise InputError(f"non-finite value {Xa[r, c]} at row {r}, column {c} "
+                         f"({int(bad.sum())} in all)", source="X")
+    if isinstance(k, (bool, np.bool_)) or not float(k).is_integer():
+        raise InputError(f"k must be an integer, got {k!r}", source="k")
+    k = int(k)
+    n = Xa.shape[0]
+    if not 1 <= k <= n:
+        raise InputError(f"k must satisfy 1 <= k <= n = {n}, got {k}", source="k")
+    mla, mld = _as_pairs(ml, "ml", n)
+    cla, cld = _as_pairs(cl, "cl", n)
+    Xa.setflags(write=False)
+    mla.setflags(write=False)
+    cla.setflags(write=False)
+    return Instance(Xa, k, mla, cla, mld, cld)
+
+
+def sse(X: np.ndarray, labels: np.ndarray) -> float:
+    """Sum of squared distances of the rows of X to the mean of their cluster (from the data)."""
+    X = np.asarray(X, dtype=np.float64)
+    labels = np.asarray(labels)
+    total = 0.0
+    for h in np.unique(labels):
+        P = X[labels == h]
+        total += float(((P - P.mean(axis=0)) ** 2).sum())
+    return total
+
+
+def pairs_satisfied(labels: np.ndarray, ml: np.ndarray, cl: np.ndarray) -> bool:
+    """True when every ML pair shares a label and every CL pair does not."""
+    labels = np.asarray(labels)
+    ml = np.asarray(ml, dtype=np.int64).reshape(-1, 2)
+    cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
+    return bool(np.all(labels[ml[:, 0]] == labels[ml[:, 1]])
+                and np.all(labels[cl[:, 0]] != labels[cl[:, 1]]))
+
+
+def bipartition(s: int, edges: np.ndarray) -> tuple[np.ndarray | None, list[int] | None]:
+    """2-colour the graph on ``s`` vertices by BFS.
+
+    Returns ``(colours, None)`` with colours in {0, 1} (each component's smallest vertex gets
+    0), or ``(None, cycle)`` with the vertices of an odd cycle, in cycle order.
+    """
+    adj: list[list[int]] = [[] for _ in range(s)]
+    for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2):
+        adj[a].append(int(b))
+        adj[b].append(int(a))
+    colour = np.full(s, -1, dtype=np.int64)
+    parent = np.full(s, -1, dtype=np.int64)
+    for root in range(s):
+        if colour[root] >= 0:
+            continue
+        colour[root] = 0
+        queue = deque([root])
+        while queue:
+            u = queue.popleft()
+            for v in adj[u]:
+                if colour[v] < 0:
+                    colour[v] = 1 - colour[u]
+                    parent[v] = u
+                    queue.append(v)
+                elif colour[v] == colour[u]:
+                    return None, _odd_cycle(parent, u, v)
+    return colour, None
+
+
+def _odd_cycle(parent: np.ndarray, u: int, v: int) -> list[int]:
+    """The cycle closed by the non-tree edge (u, v) whose ends have equal BFS colour."""
+    pu = [u]
+    while parent[pu[-1]] >= 0:
+        pu.append(int(parent[pu[-1]]))
+    pv = [v]
+    while parent[pv[-1]] >= 0:
+        pv.append(int(parent[pv[-1]]))
+    on_u = {x: t for t, x in enumerate(pu)}
+    for t, x in enumerate(pv):
+        if x in on_u:
+            return pu[: on_u[x] + 1] + pv[:t][::-1]
+    raise AssertionError("BFS tree paths must meet")  # pragma: no cover
+
+
+class Problem:
+    """An instance in super-point space: the data every node of the tree works on.
+
+    Attributes
+    ----------
+    instance : Instance
+        The user's validated instance (shared by all nodes, never modified).
+    k : int
+    e : (s,) float64, sizes (number of original points) of the super-points.
+    W : (s, d) float64, row sums of the *centred* data over each super-point.
+    cl : (q, 2) int64, cannot-link pairs between super-points, oriented and deduplicated.
+    point_labels : (n,) int64, the super-point of every original point.
+    c0 : float, sum of squared norms of the centred data, so SSE = c0 - <W W^T, Z>.
+    parent_map : (s_parent,) int64 or None, the child index of each parent super-point.
+    """
+
+    def __init__(self, instance: Instance, e: np.ndarray, W: np.ndarray, cl: np.ndarray,
+                 point_labels: np.ndarray, c0: float, *, infer_k2: bool = True,
+                 parent_map: np.ndarray | None = None):
+        self.instance = instance
+        self.k = instance.k
+        self.e = e
+        self.W = W
+        self.cl = cl
+        self.point_labels = point_labels
+        self.c0 = c0
+        self.infer_k2 = infer_k2
+        self.parent_map = parent_map
+        for a in (e, W, cl, point_labels):
+            a.setflags(write=False)
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_instance(cls, instance: Instance, *, infer_k2: bool = True) -> Problem:
+        """Shrink must-link components into super-points (spec §2).
+
+        Raises :class:`InfeasibleError` when a cannot-link pair lies inside a must-link
+        component (naming the chain) or, for k = 2 with ``infer_k2``, when the cannot-link
+        graph has an odd cycle.
+        """
+        n = instance.n
+        ml = instance.ml
+        g = coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
+        _, labels = connected_components(g, directed=False)
+        labels = labels.astype(np.int64)
+        cl = instance.cl
+        inside = labels[cl[:, 0]] == labels[cl[:, 1]]
+        if inside.any():
+            i, j = map(int, cl[np.argmax(inside)])
+            chain = _ml_chain(ml, i, j)
+            links = " - ".join(map(str, chain))
+            raise InfeasibleError(
+                f"cannot-link ({i}, {j}) joins two points of one must-link group: "
+                f"must-link chain {links}",
+                reason="ml_cl_conflict",
+                pairs=[(i, j)] + list(zip(chain[:-1], chain[1:])))
+        Xc = instance.X - instance.X.mean(axis=0)
+        c0 = float(np.einsum("ij,ij->", Xc, Xc))
+        s = int(labels.max()) + 1 if n else 0
+        e = np.bincount(labels, minlength=s).astype(np.float64)
+        W = np.zeros((s, instance.d))
+        np.add.at(W, labels, Xc)
+        scl = _orient_unique(labels[cl])
+        prob = cls(instance, e, W, scl, labels, c0, infer_k2=infer_k2)._k2_closure()
+        prob.parent_map = None  # the root has no parent, whatever k = 2 inference merged
+        return prob
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def s(self) -> int:
+        """Number of super-points."""
+        return len(self.e)
+
+    @property
+    def n(self) -> int:
+        return self.instance.n
+
+    @property
+    def d(self) -> int:
+        return self.instance.d
+
+    @cached_property
+    def C(self) -> np.ndarray:
+        """The s x s matrix W W^T (so SSE = c0 - <C, Z>)."""
+        return self.W @ self.W.T
+
+    @cached_property
+    def centroids(self) -> np.ndarray:
+        """Means of the super-points in the centred coordinates, w_i / e_i."""
+        return self.W / self.e[:, None]
+
+    # ----------------------------------------------------------------- children
+    def contract(self, groups: np.ndarray) -> Problem:
+        """Merge super-points that share a label in ``groups`` (labels 0..s'-1, all used).
+
+        Raises :class:`InfeasibleError` when a cannot-link pair ends up inside one group.
+        """
+        groups = np.asarray(groups, dtype=np.int64)
+        s2 = int(groups.max()) + 1
+        scl = groups[self.cl] if len(self.cl) else self.cl
+        inside = scl[:, 0] == scl[:, 1] if len(scl) else np.zeros(0, bool)
+        if inside.any():
+            a, b = map(int, self.cl[np.argmax(inside)])
+            i, j = self.original_pair(a, b)
+            raise InfeasibleError(f"cannot-link ({i}, {j}) would be inside one cluster",
+                                  reason="ml_cl_conflict", pairs=[(i, j)])
+        e = np.bincount(groups, weights=self.e, minlength=s2)
+        W = np.zeros((s2, self.d))
+        np.add.at(W, groups, self.W)
+        child = Problem(self.instance, e, W, _orient_unique(scl), groups[self.point_labels],
+                        self.c0, infer_k2=self.infer_k2, parent_map=groups)
+        return child._k2_closure()
+
+    def merge(self, i: int, j: int) -> Problem:
+        """Must-link child: super-points i and j share a cluster. The parent is unchanged."""
+        i, j = self._check_index(i), self._check_index(j)
+        if i == j:
+            raise InputError(f"cannot merge super-point {i} with itself")
+        lo, hi = min(i, j), max(i, j)
+        groups = np.arange(self.s, dtype=np.int64)
+        groups[hi] = lo
+        groups[hi + 1:] -= 1
+        return self.contract(groups)
+
+    def add_cl(self, i: int, j: int) -> Problem:
+        """Cannot-link child: super-points i and j are in different clusters."""
+        i, j = self._check_index(i), self._check_index(j)
+        if i == j:
+            raise InfeasibleError(f"cannot-link between super-point {i} and itself",
+                                  reason="ml_cl_conflict")
+        cl = _orient_unique(np.vstack([self.cl, [[i, j]]]))
+        child = Problem(self.instance, self.e, self.W, cl, self.point_labels, self.c0,
+                        infer_k2=self.infer_k2, parent_map=np.arange(self.s, dtype=np.int64))
+        # share the parent's cached C: it does not depend on the CL pairs
+        if "C" in self.__dict__:
+            child.__dict__["C"] = self.C
+        return child._k2_closure()
+
+    def _k2_closure(self) -> Problem:
+        """For k = 2, merge every colour class of each CL component (spec §2.5)."""
+        if not (self.infer_k2 and self.k == 2 and len(self.cl)):
+            return self
+        colour, cycle = bipartition(self.s, self.cl)
+        if cycle is not None:
+            pairs = [self.original_pair(a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])]
+            raise InfeasibleError(
+                "k = 2 but the cannot-link pairs form an odd cycle: "
+                + ", ".join(f"({i}, {j})" for i, j in pairs),
+                reason="odd_cycle", pairs=pairs)
+        _, comp = connected_components(
+            coo_matrix((np.ones(len(self.cl)), (self.cl[:, 0], self.cl[:, 1])),
+                       shape=(self.s, self.s)), directed=False)
+        key = comp * 2 + colour
+        _, groups = np.unique(key, return_inverse=True)
+        if groups.max() + 1 == self.s:
+            return self
+        # order groups by their smallest member so that indices stay stable
+        first = np.full(groups.max() + 1, self.s)
+        np.minimum.at(first, groups, np.arange(self.s))
+        rank = np.empty_like(first)
+        rank[np.argsort(first)] = np.arange(len(first))
+        groups = rank[groups]
+        child = self.contract(groups)
+        if self.parent_map is not None:
+            child.parent_map = groups[self.parent_map]
+        return child
+
+    # ----------------------------------------------------------------- labels
+    def to_points(self, super_labels: np.ndarray) -> np.ndarray:
+        """Original-point labels from super-point labels."""
+        return np.asarray(super_labels, dtype=np.int64)[self.point_labels]
+
+    def super_objective(self, super_labels: np.ndarray) -> float:
+        """SSE of a super-point labelling computed as c0 - sum_h ||W_h||^2 / e_h (fast path)."""
+        super_labels = np.asarray(super_labels, dtype=np.int64)
+        kk = int(super_labels.max()) + 1
+        Wh = np.zeros((kk, self.d))
+        np.add.at(Wh, super_labels, self.W)
+        eh = np.bincount(super_labels, weights=self.e, minlength=kk)
+        used = eh > 0
+        return float(self.c0 - np.sum(np.einsum("ij,ij->i", Wh[used], Wh[used]) / eh[used]))
+
+    def satisfies(self, super_labels: np.ndarray) -> bool:
+        """True when the super-point labelling respects this problem's CL pairs."""
+        sl = np.asarray(super_labels)
+        return bool(len(self.cl) == 0 or np.all(sl[self.cl[:, 0]] != sl[self.cl[:, 1]]))
+
+    def original_pair(self, a: int, b: int) -> tuple[int, int]:
+        """One original CL pair that maps onto super-points (a, b), else their first members."""
+        pl = self.point_labels
+        cl = self.instance.cl
+        if len(cl):
+            la, lb = pl[cl[:, 0]], pl[cl[:, 1]]
+            hit = ((la == a) & (lb == b)) | ((la == b) & (lb == a))
+            if hit.any():
+                i, j = cl[np.argmax(hit)]
+                return int(i), int(j)
+        return int(np.argmax(pl == a)), int(np.argmax(pl == b))
+
+    def _check_index(self, i: int) -> int:
+        i = int(i)
+        if not 0 <= i < self.s:
+            raise InputError(f"super-point index {i} out of range 0..{self.s - 1}")
+        return i
+
+    def __repr__(self) -> str:
+        return (f"Problem(n={self.n}, d={self.d}, k={self.k}, s={self.s}, "
+                f"cl={len(self.cl)})")
+
+
+def _orient_unique(pairs: np.ndarray) -> np.ndarray:
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if len(pairs) == 0:
+        return np.empty((0, 2), dtype=np.int64)
+    return np.unique(np.sort(pairs, axis=1), axis=0)
+
+
+def _ml_chain(ml: np.ndarray, i: int, j: int) -> list[int]:
+    """The shortest must-link path from i to j (they are known to be connected)."""
+    adj: dict[int, list[int]] = {}
+    for a, b in ml:
+        adj.setdefault(int(a), []).append(int(b))
+        adj.setdefault(int(b), []).append(int(a))
+    prev = {i: -1}
+    queue = deque([i])
+    while queue:
+        u = queue.popleft()
+        if u == j:
+            break
+        for v in adj.get(u, ()):
+            if v not in prev:
+                prev[v] = u
+                queue.append(v)
+    path = [j]
+    while prev[path[-1]] != -1:
+        path.append(prev[path[-1]])
+    return path[::-1]
