@@ -1,0 +1,32 @@
+import os
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+# tests/ holds shared test helpers (bruteforce.py); make them importable as plain modules
+sys.path.insert(0, os.path.dirname(__file__))
+
+SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "instances"
+
+
+@pytest.fixture
+def shared_instances() -> pathlib.Path:
+    """The shared benchmark instances; skips the test when they are not beside the repo."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared instances not found at {SHARED}")
+    return SHARED
+
+
+def random_instance(rng: np.random.Generator, n: int, d: int = 2, n_ml: int = 0,
+                    n_cl: int = 0):
+    """Random data and random (possibly conflicting) ML/CL pairs for property tests."""
+    X = rng.normal(size=(n, d)) + rng.integers(0, 3, size=(n, 1)) * 2.0
+    def pairs(m):
+        out = []
+        while len(out) < m:
+            i, j = rng.choice(n, size=2, replace=False)
+            out.append((int(i), int(j)))
+        return out
+    return X, pairs(n_ml), pairs(n_cl)
