@@ -1,0 +1,365 @@
+"""Exact feasibility of a constrained clustering instance (spec §2.4).
+
+An instance is feasible exactly when the cannot-link graph on the super-points (must-link
+components) is k-colourable and there are at least k super-points: a colouring with fewer
+than k colours can always be spread to exactly k non-empty clusters by moving single
+super-points into new clusters. Deciding it is NP-complete, so cheap tests come first and
+an exact ILP decides the rest:
+
+1. a cannot-link pair inside a must-link group (``'ml_cl_conflict'``, raised by
+   :meth:`Problem.from_instance`, which names the chain);
+2. fewer than k super-points (``'too_few_groups'``);
+3. k = 2: bipartiteness (``'bipartite'`` or ``'odd_cycle'``);
+4. a DSATUR colouring with at most k colours (``'dsatur'``);
+5. a cannot-link clique of k + 1 super-points (``'clique'``);
+6. an exact ILP on each connected component of the cannot-link graph's k-core
+   (``'ilp'`` or ``'ilp_infeasible'``; ``'time_limit'`` when the limit stops it first).
+
+Only the k-core matters: a vertex with fewer than k neighbours can always be coloured last,
+so peeling such vertices changes neither the answer nor the witness' validity.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
+from pcsos.problem import Instance, Problem, bipartition
+
+__all__ = ["Feasibility", "check_instance", "check_problem", "spread_labels"]
+
+BACKENDS = ("highs", "gurobi")
+METHODS = ("auto", "ilp")
+# cap on the maximal cliques enumerated in step 5; beyond it the ILP decides (it is exact)
+_MAX_CLIQUES = 20000
+
+
+@dataclass
+class Feasibility:
+    """The verdict of a feasibility check.
+
+    ``feasible`` is True, False, or None (undecided: the time limit stopped the ILP).
+    ``labels`` is a witness over the original points with exactly k non-empty clusters that
+    satisfies every pair (None unless feasible); ``super_labels`` the same over super-points.
+    ``reason`` says how it was decided (see the module docstring); ``pairs`` lists the
+    conflicting pairs in original point indices (empty unless infeasible).
+    """
+
+    feasible: bool | None
+    reason: str
+    message: str
+    labels: np.ndarray | None = None
+    super_labels: np.ndarray | None = None
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    s: int | None = None
+    backend: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        """``'feasible'``, ``'infeasible'`` or ``'unknown'``."""
+        return {True: "feasible", False: "infeasible", None: "unknown"}[self.feasible]
+
+    @property
+    def success(self) -> bool:
+        """True when the question was decided (either way)."""
+        return self.feasible is not None
+
+    def raise_if_infeasible(self) -> Feasibility:
+        """Raise :class:`InfeasibleError` (reason, pairs, message) when infeasible; else self."""
+        if self.feasible is False:
+            raise InfeasibleError(self.message, reason=self.reason, pairs=self.pairs)
+        return self
+
+
+def check_instance(instance: Instance, backend: str = "highs", time_limit: float | None = None,
+                   *, infer_k2: bool = True, method: str = "auto") -> Feasibility:
+    """Decide whether ``instance`` has a partition into exactly k clusters obeying all pairs.
+
+    Every :class:`InfeasibleError` of :meth:`Problem.from_instance` (a cannot-link inside a
+    must-link group, an odd cycle at k = 2) becomes an infeasible verdict; the rest is
+    :func:`check_problem` on the super-point problem (after k = 2 inference).
+    """
+    t0 = time.perf_counter()
+    try:
+        problem = Problem.from_instance(instance, infer_k2=infer_k2)
+    except InfeasibleError as exc:
+        return Feasibility(False, exc.reason, f"infeasible: {exc}", pairs=list(exc.pairs),
+                           seconds=time.perf_counter() - t0)
+    res = check_problem(problem, backend, time_limit, method=method)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def check_problem(problem: Problem, backend: str = "highs", time_limit: float | None = None,
+                  *, method: str = "auto") -> Feasibility:
+    """Decide k-colourability (with s >= k) of a super-point problem, e.g. a tree node.
+
+    ``backend`` ('highs' or 'gurobi') solves the ILP; ``time_limit`` (seconds) bounds the
+    whole check, and an undecided ILP gives ``feasible=None`` with reason 'time_limit'.
+    ``method='ilp'`` skips the cheap tests 3-5 (for testing the exact path).
+    """
+    if backend not in BACKENDS:
+        raise InputError(f"unknown feasibility backend {backend!r}; choose one of {BACKENDS}",
+                         source="backend")
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r}; choose one of {METHODS}", source="method")
+    t0 = time.perf_counter()
+    deadline = t0 + time_limit if time_limit is not None else float("inf")
+    res = _decide(problem, backend, deadline, method)
+    res.s = problem.s
+    res.seconds = time.perf_counter() - t0
+    if res.super_labels is not None:
+        res.super_labels = spread_labels(res.super_labels, problem.k)
+        res.labels = problem.to_points(res.super_labels)
+        if not problem.satisfies(res.super_labels):  # pragma: no cover - a bug guard
+            raise AssertionError("feasibility witness violates a cannot-link pair")
+    return res
+
+
+def spread_labels(colours: np.ndarray, k: int) -> np.ndarray:
+    """Relabel a colouring to 0..m-1 and split classes until exactly k are non-empty.
+
+    Moving one member of a class of size >= 2 into a new class never breaks a cannot-link
+    pair; it needs len(colours) >= k.
+    """
+    _, lab = np.unique(np.asarray(colours, dtype=np.int64), return_inverse=True)
+    lab = lab.astype(np.int64)
+    m = int(lab.max()) + 1 if len(lab) else 0
+    if m > k or len(lab) < k:
+        raise ValueError(f"cannot spread {m} colours on {len(lab)} vertices to k = {k}")
+    while m < k:
+        counts = np.bincount(lab, minlength=m)
+        c = int(np.argmax(counts))
+        v = int(np.flatnonzero(lab == c)[-1])
+        lab[v] = m
+        m += 1
+    return lab
+
+
+# --------------------------------------------------------------------------- the decision
+def _decide(problem: Problem, backend: str, deadline: float, method: str) -> Feasibility:
+    s, k, cl = problem.s, problem.k, problem.cl
+    after = " after k = 2 inference" if problem.k == 2 and problem.infer_k2 else ""
+    if s < k:
+        return Feasibility(
+            False, "too_few_groups",
+            f"infeasible: k = {k} but there are only {s} super-points (must-link groups"
+            f"{after}), so at most {s} clusters can be non-empty")
+    if method == "auto" and k == 2:
+        colour, cycle = bipartition(s, cl)
+        if cycle is not None:
+            pairs = [problem.original_pair(a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])]
+            return Feasibility(False, "odd_cycle",
+                               "infeasible: k = 2 but the cannot-link pairs form an odd cycle: "
+                               + _fmt_pairs(pairs), pairs=pairs)
+        return Feasibility(True, "bipartite",
+                           "feasible: k = 2 and the cannot-link graph on the super-points is "
+                           "bipartite", super_labels=colour)
+    G = nx.Graph()
+    G.add_nodes_from(range(s))
+    G.add_edges_from(map(tuple, cl.tolist()))
+    if method == "auto":
+        col = nx.coloring.greedy_color(G, strategy="saturation_largest_first")
+        colours = np.array([col[v] for v in range(s)], dtype=np.int64)
+        m = int(colours.max()) + 1 if s else 0
+        if m <= k:
+            return Feasibility(True, "dsatur",
+                               f"feasible: DSATUR coloured the cannot-link graph on {s} "
+                               f"super-points with {m} <= k = {k} colours",
+                               super_labels=colours)
+    core, order = _k_core(G, k)
+    if method == "auto":
+        clique = _find_clique(G.subgraph(core), k + 1, deadline)
+        if clique is not None:
+            pairs = [problem.original_pair(a, b) for t, a in enumerate(clique)
+                     for b in clique[t + 1:]]
+            reps = sorted({p for pair in pairs for p in pair})
+            return Feasibility(False, "clique",
+                               f"infeasible: {k + 1} groups are pairwise cannot-linked (a "
+                               f"cannot-link clique larger than k = {k}): "
+                               + _fmt_pairs(pairs) + f"; points {reps}", pairs=pairs)
+    colours = np.full(s, -1, dtype=np.int64)
+    sub = G.subgraph(core)
+    for comp in sorted(nx.connected_components(sub), key=len, reverse=True):
+        comp_g = sub.subgraph(comp)
+        status, col = _ilp_colour(comp_g, k, backend, deadline)
+        if status == "infeasible":
+            edges = sorted((min(a, b), max(a, b)) for a, b in comp_g.edges())
+            pairs = [problem.original_pair(a, b) for a, b in edges]
+            return Feasibility(False, "ilp_infeasible",
+                               f"infeasible: the exact ILP ({backend}) proves that {len(comp)} "
+                               f"super-points joined by {len(pairs)} cannot-link pairs cannot "
+                               f"be split into {k} clusters: " + _fmt_pairs(pairs),
+                               pairs=pairs, backend=backend)
+        if status == "time_limit":
+            return Feasibility(None, "time_limit",
+                               f"unknown: the time limit was reached before the ILP "
+                               f"({backend}) decided ({len(comp)} super-points of the "
+                               f"{k}-core)", backend=backend)
+        for v, c in col.items():
+            colours[v] = c
+    # colour the peeled vertices last-removed first: each has < k coloured neighbours
+    for v in reversed(order):
+        used = {colours[u] for u in G[v] if colours[u] >= 0}
+        colours[v] = next(c for c in range(k) if c not in used)
+    return Feasibility(True, "ilp",
+                       f"feasible: the exact ILP ({backend}) coloured the {len(core)} "
+                       f"super-points of the cannot-link graph's {k}-core with k = {k} "
+                       "colours", super_labels=colours, backend=backend)
+
+
+def _fmt_pairs(pairs, limit: int = 12) -> str:
+    shown = ", ".join(f"({i}, {j})" for i, j in pairs[:limit])
+    return shown + (f", ... ({len(pairs)} pairs in all)" if len(pairs) > limit else "")
+
+
+def _k_core(G: nx.Graph, k: int) -> tuple[list[int], list[int]]:
+    """Vertices of the k-core and the peeling order of the others (each had degree < k)."""
+    deg = dict(G.degree())
+    removed: set[int] = set()
+    stack = [v for v, dv in deg.items() if dv < k]
+    order: list[int] = []
+    while stack:
+        v = stack.pop()
+        if v in removed:
+            continue
+        removed.add(v)
+        order.append(v)
+        for u in G[v]:
+            if u not in removed:
+                deg[u] -= 1
+                if deg[u] == k - 1:
+                    stack.append(u)
+    core = [v for v in G if v not in removed]
+    return core, order
+
+
+def _find_clique(G: nx.Graph, size: int, deadline: float) -> list[int] | None:
+    """A clique of ``size`` vertices, or None (also when the search cap or deadline is hit)."""
+    if G.number_of_nodes() < size:
+        return None
+    for t, q in enumerate(nx.find_cliques(G)):
+        if len(q) >= size:
+            return sorted(q)[:size]
+        if t >= _MAX_CLIQUES or time.perf_counter() > deadline:
+            return None
+    return None
+
+
+def _greedy_clique(G: nx.Graph) -> list[int]:
+    """A maximal clique grown greedily from a highest-degree vertex (for symmetry breaking)."""
+    if G.number_of_nodes() == 0:
+        return []
+    v0 = max(G, key=G.degree)
+    q = [v0]
+    cand = set(G[v0])
+    while cand:
+        v = max(cand, key=lambda u: len(cand & set(G[u])))
+        q.append(v)
+        cand &= set(G[v])
+    return q
+
+
+def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: float):
+    """Exact k-colouring of a connected graph: ('feasible', {v: c}) / ('infeasible', None) /
+    ('time_limit', None).
+
+    x[v, c] = 1 when v gets colour c. Symmetry breaking: colours are numbered by first use
+    in a fixed vertex order that starts with a clique, so the t-th vertex uses a colour
+    <= t and the clique's vertices are fixed to colours 0, 1, ...
+    """
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        return "time_limit", None
+    clique = _greedy_clique(G)
+    rest = [v for v in nx.bfs_tree(G, clique[0]) if v not in set(clique)]
+    order = clique + rest
+    pos = {v: t for t, v in enumerate(order)}
+    m = len(order)
+    lb = np.zeros((m, k))
+    ub = np.zeros((m, k))
+    for t in range(m):
+        ub[t, : min(t, k - 1) + 1] = 1.0
+    for t in range(min(len(clique), k)):
+        lb[t, t] = 1.0
+    edges = np.array([(pos[a], pos[b]) for a, b in G.edges()], dtype=np.int64).reshape(-1, 2)
+    if backend == "gurobi":
+        x = _gurobi_solve(m, k, lb, ub, edges, remaining)
+    else:
+        x = _highs_solve(m, k, lb, ub, edges, remaining)
+    if isinstance(x, str):
+        return x, None
+    col = np.argmax(x.reshape(m, k), axis=1)
+    if len(edges) and np.any(col[edges[:, 0]] == col[edges[:, 1]]):  # pragma: no cover
+        raise AssertionError("ILP colouring violates a cannot-link pair")
+    return "feasible", {v: int(col[pos[v]]) for v in order}
+
+
+def _highs_solve(m: int, k: int, lb, ub, edges, remaining: float):
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    nv = m * k
+    # each vertex exactly one colour
+    rows = np.repeat(np.arange(m), k)
+    A1 = coo_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(m, nv))
+    cons = [LinearConstraint(A1, 1, 1)]
+    if len(edges):
+        # x[u, c] + x[v, c] <= 1 for every edge and colour
+        E = len(edges)
+        r = np.arange(E * k)
+        cu = (edges[:, 0][:, None] * k + np.arange(k)).ravel()
+        cv = (edges[:, 1][:, None] * k + np.arange(k)).ravel()
+        A2 = coo_matrix((np.ones(2 * E * k), (np.concatenate([r, r]), np.concatenate([cu, cv]))),
+                        shape=(E * k, nv))
+        cons.append(LinearConstraint(A2, -np.inf, 1))
+    res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv),
+               bounds=Bounds(lb.ravel(), ub.ravel()),
+               options={"time_limit": max(remaining, 1e-3), "disp": False})
+    if res.x is not None and res.status in (0, 1):
+        return np.round(res.x)
+    if res.status == 2:
+        return "infeasible"
+    if res.status == 1:
+        return "time_limit"
+    raise RuntimeError(f"HiGHS failed on the colouring ILP: {res.message}")  # pragma: no cover
+
+
+def _gurobi_solve(m: int, k: int, lb, ub, edges, remaining: float):
+    try:
+        import gurobipy as gp
+        from gurobipy import GRB
+    except ImportError:
+        raise BackendUnavailableError(
+            "feasibility backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); "
+            "the default backend 'highs' needs nothing extra") from None
+    try:
+        with gp.Env(empty=True) as env:
+            env.setParam("OutputFlag", 0)
+            env.start()
+            with gp.Model(env=env) as model:
+                x = model.addMVar((m, k), vtype=GRB.BINARY, lb=lb, ub=ub)
+                model.addConstr(x.sum(axis=1) == 1)
+                for u, v in edges:
+                    model.addConstr(x[u, :] + x[v, :] <= 1)
+                model.Params.TimeLimit = max(remaining, 1e-3)
+                model.optimize()
+                if model.SolCount > 0:
+                    return np.round(x.X).ravel()
+                if model.Status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
+                    return "infeasible"
+                if model.Status == GRB.TIME_LIMIT:
+                    return "time_limit"
+                raise RuntimeError(f"Gurobi ended with status {model.Status}")  # pragma: no cover
+    except gp.GurobiError as exc:
+        # 10009: no licence; 10010: model too large for the size-limited licence
+        if getattr(exc, "errno", None) in (10009, 10010):
+            raise BackendUnavailableError(
+                f"Gurobi cannot solve this colouring ILP ({m * k} variables): {exc}. "
+                "Use the default backend 'highs' or install a full Gurobi licence") from None
+        raise

@@ -1,0 +1,565 @@
+"""Readers and writers for the file formats of PC-SOS-SDP, S-MDEClust/PCCC and numpy.
+
+Every reader returns a plain dataclass and raises :class:`~pcsos.errors.InputError` naming
+the file and the 1-based line of the first bad line. Nothing is changed silently: whenever a
+reader has to choose (a header that disagrees with the rows, soft pairs it cannot use, keys
+it does not know), it says what it used in the ``notes`` of its result. Data are never
+rescaled.
+
+Formats (see ``docs/formats.md``):
+
+- data, pc-sos-sdp text: first line ``n d`` or ``n d k``, then rows of d numbers;
+- data, CSV (S-MDEClust / PCCC): header ``x0,...,x{d-1},class``, the class column holding
+  the true labels (optional);
+- data, numpy: ``.npy`` (the n x d matrix) or ``.npz`` (``X`` and optionally ``y``);
+- constraints, pc-sos-sdp text: ``ML i j``, ``CL i j``, ``DELTA d``, ``GAMMA g``;
+- constraints, JSON (PCCC): ``{"ml": [[i, j], ...], "cl": [...], "sml": [], ...}``;
+- results: the pc-sos-sdp n x k 0/1 assignment matrix and a one-label-per-line file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io as _io
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcsos.errors import InfeasibleError, InputError
+
+__all__ = [
+    "DataFile",
+    "Constraints",
+    "read_data",
+    "read_constraints",
+    "write_result_matrix",
+    "read_result_matrix",
+    "write_labels",
+    "read_labels",
+]
+
+#: names accepted for the true-label column of a CSV file (compared case-insensitively)
+CLASS_COLUMNS = ("class", "label", "labels", "y", "target")
+#: PCCC keys for soft pairs: accepted, reported as unsupported when non-empty
+SOFT_KEYS = ("sml", "scl", "sml_proba", "scl_proba")
+
+
+@dataclass
+class DataFile:
+    """Data read from a file.
+
+    ``header`` says which layout was seen: ``'n d'`` or ``'n d k'`` (pc-sos-sdp text),
+    ``'csv'``, ``'csv (no header)'``, ``'npy'`` or ``'npz'``. ``k`` is the header's k (or
+    None); ``classes`` the true labels of a CSV class column or an npz ``y`` (or None).
+    """
+
+    X: np.ndarray
+    header: str
+    k: int | None = None
+    classes: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+
+@dataclass
+class Constraints:
+    """Pairs read from a constraint file, as given (0-based, not deduplicated).
+
+    ``ml`` and ``cl`` include the pairs that ``DELTA``/``GAMMA`` lines expanded into
+    (``n_delta`` and ``n_gamma`` of them, listed after the explicit pairs).
+    """
+
+    ml: list[tuple[int, int]] = field(default_factory=list)
+    cl: list[tuple[int, int]] = field(default_factory=list)
+    delta: float | None = None
+    gamma: float | None = None
+    n_delta: int = 0
+    n_gamma: int = 0
+    format: str = "text"
+    notes: list[str] = field(default_factory=list)
+    source: str = ""
+
+
+# --------------------------------------------------------------------------- helpers
+def _read_text(path) -> str:
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise InputError("no such file", source=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", source=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not a text file ({exc.reason} at byte {exc.start})",
+                         source=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+
+
+def _parse_int(token: str) -> int | None:
+    """An integer token (``'3'``, ``'-1'``), else None; ``'3.0'`` is not an integer."""
+    try:
+        return int(token)
+    except ValueError:
+        return None
+
+
+def _float_token(token: str, source: str, lineno: int, column: int) -> float:
+    try:
+        v = float(token)
+    except ValueError:
+        raise InputError(f"non-numeric value {token!r} in column {column}",
+                         source=source, line=lineno) from None
+    if not math.isfinite(v):
+        raise InputError(f"non-finite value {token!r} in column {column}",
+                         source=source, line=lineno)
+    return v
+
+
+def _rows_to_matrix(rows: list[tuple[int, list[str]]], source: str) -> np.ndarray:
+    """Convert token rows (already checked for equal length) to float64, naming a bad line."""
+    if not rows:
+        return np.empty((0, 0))
+    try:
+        X = np.array([r for _, r in rows], dtype=np.float64)
+    except ValueError:
+        X = None
+    if X is None or not np.isfinite(X).all():
+        # slow path only to find and name the first bad token
+        for lineno, toks in rows:
+            for c, tok in enumerate(toks, start=1):
+                _float_token(tok, source, lineno, c)
+        raise AssertionError("a bad token must have been found")  # pragma: no cover
+    return X
+
+
+# --------------------------------------------------------------------------- data
+def read_data(path) -> DataFile:
+    """Read a data file: pc-sos-sdp text, CSV (``.csv``) or numpy (``.npy``/``.npz``).
+
+    The format is chosen by the extension; a text file whose first line contains a comma is
+    read as CSV. Raises :class:`InputError` (file and line) for a bad header, a ragged or
+    malformed row and non-finite values.
+    """
+    source = os.fspath(path)
+    ext = os.path.splitext(source)[1].lower()
+    if ext in (".npy", ".npz"):
+        return _read_numpy(source, ext)
+    text = _read_text(source)
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if ext == ".csv" or "," in first:
+        return _read_csv(source, text)
+    return _read_pcsos_data(source, text)
+
+
+def _read_pcsos_data(source: str, text: str) -> DataFile:
+    lines = text.splitlines()
+    notes: list[str] = []
+    hline = next((t for t, ln in enumerate(lines) if ln.strip()), None)
+    if hline is None:
+        raise InputError("empty data file (expected a header 'n d' or 'n d k')", source=source)
+    htoks = lines[hline].split()
+    hvals = [_parse_int(t) for t in htoks]
+    if len(htoks) not in (2, 3) or any(v is None for v in hvals):
+        raise InputError(f"bad header {lines[hline].strip()!r}: the first line must be two or "
+                         "three integers 'n d' or 'n d k'", source=source, line=hline + 1)
+    if any(v < 0 for v in hvals):
+        raise InputError(f"bad header {lines[hline].strip()!r}: negative value",
+                         source=source, line=hline + 1)
+    hn, hd = hvals[0], hvals[1]
+    hk = hvals[2] if len(hvals) == 3 else None
+    header = "n d k" if hk is not None else "n d"
+    notes.append(f"header {header!r} seen: " + " ".join(htoks))
+    if hk == 0:
+        notes.append("header k = 0 ignored")
+        hk = None
+
+    rows: list[tuple[int, list[str]]] = []
+    width = None
+    for t in range(hline + 1, len(lines)):
+        toks = lines[t].split()
+        if not toks:
+            continue
+        if width is None:
+            width = len(toks)
+        elif len(toks) != width:
+            raise InputError(f"ragged row: {len(toks)} values, but the first data row "
+                             f"(line {rows[0][0]}) has {width}", source=source, line=t + 1)
+        rows.append((t + 1, toks))
+    if not rows:
+        raise InputError("no data rows after the header", source=source, line=hline + 1)
+    X = _rows_to_matrix(rows, source)
+    n, d = X.shape
+    if hn != n:
+        notes.append(f"header says n = {hn} but the file has {n} data rows; using the "
+                     f"{n} rows")
+    if hd != d:
+        notes.append(f"header says d = {hd} but the rows have {d} values; using d = {d}")
+    return DataFile(X, header, hk, None, notes, source)
+
+
+def _read_csv(source: str, text: str) -> DataFile:
+    reader = csv.reader(_io.StringIO(text))
+    lines = [(t + 1, [c.strip() for c in row]) for t, row in enumerate(reader)
+             if any(c.strip() for c in row)]
+    if not lines:
+        raise InputError("empty CSV file", source=source)
+    notes: list[str] = []
+    lineno0, first = lines[0]
+    has_header = any(_is_not_number(c) for c in first)
+    if has_header:
+        names = first
+        body = lines[1:]
+        header = "csv"
+    else:
+        names = [f"x{c}" for c in range(len(first))]
+        body = lines
+        header = "csv (no header)"
+        notes.append("CSV without a header row: every column is a feature")
+    width = len(names)
+    for lineno, row in body:
+        if len(row) != width:
+            raise InputError(f"ragged row: {len(row)} values, but the header (line {lineno0}) "
+                             f"has {width} columns", source=source, line=lineno)
+    if not body:
+        raise InputError("no data rows after the CSV header", source=source, line=lineno0)
+    class_col = width - 1 if has_header and names[-1].lower() in CLASS_COLUMNS else None
+    classes = None
+    k = None
+    if class_col is not None:
+        labels = []
+        for lineno, row in body:
+            v = _parse_int(row[class_col])
+            if v is None:
+                fv = _float_token(row[class_col], source, lineno, class_col + 1)
+                if not fv.is_integer():
+                    raise InputError(f"class label {row[class_col]!r} is not an integer",
+                                     source=source, line=lineno)
+                v = int(fv)
+            if v < 0:
+                raise InputError(f"class label {v} is negative", source=source, line=lineno)
+            labels.append(v)
+        classes = np.asarray(labels, dtype=np.int64)
+        k = int(classes.max()) + 1
+        notes.append(f"CSV column {names[class_col]!r} read as true labels "
+                     f"({len(np.unique(classes))} distinct, max + 1 = {k}); not used as a "
+                     "feature")
+        feat = [(lineno, row[:class_col]) for lineno, row in body]
+    else:
+        feat = body
+        if has_header:
+            notes.append(f"CSV last column {names[-1]!r} is not a class column: every column "
+                         "is a feature")
+    if feat and not feat[0][1]:
+        raise InputError("CSV has no feature columns", source=source, line=lineno0)
+    X = _rows_to_matrix(feat, source)
+    return DataFile(X, header, k, classes, notes, source)
+
+
+def _is_not_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return True
+    return False
+
+
+def _read_numpy(source: str, ext: str) -> DataFile:
+    notes: list[str] = []
+    try:
+        obj = np.load(source, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError("no such file", source=source) from None
+    except (ValueError, OSError) as exc:
+        raise InputError(f"not a readable {ext} file: {exc}", source=source) from None
+    classes = None
+    if ext == ".npz":
+        keys = list(obj.files)
+        xkey = next((key for key in ("X", "x", "data") if key in keys), None)
+        if xkey is None:
+            if len(keys) != 1:
+                raise InputError(f"npz file needs an array 'X' (found {keys})", source=source)
+            xkey = keys[0]
+        ykey = next((key for key in ("y", "labels", "classes") if key in keys), None)
+        X = obj[xkey]
+        if ykey is not None:
+            y = np.asarray(obj[ykey])
+            if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (y < 0).any():
+                raise InputError(f"npz array {ykey!r} must be non-negative integer labels",
+                                 source=source)
+            classes = y.astype(np.int64)
+            notes.append(f"npz array {ykey!r} read as true labels")
+        other = [key for key in keys if key not in (xkey, ykey)]
+        if other:
+            notes.append(f"npz arrays ignored: {', '.join(other)}")
+        obj.close()
+    else:
+        X = obj
+    X = np.asarray(X)
+    if X.ndim == 1:
+        X = X[:, None]
+        notes.append("1-D array read as n x 1 data")
+    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X):
+        raise InputError(f"expected a real n x d array, got shape {X.shape} dtype {X.dtype}",
+                         source=source)
+    X = X.astype(np.float64)
+    bad = ~np.isfinite(X)
+    if bad.any():
+        r, c = map(int, np.argwhere(bad)[0])
+        raise InputError(f"non-finite value {X[r, c]} at row {r} column {c}", source=source)
+    if classes is not None and len(classes) != len(X):
+        raise InputError(f"{len(classes)} labels for {len(X)} rows", source=source)
+    k = int(classes.max()) + 1 if classes is not None and len(classes) else None
+    return DataFile(X, ext[1:], k, classes, notes, source)
+
+
+# --------------------------------------------------------------------------- constraints
+def read_constraints(path, n: int | None = None, X: np.ndarray | None = None) -> Constraints:
+    """Read a constraint file: pc-sos-sdp text, or PCCC JSON (``.json`` or a leading ``{``).
+
+    ``n`` (when given) bounds the indices; ``X`` is needed to expand ``DELTA``/``GAMMA``.
+    Raises :class:`InputError` naming file, line and the line text for an unknown token,
+    wrong arity, a non-integer or out-of-range index and a self pair, and
+    :class:`InfeasibleError` (reason ``'delta_gamma'``) when DELTA > GAMMA and some pair's
+    distance lies in (GAMMA, DELTA), so that it would be both must-link and cannot-link.
+    """
+    source = os.fspath(path)
+    text = _read_text(source)
+    if X is not None and n is None:
+        n = int(np.asarray(X).shape[0])
+    if os.path.splitext(source)[1].lower() == ".json" or text.lstrip().startswith("{"):
+        return _read_json_constraints(source, text, n)
+    return _read_text_constraints(source, text, n, X)
+
+
+def _read_text_constraints(source: str, text: str, n: int | None, X) -> Constraints:
+    out = Constraints(format="text", source=source)
+    delta_line = gamma_line = None
+    for t, raw in enumerate(text.splitlines()):
+        lineno = t + 1
+        toks = raw.split()
+        if not toks:
+            continue
+        kind = toks[0].upper()
+        shown = raw.strip()
+        if kind in ("ML", "CL"):
+            if len(toks) != 3:
+                raise InputError(f"{kind} needs two indices, got {len(toks) - 1}: {shown!r}",
+                                 source=source, line=lineno)
+            ij = [_parse_int(x) for x in toks[1:]]
+            if any(v is None for v in ij):
+                raise InputError(f"indices must be integers: {shown!r}", source=source,
+                                 line=lineno)
+            i, j = ij
+            if min(i, j) < 0 or (n is not None and max(i, j) >= n):
+                rng = f"0..{n - 1}" if n is not None else ">= 0"
+                raise InputError(f"index out of range {rng}: {shown!r}", source=source,
+                                 line=lineno)
+            if i == j:
+                raise InputError(f"self pair: {shown!r}", source=source, line=lineno)
+            (out.ml if kind == "ML" else out.cl).append((i, j))
+        elif kind in ("DELTA", "GAMMA"):
+            if len(toks) != 2:
+                raise InputError(f"{kind} needs one number, got {len(toks) - 1}: {shown!r}",
+                                 source=source, line=lineno)
+            v = _float_token(toks[1], source, lineno, 2)
+            if v < 0:
+                raise InputError(f"{kind} must be >= 0: {shown!r}", source=source, line=lineno)
+            prev = delta_line if kind == "DELTA" else gamma_line
+            if prev is not None:
+                raise InputError(f"{kind} given twice (first on line {prev}): {shown!r}",
+                                 source=source, line=lineno)
+            if kind == "DELTA":
+                out.delta, delta_line = v, lineno
+            else:
+                out.gamma, gamma_line = v, lineno
+        else:
+            raise InputError(f"unknown constraint type {toks[0]!r} (expected ML, CL, DELTA or "
+                             f"GAMMA): {shown!r}", source=source, line=lineno)
+    if not out.ml and not out.cl and out.delta is None and out.gamma is None:
+        out.notes.append("no constraints in the file: the unconstrained problem")
+    if out.delta is not None or out.gamma is not None:
+        line = delta_line if out.delta is not None else gamma_line
+        if X is None:
+            raise InputError("DELTA/GAMMA need the data to expand into pairs", source=source,
+                             line=line)
+        _expand_delta_gamma(out, np.asarray(X, dtype=np.float64), delta_line, gamma_line)
+    return out
+
+
+def _expand_delta_gamma(out: Constraints, X: np.ndarray, delta_line, gamma_line) -> None:
+    """Turn DELTA (pairs closer than d -> ML) and GAMMA (pairs farther than g -> CL) into pairs."""
+    # squared distances by the Gram identity; compared against squared thresholds. Fine for
+    # the n of an exact solver (n <= a few thousand).
+    sq = np.einsum("ij,ij->i", X, X)
+    D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
+    iu, ju = np.triu_indices(len(X), k=1)
+    d2 = D2[iu, ju]
+    if out.delta is not None:
+        sel = d2 < out.delta ** 2
+        out.ml.extend(zip(iu[sel].tolist(), ju[sel].tolist()))
+        out.n_delta = int(sel.sum())
+        out.notes.append(f"DELTA {out.delta:g} (line {delta_line}) added {out.n_delta} "
+                         "must-link pairs (every pair closer than DELTA)")
+    if out.gamma is not None:
+        sel = d2 > out.gamma ** 2
+        out.cl.extend(zip(iu[sel].tolist(), ju[sel].tolist()))
+        out.n_gamma = int(sel.sum())
+        out.notes.append(f"GAMMA {out.gamma:g} (line {gamma_line}) added {out.n_gamma} "
+                         "cannot-link pairs (every pair farther than GAMMA)")
+    if out.delta is not None and out.gamma is not None and out.delta > out.gamma:
+        both = (d2 < out.delta ** 2) & (d2 > out.gamma ** 2)
+        if both.any():
+            t = int(np.argmax(both))
+            i, j = int(iu[t]), int(ju[t])
+            raise InfeasibleError(
+                f"{out.source}: DELTA {out.delta:g} (line {delta_line}) > GAMMA {out.gamma:g} "
+                f"(line {gamma_line}): {int(both.sum())} pairs, e.g. ({i}, {j}) at distance "
+                f"{math.sqrt(d2[t]):.6g}, are both must-link and cannot-link",
+                reason="delta_gamma", pairs=[(i, j)])
+        out.notes.append(f"DELTA {out.delta:g} > GAMMA {out.gamma:g}, but no pair lies at a "
+                         "distance between them: no conflict")
+
+
+def _read_json_constraints(source: str, text: str, n: int | None) -> Constraints:
+    out = Constraints(format="json", source=source)
+    try:
+        obj = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
+                         line=exc.lineno) from None
+    if not isinstance(obj, dict):
+        raise InputError("the JSON top level must be an object with keys 'ml' and 'cl'",
+                         source=source, line=1)
+    for key in ("ml", "cl"):
+        pairs = obj.get(key, [])
+        if not isinstance(pairs, list):
+            raise InputError(f"{key!r} must be a list of [i, j] pairs", source=source,
+                             line=_json_line(text, key))
+        for t, p in enumerate(pairs):
+            where = f"{key}[{t}] = {json.dumps(p)}"
+            line = _json_line(text, key)
+            if not (isinstance(p, (list, tuple)) and len(p) == 2):
+                raise InputError(f"{where}: a pair needs two indices", source=source, line=line)
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in p):
+                raise InputError(f"{where}: indices must be integers", source=source, line=line)
+            i, j = p
+            if min(i, j) < 0 or (n is not None and max(i, j) >= n):
+                rng = f"0..{n - 1}" if n is not None else ">= 0"
+                raise InputError(f"{where}: index out of range {rng}", source=source, line=line)
+            if i == j:
+                raise InputError(f"{where}: self pair", source=source, line=line)
+            (out.ml if key == "ml" else out.cl).append((i, j))
+    for key in SOFT_KEYS:
+        val = obj.get(key)
+        if val:
+            cnt = len(val) if isinstance(val, list) else 1
+            out.notes.append(f"{key!r}: {cnt} soft-constraint entries are not supported by "
+                             "pcsos and were NOT used")
+    unknown = [key for key in obj if key not in ("ml", "cl", *SOFT_KEYS)]
+    if unknown:
+        out.notes.append(f"unknown JSON keys ignored: {', '.join(map(repr, unknown))}")
+    if not out.ml and not out.cl:
+        out.notes.append("no ml/cl pairs in the file: the unconstrained problem")
+    return out
+
+
+def _json_line(text: str, key: str) -> int | None:
+    """1-based line of the first occurrence of ``"key"`` (JSON pairs carry no line of their own)."""
+    pos = text.find(f'"{key}"')
+    return text.count("\n", 0, pos) + 1 if pos >= 0 else None
+
+
+# --------------------------------------------------------------------------- results
+def _open_out(path):
+    if os.fspath(path) == "-":
+        return _Stdout()
+    return open(os.fspath(path), "w", encoding="utf-8")
+
+
+class _Stdout:
+    def __enter__(self):
+        return sys.stdout
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        return False
+
+
+def _check_labels(labels, k: int | None = None) -> np.ndarray:
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or (lab.size and not np.issubdtype(lab.dtype, np.integer)):
+        raise InputError(f"labels must be a 1-D integer array, got {lab.dtype} {lab.shape}")
+    lab = lab.astype(np.int64)
+    if lab.size and lab.min() < 0:
+        raise InputError("labels must be non-negative")
+    if k is not None and lab.size and lab.max() >= k:
+        raise InputError(f"label {int(lab.max())} out of range 0..{k - 1}")
+    return lab
+
+
+def write_result_matrix(path, labels, k: int) -> None:
+    """Write the pc-sos-sdp result: n rows of k space-separated 0/1 entries (``'-'`` = stdout)."""
+    lab = _check_labels(labels, k)
+    M = np.zeros((len(lab), int(k)), dtype=np.int64)
+    M[np.arange(len(lab)), lab] = 1
+    with _open_out(path) as fh:
+        for row in M:
+            fh.write(" ".join(map(str, row)) + "\n")
+
+
+def read_result_matrix(path) -> np.ndarray:
+    """Read an n x k 0/1 assignment matrix; returns the labels (one 1 per row is required)."""
+    source = os.fspath(path)
+    labels = []
+    width = None
+    for t, raw in enumerate(_read_text(source).splitlines()):
+        toks = raw.split()
+        if not toks:
+            continue
+        if width is None:
+            width = len(toks)
+        elif len(toks) != width:
+            raise InputError(f"ragged row: {len(toks)} entries, expected {width}",
+                             source=source, line=t + 1)
+        if any(x not in ("0", "1") for x in toks) or toks.count("1") != 1:
+            raise InputError(f"a row must hold one 1 and otherwise 0: {raw.strip()!r}",
+                             source=source, line=t + 1)
+        labels.append(toks.index("1"))
+    return np.asarray(labels, dtype=np.int64)
+
+
+def write_labels(path, labels) -> None:
+    """Write one integer label per line (``'-'`` = stdout)."""
+    lab = _check_labels(labels)
+    with _open_out(path) as fh:
+        fh.write("".join(f"{v}\n" for v in lab.tolist()))
+
+
+def read_labels(path) -> np.ndarray:
+    """Read one integer label per line (blank lines skipped)."""
+    source = os.fspath(path)
+    out = []
+    for t, raw in enumerate(_read_text(source).splitlines()):
+        tok = raw.strip()
+        if not tok:
+            continue
+        v = _parse_int(tok)
+        if v is None or v < 0:
+            raise InputError(f"not a non-negative integer label: {tok!r}", source=source,
+                             line=t + 1)
+        out.append(v)
+    return np.asarray(out, dtype=np.int64)

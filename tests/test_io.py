@@ -1,0 +1,232 @@
+"""pcsos.io: every reader on good and bad files, writers round-trip."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.io import (
+    read_constraints,
+    read_data,
+    read_labels,
+    read_result_matrix,
+    write_labels,
+    write_result_matrix,
+)
+
+
+def _w(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# ------------------------------------------------------------------ pc-sos-sdp data
+def test_header_n_d_k(tmp_path):
+    p = _w(tmp_path, "d.txt", "3 2 2\n1 2\n3 4\n5 6\n")
+    df = read_data(p)
+    assert df.header == "n d k" and df.k == 2 and df.classes is None
+    np.testing.assert_array_equal(df.X, [[1, 2], [3, 4], [5, 6]])
+    assert any("header 'n d k' seen" in note for note in df.notes)
+
+
+def test_header_n_d(tmp_path):
+    df = read_data(_w(tmp_path, "d.txt", "2 3\n1 2 3\n4 5 6\n\n"))
+    assert df.header == "n d" and df.k is None and df.X.shape == (2, 3)
+
+
+def test_header_disagrees_with_rows_is_a_note(tmp_path):
+    df = read_data(_w(tmp_path, "d.txt", "5 3 2\n1 2\n3 4\n"))
+    assert df.X.shape == (2, 2)
+    text = " ".join(df.notes)
+    assert "n = 5" in text and "2 data rows" in text
+    assert "d = 3" in text and "using d = 2" in text
+
+
+def test_data_is_not_rescaled(tmp_path):
+    df = read_data(_w(tmp_path, "d.txt", "2 1\n1000\n-2e-3\n"))
+    np.testing.assert_array_equal(df.X[:, 0], [1000.0, -0.002])
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("2 2\n1 2\n3\n", 3, "ragged"),
+    ("2 2\n1 2\n3 abc\n", 3, "'abc'"),
+    ("2 2\n1 nan\n3 4\n", 2, "non-finite"),
+    ("2 2\n1 2\n3 inf\n", 3, "non-finite"),
+    ("1.5 2\n1 2\n", 1, "bad header"),
+    ("2 2 2 2\n1 2\n", 1, "bad header"),
+    ("hello\n1 2\n", 1, "bad header"),
+    ("2 2\n", 1, "no data rows"),
+])
+def test_bad_data_names_file_and_line(tmp_path, text, line, words):
+    p = _w(tmp_path, "bad.txt", text)
+    with pytest.raises(InputError) as ei:
+        read_data(p)
+    assert ei.value.line == line and ei.value.source == str(p)
+    assert f"bad.txt:{line}:" in str(ei.value) and words in str(ei.value)
+
+
+def test_missing_and_empty_file(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_data(tmp_path / "nope.txt")
+    with pytest.raises(InputError, match="empty"):
+        read_data(_w(tmp_path, "e.txt", ""))
+
+
+# ------------------------------------------------------------------ CSV / numpy
+def test_csv_with_class_column(tmp_path):
+    df = read_data(_w(tmp_path, "d.csv", "x0,x1,class\n1,2,0\n3,4,2\n5,6,1\n"))
+    assert df.header == "csv" and df.k == 3
+    np.testing.assert_array_equal(df.classes, [0, 2, 1])
+    np.testing.assert_array_equal(df.X, [[1, 2], [3, 4], [5, 6]])
+    assert any("'class'" in note for note in df.notes)
+
+
+def test_csv_without_header_or_class(tmp_path):
+    df = read_data(_w(tmp_path, "d.csv", "1,2\n3,4\n"))
+    assert df.header == "csv (no header)" and df.k is None and df.X.shape == (2, 2)
+    df = read_data(_w(tmp_path, "e.csv", "a,b\n1,2\n3,4\n"))
+    assert df.classes is None and df.X.shape == (2, 2)
+
+
+@pytest.mark.parametrize("text, line", [
+    ("x0,x1,class\n1,2,0\n3,0\n", 3),
+    ("x0,x1,class\n1,2,0\n3,x,1\n", 3),
+    ("x0,x1,class\n1,2,0.5\n", 2),
+    ("x0,x1,class\n1,nan,0\n", 2),
+])
+def test_bad_csv_names_line(tmp_path, text, line):
+    with pytest.raises(InputError) as ei:
+        read_data(_w(tmp_path, "bad.csv", text))
+    assert ei.value.line == line
+
+
+def test_numpy_files(tmp_path):
+    X = np.arange(6.0).reshape(3, 2)
+    np.save(tmp_path / "a.npy", X)
+    df = read_data(tmp_path / "a.npy")
+    assert df.header == "npy" and df.k is None
+    np.testing.assert_array_equal(df.X, X)
+    np.savez(tmp_path / "b.npz", X=X, y=np.array([0, 1, 1]))
+    df = read_data(tmp_path / "b.npz")
+    assert df.header == "npz" and df.k == 2
+    np.testing.assert_array_equal(df.classes, [0, 1, 1])
+    np.save(tmp_path / "c.npy", np.array([[1.0, np.nan]]))
+    with pytest.raises(InputError, match="non-finite"):
+        read_data(tmp_path / "c.npy")
+
+
+# ------------------------------------------------------------------ constraints
+def test_text_constraints(tmp_path):
+    c = read_constraints(_w(tmp_path, "c.txt", "CL 3 1\n\nML 0 1\nML 0 1\nml 2 3\n"), n=4)
+    assert c.ml == [(0, 1), (0, 1), (2, 3)] and c.cl == [(3, 1)]
+    assert c.format == "text"
+
+
+def test_empty_constraint_file_is_unconstrained(tmp_path):
+    c = read_constraints(_w(tmp_path, "c.txt", "\n\n"), n=4)
+    assert c.ml == [] and c.cl == [] and "unconstrained" in c.notes[0]
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("ML 0 1\nXX 1 2\n", 2, "unknown constraint type 'XX'"),
+    ("ML 0 1\nCL 1 9\n", 2, "out of range 0..3"),
+    ("ML -1 2\n", 1, "out of range"),
+    ("ML 0 1\n\nCL 2 2\n", 3, "self pair"),
+    ("ML 0\n", 1, "two indices"),
+    ("ML 0 1 2\n", 1, "two indices"),
+    ("CL 0 1.0\n", 1, "integers"),
+    ("DELTA x\n", 1, "non-numeric"),
+    ("DELTA 1\nDELTA 2\n", 2, "twice"),
+])
+def test_bad_constraints_name_file_line_and_text(tmp_path, text, line, words):
+    p = _w(tmp_path, "bad_c.txt", text)
+    X = np.zeros((4, 1))
+    with pytest.raises(InputError) as ei:
+        read_constraints(p, n=4, X=X)
+    assert ei.value.line == line and f"bad_c.txt:{line}:" in str(ei.value)
+    assert words in str(ei.value)
+    bad_line = text.splitlines()[line - 1].strip()
+    if words not in ("non-numeric",):
+        assert bad_line in str(ei.value)
+
+
+def test_delta_gamma_expansion_matches_distances(tmp_path):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 2))
+    c = read_constraints(_w(tmp_path, "c.txt", "ML 0 1\nDELTA 0.5\nGAMMA 2.5\n"), X=X)
+    dist = np.linalg.norm(X[:, None] - X[None], axis=2)
+    want_ml = {(i, j) for i in range(12) for j in range(i + 1, 12) if dist[i, j] < 0.5}
+    want_cl = {(i, j) for i in range(12) for j in range(i + 1, 12) if dist[i, j] > 2.5}
+    assert set(c.ml[1:]) == want_ml and c.ml[0] == (0, 1)
+    assert set(c.cl) == want_cl
+    assert c.n_delta == len(want_ml) and c.n_gamma == len(want_cl)
+    assert any(f"added {len(want_ml)} must-link" in note for note in c.notes)
+
+
+def test_delta_greater_than_gamma(tmp_path):
+    X = np.array([[0.0], [1.0], [5.0]])
+    with pytest.raises(InfeasibleError) as ei:
+        read_constraints(_w(tmp_path, "c.txt", "DELTA 2\nGAMMA 0.5\n"), X=X)
+    assert ei.value.reason == "delta_gamma" and ei.value.pairs == [(0, 1)]
+    # no pair at a distance in (GAMMA, DELTA): no conflict, but a note
+    c = read_constraints(_w(tmp_path, "d.txt", "DELTA 3\nGAMMA 2\n"), X=X)
+    assert any("no conflict" in note for note in c.notes)
+    with pytest.raises(InputError, match="need the data"):
+        read_constraints(_w(tmp_path, "e.txt", "DELTA 3\n"))
+
+
+def test_json_constraints(tmp_path):
+    obj = {"ml": [[0, 1]], "cl": [[1, 2], [2, 3]], "sml": [[0, 2]], "scl": [],
+           "sml_proba": [0.9], "scl_proba": [], "extra": 1}
+    c = read_constraints(_w(tmp_path, "c.json", json.dumps(obj)), n=4)
+    assert c.ml == [(0, 1)] and c.cl == [(1, 2), (2, 3)] and c.format == "json"
+    notes = " ".join(c.notes)
+    assert "'sml'" in notes and "NOT used" in notes and "'sml_proba'" in notes
+    assert "'scl'" not in notes  # empty soft lists are fine
+    assert "'extra'" in notes
+
+
+@pytest.mark.parametrize("obj, words", [
+    ({"ml": [[0, 0]]}, "self pair"),
+    ({"cl": [[0, 7]]}, "out of range"),
+    ({"ml": [[0, 1, 2]]}, "two indices"),
+    ({"ml": [[0, 1.5]]}, "integers"),
+    ({"ml": 3}, "list"),
+])
+def test_bad_json_constraints(tmp_path, obj, words):
+    with pytest.raises(InputError, match=words) as ei:
+        read_constraints(_w(tmp_path, "c.json", json.dumps(obj)), n=4)
+    assert "c.json:1:" in str(ei.value)
+
+
+def test_invalid_json_names_line(tmp_path):
+    with pytest.raises(InputError) as ei:
+        read_constraints(_w(tmp_path, "c.json", '{"ml": [[0, 1]],\n "cl": [[1, 2],]}'))
+    assert ei.value.line == 2
+
+
+# ------------------------------------------------------------------ results
+def test_result_matrix_round_trip(tmp_path):
+    lab = np.array([2, 0, 1, 1, 0])
+    write_result_matrix(tmp_path / "r.txt", lab, 3)
+    assert (tmp_path / "r.txt").read_text().splitlines()[0] == "0 0 1"
+    np.testing.assert_array_equal(read_result_matrix(tmp_path / "r.txt"), lab)
+    with pytest.raises(InputError, match="out of range"):
+        write_result_matrix(tmp_path / "r.txt", lab, 2)
+    bad = _w(tmp_path, "b.txt", "0 1\n1 1\n")
+    with pytest.raises(InputError) as ei:
+        read_result_matrix(bad)
+    assert ei.value.line == 2
+
+
+def test_labels_round_trip(tmp_path, capsys):
+    lab = np.array([3, 0, 1])
+    write_labels(tmp_path / "l.txt", lab)
+    np.testing.assert_array_equal(read_labels(tmp_path / "l.txt"), lab)
+    write_labels("-", lab)
+    assert capsys.readouterr().out == "3\n0\n1\n"
+    with pytest.raises(InputError) as ei:
+        read_labels(_w(tmp_path, "b.txt", "1\nx\n"))
+    assert ei.value.line == 2
