@@ -1,6 +1,13 @@
 """pcsos: exact semi-supervised minimum sum-of-squares clustering with certificates."""
 
-from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError, PcsosError
+from pcsos.errors import (
+    BackendUnavailableError,
+    InfeasibleError,
+    InputError,
+    PcsosError,
+    UndecidedError,
+)
+from pcsos.feasibility import Feasibility, check_instance
 from pcsos.problem import Instance, Problem, make_instance, sse
 
 __version__ = "0.1.0"
@@ -14,5 +21,8 @@ __all__ = [
     "InputError",
     "InfeasibleError",
     "BackendUnavailableError",
+    "UndecidedError",
+    "Feasibility",
+    "check_instance",
     "__version__",
 ]

@@ -44,6 +44,12 @@ class InfeasibleError(PcsosError):
         super().__init__(message)
 
 
+class UndecidedError(PcsosError):
+    """A decision (e.g. feasibility) could not be reached within its time limit (exit code 1)."""
+
+    exit_code = 1
+
+
 class BackendUnavailableError(PcsosError, RuntimeError):
     """An optional backend (MOSEK, Gurobi, SCS, a GPU library) is not installed or not licensed."""
 

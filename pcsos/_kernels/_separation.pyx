@@ -1,7 +1,26 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Cut separation and branching kernels on a dense symmetric matrix Z (C-contiguous float64)."""
+"""Cut separation and branching kernels on a dense symmetric matrix Z (C-contiguous float64).
 
-from libc.math cimport fabs
+Conventions shared by every kernel here:
+
+* Z is s x s, C-contiguous float64 and **assumed symmetric**: kernels read whole rows
+  (``Z[i, h]`` for every h) because contiguous rows are what makes the O(s^3) scans fast.
+  Callers that hold a merely approximately symmetric matrix symmetrise it first
+  (``pcsos.cuts.separation`` does). :func:`max_asymmetry` checks this cheaply.
+* A cut is reported when its violation is *strictly* greater than ``eps``. ``eps`` may be
+  negative (tests use -1e-12 to ask for "every cut that is tight or violated").
+* Collected cuts go into buffers of length ``cap``; a scan stops at the first violated cut
+  beyond the cap, and the returned ``hit_cap`` flag is True exactly when more than ``cap``
+  violated cuts exist (the first ``cap`` in visiting order are returned).
+* Loops are plain C loops without the GIL, so several tree workers can separate at once.
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport fabs, INFINITY
+
+cnp.import_array()
 
 
 def max_asymmetry(const double[:, ::1] Z):
@@ -17,3 +36,236 @@ def max_asymmetry(const double[:, ::1] Z):
                 if v > best:
                     best = v
     return best
+
+
+cdef inline Py_ssize_t _square(const double[:, ::1] Z) except -1:
+    if Z.shape[1] != Z.shape[0]:
+        raise ValueError(f"Z must be square, got shape ({Z.shape[0]}, {Z.shape[1]})")
+    return Z.shape[0]
+
+
+def separate_pairs(const double[:, ::1] Z, double eps, Py_ssize_t cap):
+    """Violated pair cuts Z_ii - Z_ij >= 0, i != j.
+
+    Reads the diagonal and the upper triangle only. Visits i < j in row-major order and
+    checks (i, j) then (j, i). Returns ``(i, j, violation, hit_cap)`` where cut t is
+    ``Z[i_t, i_t] - Z[i_t, j_t] >= 0`` violated by ``Z_ij - Z_ii > eps``.
+    """
+    cdef Py_ssize_t s = _square(Z), i, j, m = 0
+    if cap < 0:
+        raise ValueError("cap must be >= 0")
+    out_i = np.empty(cap, dtype=np.int64)
+    out_j = np.empty(cap, dtype=np.int64)
+    out_v = np.empty(cap, dtype=np.float64)
+    cdef cnp.int64_t[::1] oi = out_i, oj = out_j
+    cdef double[::1] ov = out_v
+    cdef double z, v
+    cdef bint full = False
+    with nogil:
+        for i in range(s):
+            if full:
+                break
+            for j in range(i + 1, s):
+                z = Z[i, j]
+                v = z - Z[i, i]
+                if v > eps:
+                    if m == cap:
+                        full = True
+                        break
+                    oi[m] = i
+                    oj[m] = j
+                    ov[m] = v
+                    m += 1
+                v = z - Z[j, j]
+                if v > eps:
+                    if m == cap:
+                        full = True
+                        break
+                    oi[m] = j
+                    oj[m] = i
+                    ov[m] = v
+                    m += 1
+    return out_i[:m], out_j[:m], out_v[:m], bool(full)
+
+
+def separate_triangles(const double[:, ::1] Z, double eps, Py_ssize_t cap,
+                       const cnp.int64_t[::1] order):
+    """Violated triangle cuts Z_ii + Z_jh - Z_ij - Z_ih >= 0 (apex i, distinct i, j, h).
+
+    Visits the apexes in ``order`` (a permutation of 0..s-1, e.g. drawn from a seeded
+    numpy Generator so that capped scans sample different regions) and, for each apex, the
+    unordered pairs j < h in row-major order; across all apexes this covers every triple in
+    all three rotations. Assumes Z symmetric (reads rows i and j). Returns
+    ``(i, j, h, violation, hit_cap)`` with violation ``Z_ij + Z_ih - Z_ii - Z_jh > eps``.
+    """
+    cdef Py_ssize_t s = _square(Z), a, i, j, h, m = 0
+    if order.shape[0] != s:
+        raise ValueError(f"order must have length s = {s}, got {order.shape[0]}")
+    if cap < 0:
+        raise ValueError("cap must be >= 0")
+    seen = np.zeros(s, dtype=np.uint8)
+    cdef unsigned char[::1] sv = seen
+    for a in range(s):
+        i = order[a]
+        if i < 0 or i >= s or sv[i]:
+            raise ValueError("order must be a permutation of 0..s-1")
+        sv[i] = 1
+    out_i = np.empty(cap, dtype=np.int64)
+    out_j = np.empty(cap, dtype=np.int64)
+    out_h = np.empty(cap, dtype=np.int64)
+    out_v = np.empty(cap, dtype=np.float64)
+    cdef cnp.int64_t[::1] oi = out_i, oj = out_j, oh = out_h
+    cdef double[::1] ov = out_v
+    cdef const double *zi
+    cdef const double *zj
+    cdef double base, v
+    cdef Py_ssize_t cnt
+    cdef bint full = False
+    if s < 3:
+        return out_i[:0], out_j[:0], out_h[:0], out_v[:0], False
+    with nogil:
+        for a in range(s):
+            if full:
+                break
+            i = order[a]
+            zi = &Z[i, 0]
+            for j in range(s - 1):
+                if j == i:
+                    continue
+                zj = &Z[j, 0]
+                base = zi[j] - zi[i]
+                # count first in a branch-free loop that the compiler vectorises; violated
+                # cuts are rare on most rows, so the collecting loop below seldom runs
+                cnt = 0
+                for h in range(j + 1, s):
+                    cnt += (base + zi[h] - zj[h]) > eps
+                if cnt == 0:
+                    continue
+                for h in range(j + 1, s):
+                    v = base + zi[h] - zj[h]
+                    if v > eps and h != i:
+                        if m == cap:
+                            full = True
+                            break
+                        oi[m] = i
+                        oj[m] = j
+                        oh[m] = h
+                        ov[m] = v
+                        m += 1
+                if full:
+                    break
+    return out_i[:m], out_j[:m], out_h[:m], out_v[:m], bool(full)
+
+
+def separate_cliques(const double[:, ::1] Z, Py_ssize_t q, double rhs, double eps):
+    """Greedy clique cuts sum_{a<b in Q} Z_ab >= rhs with |Q| = q (q = k + 1).
+
+    From every seed vertex v, Q starts as {v} and grows by the vertex u not in Q with the
+    smallest added row sum sum_{p in Q} Z_pu (ties: smallest index) until |Q| = q. Q is
+    reported when ``rhs - sum_{a<b in Q} Z_ab > eps``. Assumes Z symmetric. Returns
+    ``(Q, violation)``: Q an (m, q) int64 array with sorted rows, distinct rows only (first
+    occurrence by seed order), violation (m,).
+    """
+    cdef Py_ssize_t s = _square(Z), v, t, u, best_u, p
+    if q < 2:
+        raise ValueError("q = k + 1 must be >= 2")
+    if q > s:
+        return np.empty((0, q), dtype=np.int64), np.empty(0)
+    Qs = np.empty((s, q), dtype=np.int64)
+    vals = np.empty(s, dtype=np.float64)
+    rowsum_arr = np.empty(s, dtype=np.float64)
+    inq_arr = np.zeros(s, dtype=np.uint8)
+    cdef cnp.int64_t[:, ::1] Qv = Qs
+    cdef double[::1] val = vals, rs = rowsum_arr
+    cdef unsigned char[::1] inq = inq_arr
+    cdef double total, best
+    cdef const double *zu
+    with nogil:
+        for v in range(s):
+            for u in range(s):
+                rs[u] = Z[v, u]
+                inq[u] = 0
+            inq[v] = 1
+            Qv[v, 0] = v
+            total = 0.0
+            for t in range(1, q):
+                best = INFINITY
+                best_u = -1
+                for u in range(s):
+                    if not inq[u] and rs[u] < best:
+                        best = rs[u]
+                        best_u = u
+                if best_u < 0:  # only NaN rows left: give up on this seed
+                    total = INFINITY
+                    break
+                total += best
+                inq[best_u] = 1
+                Qv[v, t] = best_u
+                zu = &Z[best_u, 0]
+                for u in range(s):
+                    rs[u] += zu[u]
+            val[v] = rhs - total
+    keep = vals > eps
+    Qk = np.sort(Qs[keep], axis=1)
+    vk = vals[keep]
+    if len(vk) == 0:
+        return Qk, vk
+    _, first = np.unique(Qk, axis=0, return_index=True)
+    first.sort()
+    return np.ascontiguousarray(Qk[first]), vk[first]
+
+
+def branching_scan(const double[:, ::1] Z, const double[:, ::1] G):
+    """argmax_{i<j} min(Z_ij, G_ii + G_jj - 2 G_ij) given the Gram matrix G = Z Z^T.
+
+    ``G_ii + G_jj - 2 G_ij`` is ||Z_i. - Z_j.||^2 evaluated left to right in exactly that
+    order. Reads the upper triangle of Z and of G and the diagonal of G. Ties go to the
+    first pair in row-major order. Returns ``(i, j, score)``; ``(-1, -1, -inf)`` when s < 2.
+    """
+    cdef Py_ssize_t s = _square(Z), i, j, bi = -1, bj = -1
+    if G.shape[0] != s or G.shape[1] != s:
+        raise ValueError("G must have the shape of Z")
+    cdef double best = -INFINITY, d, v, gii
+    with nogil:
+        for i in range(s):
+            gii = G[i, i]
+            for j in range(i + 1, s):
+                d = gii + G[j, j] - 2.0 * G[i, j]
+                v = Z[i, j]
+                if d < v:
+                    v = d
+                if v > best:
+                    best = v
+                    bi = i
+                    bj = j
+    return bi, bj, best
+
+
+def branching_direct(const double[:, ::1] Z):
+    """argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2), distances summed directly (O(s^3)).
+
+    Same conventions as :func:`branching_scan` (assumes Z symmetric: reads rows).
+    """
+    cdef Py_ssize_t s = _square(Z), i, j, h, bi = -1, bj = -1
+    cdef double best = -INFINITY, d, v, t
+    cdef const double *zi
+    cdef const double *zj
+    with nogil:
+        for i in range(s):
+            zi = &Z[i, 0]
+            for j in range(i + 1, s):
+                v = zi[j]
+                if v <= best:  # min(Z_ij, .) cannot beat the best: skip the distance
+                    continue
+                zj = &Z[j, 0]
+                d = 0.0
+                for h in range(s):
+                    t = zi[h] - zj[h]
+                    d += t * t
+                if d < v:
+                    v = d
+                if v > best:
+                    best = v
+                    bi = i
+                    bj = j
+    return bi, bj, best

@@ -11,15 +11,9 @@ import argparse
 import sys
 
 from pcsos.cli.common import add_instance_arguments, load_instance, write_json
-from pcsos.errors import PcsosError
+from pcsos.errors import PcsosError, UndecidedError
 from pcsos.feasibility import BACKENDS, check_instance
 from pcsos.problem import Problem
-
-
-class UndecidedError(PcsosError):
-    """The feasibility check hit its time limit before deciding (exit code 1)."""
-
-    exit_code = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
