@@ -23,7 +23,8 @@ from scipy.sparse.csgraph import connected_components
 
 from pcsos.errors import InfeasibleError, InputError
 
-__all__ = ["Instance", "Problem", "make_instance", "sse", "bipartition", "pairs_satisfied"]
+__all__ = ["Instance", "Problem", "make_instance", "sse", "bipartition", "pairs_satisfied",
+           "group_sums"]
 
 
 def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
@@ -103,6 +104,17 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = ()) -> Instance:
     mla.setflags(write=False)
     cla.setflags(write=False)
     return Instance(Xa, k, mla, cla, mld, cld)
+
+
+def group_sums(labels: np.ndarray, M: np.ndarray, k: int) -> np.ndarray:
+    """Row sums of ``M`` per label 0..k-1, a (k, d) array.
+
+    Computed as a one-hot matrix product: ``np.add.at`` is about 10x slower on wide data.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    G = np.zeros((k, len(labels)))
+    G[labels, np.arange(len(labels))] = 1.0
+    return G @ M
 
 
 def sse(X: np.ndarray, labels: np.ndarray) -> float:
@@ -229,8 +241,7 @@ class Problem:
         c0 = float(np.einsum("ij,ij->", Xc, Xc))
         s = int(labels.max()) + 1 if n else 0
         e = np.bincount(labels, minlength=s).astype(np.float64)
-        W = np.zeros((s, instance.d))
-        np.add.at(W, labels, Xc)
+        W = group_sums(labels, Xc, s)
         scl = _orient_unique(labels[cl])
         prob = cls(instance, e, W, scl, labels, c0, infer_k2=infer_k2)._k2_closure()
         prob.parent_map = None  # the root has no parent, whatever k = 2 inference merged
@@ -276,8 +287,7 @@ class Problem:
             raise InfeasibleError(f"cannot-link ({i}, {j}) would be inside one cluster",
                                   reason="ml_cl_conflict", pairs=[(i, j)])
         e = np.bincount(groups, weights=self.e, minlength=s2)
-        W = np.zeros((s2, self.d))
-        np.add.at(W, groups, self.W)
+        W = group_sums(groups, self.W, s2)
         child = Problem(self.instance, e, W, _orient_unique(scl), groups[self.point_labels],
                         self.c0, infer_k2=self.infer_k2, parent_map=groups)
         return child._k2_closure()
@@ -345,8 +355,7 @@ class Problem:
         """SSE of a super-point labelling computed as c0 - sum_h ||W_h||^2 / e_h (fast path)."""
         super_labels = np.asarray(super_labels, dtype=np.int64)
         kk = int(super_labels.max()) + 1
-        Wh = np.zeros((kk, self.d))
-        np.add.at(Wh, super_labels, self.W)
+        Wh = group_sums(super_labels, self.W, kk)
         eh = np.bincount(super_labels, weights=self.e, minlength=kk)
         used = eh > 0
         return float(self.c0 - np.sum(np.einsum("ij,ij->i", Wh[used], Wh[used]) / eh[used]))

@@ -1,0 +1,112 @@
+"""COP-k-means (Wagstaff et al. 2001): k-means with a greedy constrained assignment.
+
+Each pass visits the super-points (must-link groups, so every must-link pair holds by
+construction) in a random order and puts each into the nearest centre that holds none of
+its cannot-link partners assigned so far in this pass; when no such centre exists the run
+fails. Centres are then updated and the passes repeat until the labels stop changing.
+Initial centres are drawn by weighted k-means++. A failed run is restarted from new
+centres, up to ``n_init`` runs; when every run fails the result is ``'no_solution'``, a
+normal outcome (COP-k-means has no backtracking and fails on many feasible instances).
+A run that ends with an empty cluster counts as failed too (k non-empty clusters are part
+of the problem).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pcsos.errors import InputError
+from pcsos.heuristics.assignment import centres_of, squared_costs
+from pcsos.heuristics.base import Deadline, HeuristicResult, kmeanspp
+from pcsos.heuristics.smdeclust import _cl_adjacency
+
+__all__ = ["cop_kmeans"]
+
+
+def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
+               n_init: int = 10, max_iter: int = 300, tol: float = 1e-4,
+               **_ignored) -> HeuristicResult:
+    """COP-k-means with restarts on a node's super-point problem (see module doc).
+
+    Options: ``n_init`` runs (default 10); ``max_iter`` passes per run and ``tol`` the
+    relative centre shift at which a run has converged (defaults 300 and 1e-4, as the
+    common implementation). Z is not used.
+    """
+    if _ignored:
+        raise InputError(f"unknown cop-kmeans option(s): {', '.join(sorted(_ignored))}")
+    k, s = problem.k, problem.s
+    adj = _cl_adjacency(s, problem.cl)
+    # centre shifts are compared with the data's spread, so tol does not depend on units
+    scale = float(problem.c0) / max(problem.n, 1)
+    best, best_v = None, math.inf
+    fails = runs = iters = 0
+    reasons: dict[str, int] = {}
+    for _ in range(max(1, int(n_init))):
+        if runs and deadline.expired():
+            break
+        runs += 1
+        if s < k:
+            fails += 1
+            reasons["fewer super-points than k"] = runs
+            break
+        C = problem.centroids[kmeanspp(problem.centroids, problem.e, k, rng)]
+        order = rng.permutation(s)  # one random order per run, so that passes can settle
+        labels = None
+        why = "max_iter"
+        for _it in range(max_iter):
+            iters += 1
+            new = _greedy_pass(squared_costs(problem.centroids, problem.e, C), adj, order)
+            if new is None:
+                labels, why = None, "no feasible centre for a point"
+                break
+            if labels is not None and np.array_equal(new, labels):
+                why = "converged"
+                break
+            labels = new
+            C_new = centres_of(labels, problem.W, problem.e, k, fallback=C)
+            shift = float(((C_new - C) ** 2).sum())
+            C = C_new
+            if shift <= tol * tol * max(scale, 1e-300):
+                why = "converged"
+                break
+            if deadline.expired():
+                why = "time_limit"
+                break
+        if labels is not None and len(np.unique(labels)) < k:
+            labels, why = None, "empty cluster"
+        if labels is None:
+            fails += 1
+            reasons[why] = reasons.get(why, 0) + 1
+            continue
+        v = problem.super_objective(labels)
+        if v < best_v:
+            best, best_v = labels, v
+    stats = {"iterations": iters, "ilp_solves": 0, "runs": runs, "failed_runs": fails,
+             "failures": reasons}
+    if best is None:
+        return HeuristicResult(status="no_solution", stats=stats,
+                               message=f"COP-k-means failed on all {runs} runs: {reasons}")
+    return HeuristicResult(status="found", super_labels=best, stats=stats)
+
+
+def _greedy_pass(costs: np.ndarray, adj: list[np.ndarray], order: np.ndarray):
+    """One COP-k-means assignment pass; None when some super-point has no allowed centre."""
+    s, _ = costs.shape
+    labels = np.argmin(costs, axis=1)  # super-points without CL partners do not interact
+    done = np.zeros(s, dtype=bool)
+    for i in order:
+        nb = adj[i]
+        if not len(nb):
+            continue
+        taken = labels[nb[done[nb]]]
+        c = costs[i]
+        if len(taken):
+            c = c.copy()
+            c[taken] = np.inf
+            if np.all(np.isinf(c)):
+                return None
+        labels[i] = int(np.argmin(c))
+        done[i] = True
+    return labels

@@ -1,0 +1,200 @@
+"""Heuristics by name: the built-in ones, ``register_heuristic`` and the entry-point group.
+
+Third-party packages add heuristics by declaring an entry point in the group
+``pcsos.heuristics``, e.g. in their ``pyproject.toml``::
+
+    [project.entry-points."pcsos.heuristics"]
+    my-heuristic = "mypkg.module:my_heuristic"
+
+The object is loaded on first use and must follow the contract of
+:mod:`pcsos.heuristics.base` (a callable, or a class whose no-argument instances are
+callables). A name registered in-process or built in takes precedence over an entry point.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import time
+from collections.abc import Callable
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from pcsos.errors import InputError
+from pcsos.heuristics.base import STATUSES, Deadline, HeuristicResult
+from pcsos.problem import pairs_satisfied, sse
+
+__all__ = ["ENTRY_POINT_GROUP", "register_heuristic", "get_heuristic",
+           "available_heuristics", "run_heuristic", "check_labels"]
+
+#: the entry-point group scanned for third-party heuristics
+ENTRY_POINT_GROUP = "pcsos.heuristics"
+
+_BUILTIN = {
+    "ipc-kmeans": "pcsos.heuristics.ipc_kmeans:ipc_kmeans",
+    "s-mdeclust": "pcsos.heuristics.smdeclust:smdeclust",
+    "blpkm-cc": "pcsos.heuristics.blpkm:blpkm_cc",
+    "cop-kmeans": "pcsos.heuristics.cop_kmeans:cop_kmeans",
+    "repair": "pcsos.heuristics.repair:repair",
+}
+_REGISTERED: dict[str, object] = {}
+
+
+def _entry_points() -> dict:
+    eps = importlib.metadata.entry_points()
+    if hasattr(eps, "select"):
+        found = eps.select(group=ENTRY_POINT_GROUP)
+    else:  # pragma: no cover - Python < 3.10 dict interface
+        found = eps.get(ENTRY_POINT_GROUP, [])
+    return {ep.name: ep for ep in found}
+
+
+def register_heuristic(name: str, obj, *, replace: bool = False) -> None:
+    """Register ``obj`` (a heuristic callable or class) under ``name`` for this process.
+
+    Raises :class:`InputError` when the name is taken and ``replace`` is false, or when
+    ``obj`` is not callable.
+    """
+    if not isinstance(name, str) or not name:
+        raise InputError(f"a heuristic name must be a non-empty string, got {name!r}")
+    if not callable(obj):
+        raise InputError(f"heuristic {name!r} must be callable, got {type(obj).__name__}")
+    if not replace and (name in _REGISTERED or name in _BUILTIN):
+        raise InputError(f"heuristic {name!r} is already registered (pass replace=True)")
+    _REGISTERED[name] = obj
+
+
+def available_heuristics() -> list[str]:
+    """Sorted names of the built-in, registered and entry-point heuristics."""
+    return sorted(set(_BUILTIN) | set(_REGISTERED) | set(_entry_points()))
+
+
+def get_heuristic(name: str) -> Callable:
+    """The heuristic callable registered under ``name``.
+
+    Raises :class:`InputError` listing the available names when there is none, and when an
+    entry point cannot be loaded.
+    """
+    obj = _REGISTERED.get(name)
+    if obj is None and name in _BUILTIN:
+        obj = _load(_BUILTIN[name], name)
+    if obj is None:
+        ep = _entry_points().get(name)
+        if ep is None:
+            raise InputError(f"unknown heuristic {name!r}; available: "
+                             f"{', '.join(available_heuristics())}", source="heuristic")
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise InputError(f"heuristic {name!r} (entry point {ep.value}) cannot be "
+                             f"loaded: {type(exc).__name__}: {exc}",
+                             source="heuristic") from None
+        if not callable(obj):
+            raise InputError(f"entry point {ep.value} for heuristic {name!r} is not "
+                             "callable", source="heuristic")
+    if inspect.isclass(obj):
+        obj = obj()
+    return obj
+
+
+def _load(spec: str, name: str):
+    mod, attr = spec.split(":")
+    module = __import__(mod, fromlist=[attr])
+    return getattr(module, attr)
+
+
+def check_labels(problem, labels: np.ndarray) -> str | None:
+    """Why an original-point labelling is not a valid solution of ``problem``, or None.
+
+    Checks: one label per point in 0..k-1, exactly k non-empty clusters, every original
+    ML/CL pair, constant labels on every super-point (the node's must-link merges) and the
+    node's CL pairs.
+    """
+    inst = problem.instance
+    labels = np.asarray(labels)
+    if labels.shape != (inst.n,):
+        return f"expected {inst.n} labels, got shape {labels.shape}"
+    if labels.size and (labels.min() < 0 or labels.max() >= problem.k):
+        return f"labels outside 0..{problem.k - 1}"
+    used = len(np.unique(labels))
+    if used != problem.k:
+        return f"{used} non-empty clusters instead of k = {problem.k}"
+    if not pairs_satisfied(labels, inst.ml, inst.cl):
+        return "an original must-link or cannot-link pair is violated"
+    pl = problem.point_labels
+    first = np.full(problem.s, -1, dtype=np.int64)
+    first[pl] = labels  # any member's label; then compare every member with it
+    if np.any(first[pl] != labels):
+        return "a super-point (node must-link merge) is split"
+    if not problem.satisfies(first):
+        return "a node cannot-link pair is violated"
+    return None
+
+
+def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
+                  time_limit: float | None = None, blas_threads: int | None = 1,
+                  **options) -> HeuristicResult:
+    """Run the heuristic ``name`` on a node's super-point ``problem``.
+
+    ``Z`` is the node's SDP solution (s x s) when available; ``seed`` anything
+    :func:`numpy.random.default_rng` accepts; ``time_limit`` in seconds (None: none);
+    ``blas_threads`` caps the BLAS threads while it runs (None: leave them);
+    ``options`` go to the heuristic. The returned labelling is re-checked (see
+    :func:`check_labels`) and its SSE recomputed from the original data; a heuristic whose
+    labelling fails the check yields ``status='no_solution'`` with the reason in
+    ``message`` and ``stats['rejected']``. Raises :class:`InputError` for an unknown name,
+    a malformed Z or a negative time limit.
+    """
+    heur = get_heuristic(name)
+    if time_limit is not None and not (time_limit >= 0):
+        raise InputError(f"time_limit must be >= 0 seconds, got {time_limit!r}",
+                         source="time_limit")
+    if Z is not None:
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.shape != (problem.s, problem.s) or not np.all(np.isfinite(Z)):
+            raise InputError(f"Z must be a finite {problem.s} x {problem.s} matrix "
+                             f"(super-point space), got shape {Z.shape}", source="Z")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    # The heuristics' matrix products are small (s x d by d x k): extra BLAS threads only
+    # contend for the cores (measured 10x slower on a loaded 2-core machine), so one.
+    with threadpool_limits(limits=blas_threads, user_api="blas"):
+        res = heur(problem, Z, rng, Deadline(time_limit), **options)
+    seconds = time.perf_counter() - t0
+    if not isinstance(res, HeuristicResult):
+        raise TypeError(f"heuristic {name!r} returned {type(res).__name__}, "
+                        "expected HeuristicResult")
+    res.name = name
+    res.stats = dict(res.stats)
+    res.stats["seconds"] = seconds
+    if res.status not in STATUSES:
+        raise TypeError(f"heuristic {name!r} returned unknown status {res.status!r}")
+    if res.status != "found":
+        res.labels = res.super_labels = None
+        res.objective = float("inf")
+        return res
+    if res.labels is None and res.super_labels is not None:
+        res.labels = problem.to_points(res.super_labels)
+    why = None if res.labels is not None else "no labels returned"
+    if why is None:
+        # canonical 0..k-1 labels in order of first appearance make results comparable
+        _, first, inv = np.unique(np.asarray(res.labels), return_index=True,
+                                  return_inverse=True)
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first)] = np.arange(len(first))
+        labels = rank[inv.ravel()] if len(first) <= problem.k else np.asarray(res.labels)
+        why = check_labels(problem, labels)
+    if why is not None:
+        res.stats["rejected"] = why
+        res.message = f"labelling rejected: {why}"
+        res.status = "no_solution"
+        res.labels = res.super_labels = None
+        res.objective = float("inf")
+        return res
+    res.labels = labels
+    sl = np.empty(problem.s, dtype=np.int64)
+    sl[problem.point_labels] = labels
+    res.super_labels = sl
+    res.objective = sse(problem.instance.X, labels)
+    return res

@@ -1,0 +1,178 @@
+"""The assignment engine against independent references (enumeration, scipy LP)."""
+
+import itertools
+import sys
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from pcsos.errors import BackendUnavailableError, InputError
+from pcsos.heuristics.assignment import AssignmentEngine, squared_costs
+
+
+def enumerate_assignment(costs, cl):
+    """Optimal cost by trying all k^s labellings (tiny s only); inf when infeasible."""
+    s, k = costs.shape
+    best = np.inf
+    for lab in itertools.product(range(k), repeat=s):
+        lab = np.array(lab)
+        if len(set(lab.tolist())) != k:
+            continue
+        if any(lab[i] == lab[j] for i, j in cl):
+            continue
+        best = min(best, costs[np.arange(s), lab].sum())
+    return best
+
+
+def valid(labels, s, k, cl):
+    return (labels.shape == (s,) and len(np.unique(labels)) == k
+            and all(labels[i] != labels[j] for i, j in cl))
+
+
+def random_cl(rng, s, m):
+    pairs = set()
+    while len(pairs) < m:
+        i, j = sorted(rng.choice(s, 2, replace=False).tolist())
+        pairs.add((i, j))
+    return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+
+
+def test_transportation_matches_lp_and_is_integral():
+    """Without CL: the matching answer equals the LP optimum (scipy linprog, independent)."""
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        s, k = int(rng.integers(3, 25)), int(rng.integers(2, 6))
+        k = min(k, s)
+        pts = rng.normal(size=(s, 2))
+        # centres far from most points, so the nearest-centre rule leaves clusters empty
+        C = rng.normal(size=(k, 2)) * 3
+        w = rng.integers(1, 4, size=s).astype(float)
+        eng = AssignmentEngine(pts, w, np.empty((0, 2)), k)
+        a = eng.solve(C)
+        assert eng.method == "matching"
+        assert valid(a.labels, s, k, [])
+        costs = squared_costs(pts, w, C)
+        A_eq = np.kron(np.eye(s), np.ones((1, k)))
+        A_ub = -np.kron(np.ones((1, s)), np.eye(k))
+        lp = linprog(costs.ravel(), A_ub=A_ub, b_ub=-np.ones(k), A_eq=A_eq,
+                     b_eq=np.ones(s), bounds=(0, 1), method="highs")
+        assert lp.status == 0
+        # total unimodularity: the LP vertex is 0/1
+        assert np.allclose(lp.x, np.round(lp.x), atol=1e-7)
+        assert a.cost == pytest.approx(lp.fun, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_milp_matches_enumeration(fallback, monkeypatch):
+    """With CL: HiGHS (highspy, or scipy.milp when highspy is missing) equals enumeration."""
+    if fallback:
+        monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy -> ImportError
+    rng = np.random.default_rng(1)
+    infeasible = 0
+    for _ in range(40):
+        s, k = int(rng.integers(3, 8)), int(rng.integers(2, 4))
+        pts = rng.normal(size=(s, 2))
+        w = rng.integers(1, 3, size=s).astype(float)
+        cl = random_cl(rng, s, int(rng.integers(1, min(10, s * (s - 1) // 2) + 1)))
+        eng = AssignmentEngine(pts, w, cl, k)
+        assert eng.method == ("scipy-milp" if fallback else "highs")
+        warm = None
+        for _rep in range(2):  # the second call reuses the model with new costs
+            C = rng.normal(size=(k, 2))
+            ref = enumerate_assignment(squared_costs(pts, w, C), cl)
+            a = eng.solve(C, warm=warm)
+            if np.isinf(ref):
+                assert a.status == "infeasible" and a.labels is None
+                infeasible += 1
+                break
+            assert a.status == "optimal"
+            assert valid(a.labels, s, k, cl)
+            assert a.cost == pytest.approx(ref, rel=1e-7, abs=1e-9)
+            warm = a.labels
+    assert infeasible > 0  # the sample covers infeasible CL graphs too
+
+
+def test_milp_fractional_lp_path():
+    """Dense CL graphs make the LP relaxation fractional: the MIP search must take over."""
+    rng = np.random.default_rng(2)
+    runs = 0
+    for _ in range(30):
+        s, k = 9, 3
+        pts = rng.normal(size=(s, 2))
+        w = np.ones(s)
+        cl = random_cl(rng, s, 14)
+        eng = AssignmentEngine(pts, w, cl, k)
+        C = rng.normal(size=(k, 2))
+        ref = enumerate_assignment(squared_costs(pts, w, C), cl)
+        a = eng.solve(C)
+        if np.isinf(ref):
+            assert a.status == "infeasible"
+        else:
+            assert a.cost == pytest.approx(ref, rel=1e-7, abs=1e-9)
+        runs += eng._milp.mip_runs
+    assert runs > 0
+
+
+def test_infeasible_cases_do_not_raise():
+    pts = np.zeros((4, 1))
+    k4 = np.array([(i, j) for i in range(4) for j in range(i + 1, 4)])
+    a = AssignmentEngine(pts, np.ones(4), k4, 3).solve(np.zeros((3, 1)))
+    assert a.status == "infeasible" and a.labels is None and np.isinf(a.cost)
+    # fewer points than clusters
+    a = AssignmentEngine(pts[:2], np.ones(2), np.empty((0, 2)), 3).solve(np.zeros((3, 1)))
+    assert a.status == "infeasible"
+
+
+def test_time_limit_zero_is_reported():
+    pts = np.arange(6.0)[:, None]
+    eng = AssignmentEngine(pts, np.ones(6), np.array([[0, 1]]), 2)
+    a = eng.solve(np.array([[0.0], [5.0]]), time_limit=0.0)
+    assert a.status == "time_limit" and a.labels is None
+
+
+def test_bad_arguments():
+    eng = AssignmentEngine(np.zeros((3, 2)), np.ones(3), np.array([[0, 1]]), 2)
+    with pytest.raises(InputError):
+        eng.solve(np.zeros((3, 2)))  # wrong centre count
+    with pytest.raises(InputError):
+        AssignmentEngine(np.zeros((3, 2)), np.ones(3), np.array([[0, 1]]), 2, backend="cplex")
+
+
+def test_gurobi_backend_or_clear_error(monkeypatch):
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(6, 2))
+    cl = np.array([[0, 1], [1, 2], [2, 3]])
+    C = rng.normal(size=(2, 2))
+    try:
+        eng = AssignmentEngine(pts, np.ones(6), cl, 2, backend="gurobi")
+        a = eng.solve(C)
+    except BackendUnavailableError:
+        pass
+    else:
+        ref = enumerate_assignment(squared_costs(pts, np.ones(6), C), cl)
+        assert a.cost == pytest.approx(ref, rel=1e-7)
+    monkeypatch.setitem(sys.modules, "gurobipy", None)
+    with pytest.raises(BackendUnavailableError, match="gurobipy"):
+        AssignmentEngine(pts, np.ones(6), cl, 2, backend="gurobi")
+
+
+@pytest.mark.slow
+def test_ecg5000_assignment_median_under_one_second(shared_instances):
+    """Acceptance 4: the HiGHS assignment MILP on ECG5000 ml_0_cl_250_0 (k = 5)."""
+    from pcsos.io import read_constraints, read_data
+    from pcsos.problem import Problem, make_instance
+
+    d = shared_instances / "ECG5000"
+    data = read_data(d / "data.txt")
+    cons = read_constraints(d / "constraints" / "ml_0_cl_250_0.txt", n=data.n)
+    p = Problem.from_instance(make_instance(data.X, 5, cons.ml, cons.cl))
+    eng = AssignmentEngine.from_problem(p)
+    rng = np.random.default_rng(0)
+    times = []
+    for _ in range(11):
+        a = eng.solve(p.centroids[rng.choice(p.s, 5, replace=False)])
+        assert a.status == "optimal"
+        times.append(a.seconds)
+    print(f"ECG5000 ml_0_cl_250_0 assignment: median {np.median(times):.4f} s")
+    assert np.median(times) < 1.0

@@ -1,0 +1,77 @@
+"""``pcsos heuristic``: report, result matrix, ARI, exit codes; and the ARI itself."""
+
+import json
+
+import numpy as np
+import pytest
+
+from pcsos.cli import main
+from pcsos.heuristics.metrics import adjusted_rand_index
+
+
+@pytest.fixture
+def instance(tmp_path):
+    rng = np.random.default_rng(0)
+    truth = np.repeat([0, 1, 2], 8)
+    X = rng.normal(size=(24, 2)) * 0.3 + truth[:, None] * 3.0
+    data = tmp_path / "data.txt"
+    data.write_text("24 2 3\n" + "".join(f"{a} {b}\n" for a, b in X))
+    csv = tmp_path / "data.csv"
+    csv.write_text("x0,x1,class\n" + "".join(f"{a},{b},{c}\n" for (a, b), c in zip(X, truth)))
+    cons = tmp_path / "cons.txt"
+    cons.write_text("ML 0 1\nCL 0 8\nCL 8 16\nCL 0 16\n")
+    return tmp_path, data, csv, cons
+
+
+def test_json_and_result_matrix(instance):
+    tmp, data, _, cons = instance
+    rep_path, res_path = tmp / "rep.json", tmp / "res.txt"
+    rc = main(["heuristic", "ipc-kmeans", str(data), "-c", str(cons), "--seed", "1",
+               "--json", str(rep_path), "--result", str(res_path)])
+    assert rc == 0
+    rep = json.loads(rep_path.read_text())
+    for key in ("objective", "labels", "status", "seconds"):
+        assert key in rep
+    assert rep["status"] == "found" and rep["k"] == 3
+    lab = np.array(rep["labels"])
+    assert lab[0] == lab[1] and lab[0] != lab[8] and lab[8] != lab[16] and lab[0] != lab[16]
+    M = np.loadtxt(res_path, dtype=int)
+    assert M.shape == (24, 3) and np.array_equal(M.argmax(axis=1), lab)
+    assert "ari" not in rep  # the text format carries no classes
+
+
+def test_ari_reported_from_class_column(instance, capsys):
+    tmp, _, csv, cons = instance
+    rep_path = tmp / "rep.json"
+    rc = main(["heuristic", "s-mdeclust", str(csv), "-c", str(cons), "--seed", "0",
+               "-o", "P=6", "-o", "N_max=10", "--json", str(rep_path)])
+    assert rc == 0
+    rep = json.loads(rep_path.read_text())
+    assert rep["options"] == {"P": 6, "N_max": 10}
+    assert rep["ari"] == pytest.approx(1.0)  # well separated blobs
+    assert "ARI" in capsys.readouterr().out
+
+
+def test_exit_codes(instance, tmp_path):
+    _, data, _, cons = instance
+    assert main(["heuristic", "no-such", str(data)]) == 2
+    assert main(["heuristic", "ipc-kmeans", str(data), "-o", "bogus=1"]) == 2
+    k4 = tmp_path / "k4.txt"
+    k4.write_text("".join(f"CL {i} {j}\n" for i in range(4) for j in range(i + 1, 4)))
+    rep = tmp_path / "inf.json"
+    assert main(["heuristic", "ipc-kmeans", str(data), "-c", str(k4), "--json",
+                 str(rep)]) == 3
+    assert json.loads(rep.read_text())["status"] == "infeasible"
+    assert main(["heuristic", "ipc-kmeans", str(data), "--time-limit", "0"]) == 1
+
+
+def test_ari_matches_scikit_learn():
+    sk = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(2, 40))
+        a, b = rng.integers(0, 4, n), rng.integers(0, 3, n)
+        assert adjusted_rand_index(a, b) == pytest.approx(sk.adjusted_rand_score(a, b),
+                                                          abs=1e-12)
+    assert adjusted_rand_index([0, 0, 1, 1], [5, 5, 2, 2]) == 1.0
+    assert adjusted_rand_index([0, 0, 0], [1, 1, 1]) == 1.0
