@@ -1,0 +1,167 @@
+"""Benchmark of the root SDP bound (issue 3, acceptance 2 and 3).
+
+For the seed-0 draw of every constraint mix of the shared datasets (files
+``ml_*_cl_*_0.txt``): the root SDP without cuts by the ADMM, with s, the objective, the safe
+bound, their relative gap (acceptance 2: <= 1e-5), iterations and seconds. Then the time of
+SCS (via cvxpy, eps_abs = eps_rel = tol) on the smallest instances with s >= 100, and a warm
+re-solve after adding the 1000 most violated triangle cuts against a cold solve of the same
+model. Results go to ``benchmarks/results/bench_sdp.json``.
+
+    python benchmarks/bench_sdp.py [--threads 1] [--datasets iris wine ...] [--budget 1500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from pcsos.bounds import SDPModel, WarmStart, solve_sdp
+from pcsos.cli.common import jsonable
+from pcsos.cuts.cutset import CutSet
+from pcsos.io import read_constraints, read_data
+from pcsos.problem import Problem, make_instance
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "instances"
+
+
+def load(dataset: str, name: str) -> Problem:
+    """The super-point problem of one shared instance."""
+    base = SHARED / dataset
+    data = read_data(base / "data.txt")
+    cons = read_constraints(base / "constraints" / f"{name}.txt", n=data.n, X=data.X)
+    return Problem.from_instance(make_instance(data.X, data.k, cons.ml, cons.cl))
+
+
+def top_triangles(Z: np.ndarray, count: int) -> CutSet:
+    """The ``count`` most violated triangle cuts Z_ii + Z_jh - Z_ij - Z_ih >= 0 (exhaustive)."""
+    s = len(Z)
+    best_v, best = [], []
+    jj, hh = np.triu_indices(s, 1)
+    for i in range(s):
+        v = Z[i, jj] + Z[i, hh] - Z[i, i] - Z[jj, hh]
+        ok = (jj != i) & (hh != i) & (v > 1e-6)
+        if ok.any():
+            idx = np.flatnonzero(ok)
+            if len(idx) > count:
+                idx = idx[np.argpartition(-v[idx], count)[:count]]
+            best_v.append(v[idx])
+            best.append(np.c_[np.full(len(idx), i), jj[idx], hh[idx]])
+    if not best:
+        return CutSet.empty()
+    V = np.concatenate(best_v)
+    T = np.vstack(best)
+    order = np.argsort(-V)[:count]
+    return CutSet.triangles(T[order, 0], T[order, 1], T[order, 2])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="*", default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--budget", type=float, default=1800.0,
+                    help="seconds for the root sweep; instances left out are listed")
+    ap.add_argument("--scs-sizes", type=int, nargs="*", default=[100, 150, 200, 250],
+                    help="compare with SCS on the instance closest to each of these s")
+    ap.add_argument("--scs-time-limit", type=float, default=600.0)
+    ap.add_argument("--warm", nargs="*", default=["iris/ml_50_cl_50_0", "wine/ml_50_cl_50_0",
+                                                  "heart/ml_50_cl_50_0"])
+    ap.add_argument("--first", nargs="*", default=["ECG5000/ml_0_cl_150_0"],
+                    help="instances run before the others (the s = 500 time target)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_sdp.json"))
+    args = ap.parse_args(argv)
+    if not SHARED.is_dir():
+        print(f"shared instances not found at {SHARED}", file=sys.stderr)
+        return 2
+    threadpool_limits(args.threads)
+    datasets = args.datasets or sorted(p.name for p in SHARED.iterdir() if p.is_dir())
+    todo = []
+    for ds in datasets:
+        for f in sorted((SHARED / ds / "constraints").glob("ml_*_cl_*_0.txt")):
+            todo.append((ds, f.stem))
+    # the named target instances first, then by increasing s, so that a budget cut drops
+    # the largest instances
+    sizes = {key: load(*key).s for key in todo}
+    first = [tuple(x.split("/")) for x in args.first if tuple(x.split("/")) in sizes]
+    todo = first + sorted((key for key in todo if key not in first), key=lambda key: sizes[key])
+    out = {"command": "python " + " ".join([os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
+           "threads": args.threads, "tol": args.tol, "machine": platform.node(),
+           "cpus": os.cpu_count(), "load_avg_start": os.getloadavg(), "root": [],
+           "skipped": [], "scs": [], "warm": []}
+    t_begin = time.perf_counter()
+    results = {}
+    for ds, name in todo:
+        if time.perf_counter() - t_begin > args.budget:
+            out["skipped"].append(f"{ds}/{name}")
+            continue
+        P = load(ds, name)
+        r = solve_sdp(SDPModel.from_problem(P), tol=args.tol)
+        rel = (r.sdp_value - r.lower_bound) / abs(r.sdp_value)
+        row = {"instance": f"{ds}/{name}", "n": P.n, "k": P.k, "s": P.s, "cl": len(P.cl),
+               "sdp_value": r.sdp_value, "lower_bound": r.lower_bound, "rel_gap": rel,
+               "gap_ok": bool(rel <= 1e-5), "iterations": r.iterations,
+               "seconds": r.seconds, "status": r.status,
+               "primal_residual": r.primal_residual, "dual_residual": r.dual_residual}
+        results[(ds, name)] = (P, r)
+        out["root"].append(row)
+        print(f"{ds:14s} {name:16s} s={P.s:4d} k={P.k} obj={r.sdp_value:.8g} "
+              f"lb={r.lower_bound:.8g} gap={rel:.1e} it={r.iterations:5d} "
+              f"{r.seconds:7.1f}s {r.status}", flush=True)
+    out["gap_failures"] = [row["instance"] for row in out["root"] if not row["gap_ok"]]
+    # SCS on instances spread over s: the one closest to each target size (s >= 100)
+    picked = []
+    for target in args.scs_sizes:
+        cand = [row for row in out["root"] if row["s"] >= 100 and row not in picked]
+        if cand:
+            picked.append(min(cand, key=lambda row: abs(row["s"] - target)))
+    for row in picked:
+        ds, name = row["instance"].split("/")
+        P, r = results[(ds, name)]
+        sc = solve_sdp(SDPModel.from_problem(P), backend="scs", tol=args.tol,
+                       time_limit=args.scs_time_limit)
+        entry = {"instance": row["instance"], "s": P.s, "admm_seconds": r.seconds,
+                 "admm_value": r.sdp_value, "scs_seconds": sc.seconds, "scs_value": sc.sdp_value,
+                 "scs_status": sc.status, "scs_message": sc.message,
+                 "scs_lower_bound": sc.lower_bound, "ratio": sc.seconds / r.seconds}
+        out["scs"].append(entry)
+        print(f"SCS {row['instance']}: {sc.seconds:.1f}s ({sc.message}) vs ADMM "
+              f"{r.seconds:.1f}s, ratio {entry['ratio']:.1f}", flush=True)
+    for inst in args.warm:
+        ds, name = inst.split("/")
+        P, r0 = results.get((ds, name), (None, None))
+        if P is None:
+            P = load(ds, name)
+            r0 = solve_sdp(SDPModel.from_problem(P), tol=args.tol)
+        cuts = top_triangles(r0.Z, 1000)
+        mc = SDPModel.from_problem(P, cuts)
+        w = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=cuts.m))
+        c = solve_sdp(mc, tol=args.tol)
+        entry = {"instance": inst, "s": P.s, "cuts": cuts.m, "root_iterations": r0.iterations,
+                 "warm_iterations": w.iterations, "cold_iterations": c.iterations,
+                 "warm_seconds": w.seconds, "cold_seconds": c.seconds,
+                 "ratio": w.iterations / c.iterations, "warm_value": w.sdp_value,
+                 "cold_value": c.sdp_value, "warm_bound": w.lower_bound,
+                 "cold_bound": c.lower_bound, "warm_status": w.status, "cold_status": c.status}
+        out["warm"].append(entry)
+        print(f"warm {inst}: {cuts.m} cuts, warm {w.iterations} it vs cold {c.iterations} it "
+              f"(ratio {entry['ratio']:.2f}); bound {r0.lower_bound:.8g} -> {w.lower_bound:.8g}",
+              flush=True)
+    out["load_avg_end"] = os.getloadavg()
+    out["total_seconds"] = time.perf_counter() - t_begin
+    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(jsonable(out), fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

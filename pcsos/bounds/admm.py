@@ -1,0 +1,385 @@
+"""The default SDP engine: a symmetric Gauss-Seidel ADMM on the dual (spec §3.1).
+
+Works on the scaled matrix M = D^1/2 Z D^1/2 (D = Diag(e), f = e^1/2), where the relaxation
+reads (with Ĉ = D^-1/2 C D^-1/2 / scale, cut rows normalised to unit Frobenius norm)
+
+    min <Ĉ, M>  s.t.  M f = f,  tr M = k,  B̂(M) - t = l̂,  t >= 0,  M ∈ P,  M PSD,
+
+with P = {M >= 0, M_ij = 0 on CL pairs}: the eigenvalues of M lie in [0, 1], so the
+problem is well scaled whatever the super-point sizes. Its dual is
+
+    max b^T y + l̂^T u  s.t.  A*y + B̂*u + S + N = Ĉ,  v = u,  S PSD,  N ∈ P*,  v >= 0,
+
+(P* = {N >= 0 off the CL entries, free on them}). One iteration of the convergent
+sGS-ADMM of Chen-Sun-Toh / Sun-Toh-Yang (the ADMM+ family of SDPNAL+'s phase I) updates
+the blocks in the order (N, v) -> (y, u) -> S -> (y, u) and then the multiplier (M, t)
+with step 1.618 sigma. Every block step is closed form:
+
+- (N, v): entrywise projection (CL entries free) and a clip at zero;
+- (y, u): one linear system [A A*, A B̂*; B̂ A*, B̂ B̂* + I], whose A A* part has the closed
+  form inverse below (Sherman-Morrison on |f|²/2 I + f f^T/2 bordered by the trace row)
+  and which, with cuts, is factored once per cut set (sparse LU);
+- S: the PSD projection, i.e. one symmetric eigendecomposition, of which only the
+  positive part of the (low-rank, about k) complement is needed (:mod:`pcsos.bounds.eig`).
+
+sigma is adapted every few iterations to balance the primal and dual residuals.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from pcsos.bounds import eig as eigmod
+from pcsos.bounds.model import SDPModel
+from pcsos.bounds.result import SDPResult, WarmStart
+from pcsos.bounds.safe import safe_lower_bound
+
+__all__ = ["solve_admm"]
+
+TAU = 1.618
+SIGMA_RATIO = 3.0  # rebalance sigma when pinf/dinf leaves [1/r, r] (mean over 10 its)
+SIGMA_STEP = 1.6
+SIGMA_EVERY = 10
+# block order: "NS" = (N, v) first, then the sGS group (y,u) -> S -> (y,u); "SN" = S first,
+# then (y,u) -> (N,v) -> (y,u). NS took fewer iterations on 4 of 5 shared instances.
+ORDER = "NS"
+DIRECT_MAX_CUTS = 2000  # above: CG on the u Schur complement (sparse LU fill explodes)
+CG_RTOL = 1e-10
+
+
+class _Scaled:
+    """The model in M-space: scaled objective, normalised cuts, the (y, u) linear solver."""
+
+    def __init__(self, model: SDPModel):
+        s = model.s
+        self.s, self.k = s, model.k
+        self.f = np.sqrt(model.e)
+        self.d = 1.0 / self.f
+        self.n = float(np.sum(model.e))
+        Cm = model.C * self.d[:, None] * self.d[None, :]
+        self.scale = max(float(np.linalg.norm(Cm)), 1e-300)
+        self.C = Cm / self.scale
+        self.c0 = model.c0 / self.scale
+        self.b = np.concatenate([self.f, [float(model.k)]])
+        q = len(model.cl)
+        self.cl = model.cl
+        # mask of entries projected onto >= 0 (False on CL entries, whose multiplier is free)
+        self.nonneg = np.ones((s, s), dtype=bool)
+        if q:
+            self.nonneg[model.cl[:, 0], model.cl[:, 1]] = False
+            self.nonneg[model.cl[:, 1], model.cl[:, 0]] = False
+        cuts = model.cuts
+        self.m = cuts.m
+        if self.m:
+            rows = np.repeat(np.arange(self.m), np.diff(cuts.indptr))
+            ci, cj = cuts.i, cuts.j
+            c = cuts.coef * self.d[ci] * self.d[cj]
+            off = ci != cj
+            # symmetric B_t: coef/2 on both off-diagonal positions
+            r = np.concatenate([rows[~off], rows[off], rows[off]])
+            col = np.concatenate([ci[~off] * s + cj[~off], ci[off] * s + cj[off],
+                                  cj[off] * s + ci[off]])
+            val = np.concatenate([c[~off], 0.5 * c[off], 0.5 * c[off]])
+            B = sp.csr_matrix((val, (r, col)), shape=(self.m, s * s))
+            B.sum_duplicates()
+            nrm = np.sqrt(np.asarray(B.multiply(B).sum(axis=1)).ravel())
+            nrm[nrm == 0] = 1.0
+            self.cut_norm = nrm
+            self.B = sp.diags(1.0 / nrm) @ B
+            self.B = self.B.tocsr()
+            self.BT = self.B.T.tocsr()
+            self.l = cuts.rhs / nrm
+            self._factor_cuts()
+        else:
+            self.cut_norm = np.ones(0)
+            self.l = np.zeros(0)
+
+    # ---------------------------------------------------------------- operators
+    def A(self, M: np.ndarray) -> np.ndarray:
+        return np.concatenate([M @ self.f, [np.trace(M)]])
+
+    def A_adj(self, y: np.ndarray) -> np.ndarray:
+        T = np.outer(y[:-1], 0.5 * self.f)
+        out = T + T.T
+        out.flat[:: self.s + 1] += y[-1]
+        return out
+
+    def Bop(self, M: np.ndarray) -> np.ndarray:
+        return self.B @ M.ravel() if self.m else np.zeros(0)
+
+    def B_adj(self, u: np.ndarray) -> np.ndarray:
+        return (self.BT @ u).reshape(self.s, self.s)
+
+    def _AAinv(self, r: np.ndarray) -> np.ndarray:
+        """Solve A A* y = r in closed form (A A* = [[n/2 I + f f^T/2, f], [f^T, s]])."""
+        f, n, s = self.f, self.n, self.s
+        rr, r0 = r[:-1], r[-1]
+        ftr = float(f @ rr)
+        y0 = (r0 - ftr / n) / (s - 1)
+        phi = ftr / n - y0
+        yr = (rr - f * y0 - f * (0.5 * phi)) / (0.5 * n)
+        return np.concatenate([yr, [y0]])
+
+    def _factor_cuts(self):
+        """Prepare the (y, u) solve: H = B̂ A* (m x (s+1), sparse) and, for moderate m, a
+        direct factorisation; for many cuts a warm-started CG on the u Schur complement."""
+        s = self.s
+        # H[t, i] = <B_t, A*(e_i)> = (B_t f)_i for the row sums, H[t, s] = tr B_t
+        G = sp.csr_matrix((np.tile(self.f, s), (np.arange(s * s), np.repeat(np.arange(s), s))),
+                          shape=(s * s, s))
+        tr = sp.csr_matrix(self.B[:, np.arange(s) * (s + 1)].sum(axis=1))
+        self.Hs = sp.hstack([self.B @ G, tr]).tocsr()
+        self.HsT = self.Hs.T.tocsr()
+        self._u_prev = np.zeros(self.m)
+        # B restricted to the matrix entries that some cut touches: B̂B̂* = B_E B_E^T
+        used = np.unique(self.B.indices)
+        self.BE = self.B[:, used].tocsr()
+        self.BET = self.BE.T.tocsr()
+        self.direct = self.m <= DIRECT_MAX_CUTS
+        if not self.direct:
+            return
+        # (y, u) system [AA*, H^T; H, K]: factor K = B̂B̂* + I (sparse, SPD) once and the
+        # dense (s+1) x (s+1) Schur complement AA* - H^T K^-1 H once per cut set.
+        H = self.Hs.toarray()
+        K = (self.BE @ self.BET).tocsc() + sp.identity(self.m, format="csc")
+        self.Klu = spla.splu(K, permc_spec="MMD_AT_PLUS_A")
+        f = self.f
+        AA = np.zeros((s + 1, s + 1))
+        AA[:s, :s] = 0.5 * np.outer(f, f)
+        AA[np.arange(s), np.arange(s)] += 0.5 * self.n
+        AA[:s, s] = AA[s, :s] = f
+        AA[s, s] = s
+        KinvH = self.Klu.solve(np.asfortranarray(H))
+        self.core_cho = _cho(AA - H.T @ KinvH)  # Schur complement on y, SPD
+        self.KinvH = KinvH
+        self.H = H
+
+    def _schur_u(self, u: np.ndarray) -> np.ndarray:
+        """(K - H (AA*)^-1 H^T) u without forming anything (the CG operator)."""
+        w = self.BE @ (self.BET @ u) + u
+        return w - self.Hs @ self._AAinv(self.HsT @ u)
+
+    def solve_yu(self, r1: np.ndarray, r2: np.ndarray):
+        """Solve [AA*, H^T; H, K] [y; u] = [r1; r2]."""
+        if not self.m:
+            return self._AAinv(r1), np.zeros(0)
+        if self.direct:
+            # Schur complement on y: (AA* - H^T K^-1 H) y = r1 - H^T K^-1 r2
+            Kr2 = self.Klu.solve(r2)
+            y = _cho_solve(self.core_cho, r1 - self.H.T @ Kr2)
+            u = Kr2 - self.KinvH @ y
+            return y, u
+        # eliminate y in closed form and solve the SPD u system by CG, warm-started from
+        # the previous solution (consecutive right-hand sides are close)
+        rhs = r2 - self.Hs @ self._AAinv(r1)
+        op = spla.LinearOperator((self.m, self.m), matvec=self._schur_u, dtype=np.float64)
+        # an inexact solve (CG stopped at maxiter) only slows the ADMM; the bound stays safe
+        u, _ = spla.cg(op, rhs, x0=self._u_prev, rtol=CG_RTOL, atol=0.0, maxiter=1000)
+        self._u_prev = u
+        y = self._AAinv(r1 - self.HsT @ u)
+        return y, u
+
+
+def _cho(A):
+    import scipy.linalg as sla
+    return sla.cho_factor(0.5 * (A + A.T), check_finite=False)
+
+
+def _cho_solve(c, b):
+    import scipy.linalg as sla
+    return sla.cho_solve(c, b, check_finite=False)
+
+
+def _to_Z_space(sc: _Scaled, model: SDPModel, M, y, u, N, S):
+    """Unscale a scaled (M-space) point to Z-space duals in SSE units."""
+    f, d, scale = sc.f, sc.d, sc.scale
+    Z = M * d[:, None] * d[None, :]
+    yz = np.concatenate([scale * y[:-1] * f, [scale * y[-1]]])
+    # A_M row i is f_i times the Z-space row i, so y_Z,i = f_i y_M,i; the 1/2 symmetrisation
+    # is the same in both spaces
+    uz = scale * np.maximum(u, 0.0) / sc.cut_norm if sc.m else np.zeros(0)
+    Nz = scale * N * f[:, None] * f[None, :]
+    q = len(model.cl)
+    if q:
+        ci, cj = model.cl[:, 0], model.cl[:, 1]
+        y_cl = Nz[ci, cj].copy()
+        Nz[ci, cj] = 0.0
+        Nz[cj, ci] = 0.0
+    else:
+        y_cl = np.zeros(0)
+    Sz = scale * S * f[:, None] * f[None, :]
+    return Z, yz, y_cl, uz, Nz, Sz
+
+
+def _from_warm(sc: _Scaled, model: SDPModel, ws: WarmStart):
+    f, d, scale = sc.f, sc.d, sc.scale
+    M = y = u = N = S = None
+    if ws.Z is not None:
+        M = np.asarray(ws.Z, dtype=np.float64) * f[:, None] * f[None, :]
+    if ws.y is not None:
+        yz = np.asarray(ws.y, dtype=np.float64)
+        y = np.concatenate([yz[:-1] / f, yz[-1:]]) / scale
+    if ws.u is not None and sc.m:
+        u = np.maximum(np.asarray(ws.u, dtype=np.float64), 0) * sc.cut_norm / scale
+    if ws.N is not None:
+        Nz = np.array(ws.N, dtype=np.float64)
+        if ws.y_cl is not None and len(model.cl):
+            Nz[model.cl[:, 0], model.cl[:, 1]] = ws.y_cl
+            Nz[model.cl[:, 1], model.cl[:, 0]] = ws.y_cl
+        N = Nz * d[:, None] * d[None, :] / scale
+    if ws.S is not None:
+        S = np.asarray(ws.S, dtype=np.float64) * d[:, None] * d[None, :] / scale
+    return M, y, u, N, S
+
+
+def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = None,
+               time_limit: float | None = None, warm_start: WarmStart | None = None,
+               eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,
+               check_every: int = 10, sigma0: float | None = None) -> SDPResult:
+    """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
+
+    Stops with status 'solved' when the relative primal residual, the relative dual
+    residual and the relative primal-dual gap are all below ``tol`` and the safe bound is
+    within ``gap_tol`` (default ``tol``) of the primal objective relative to
+    max(1, |objective|); else with 'max_iter' (``max_iter``, default 20 000) or
+    'time_limit' (``time_limit`` seconds of wall clock).
+    """
+    t_start = time.perf_counter()
+    eig = eigmod.resolve(eig)
+    max_iter = 20000 if max_iter is None else int(max_iter)
+    gap_tol = tol if gap_tol is None else gap_tol
+    sc = _Scaled(model)
+    s, m = sc.s, sc.m
+    ws = warm_start.check(s, m, len(model.cl)) if warm_start is not None else WarmStart()
+    M, y, u, N, S = _from_warm(sc, model, ws)
+    M = np.zeros((s, s)) if M is None else M
+    y = np.zeros(s + 1) if y is None else y
+    u = np.zeros(m) if u is None else u
+    N = np.zeros((s, s)) if N is None else N
+    S = np.zeros((s, s)) if S is None else S
+    t = np.maximum(sc.Bop(M) - sc.l, 0.0) if m else np.zeros(0)
+    v = u.copy()
+    sigma = float(ws.sigma) if ws.sigma else (sigma0 if sigma0 else 1.0)
+    C, b, l = sc.C, sc.b, sc.l
+    normb = 1.0 + float(np.linalg.norm(b))
+    norml = 1.0 + float(np.linalg.norm(l))
+    normC = 1.0 + float(np.linalg.norm(C))
+    rank = s
+    status, message = "max_iter", f"iteration limit {max_iter} reached"
+    pinf = dinf = relgap = math.inf
+    lb = -math.inf
+    it = 0
+    prim_acc = dual_acc = 0.0
+    nonneg = sc.nonneg
+
+    # M (and t) only change at the multiplier step: A(M), B(M), M / sigma are computed once
+    # per iteration (pre_b, pre_l, Msig)
+    def yu_step(S, N):
+        CSN = C - S - N
+        r1 = pre_b + sc.A(CSN)
+        if m:
+            r2 = pre_l + sc.Bop(CSN) + v
+        else:
+            r2 = np.zeros(0)
+        return sc.solve_yu(r1, r2)
+
+    def n_block(Aty, Btu, S):
+        Ntmp = C - Aty - Btu - S - Msig
+        N = np.where(nonneg, np.maximum(Ntmp, 0.0), Ntmp)
+        v = np.maximum(u - t / sigma, 0.0) if m else u
+        return N, v
+
+    def s_block(Aty, Btu, N):
+        # S = Π_PSD(W) = W + Π_PSD(-W), the second part low rank (about k)
+        W = C - Aty - Btu - N - Msig
+        W = 0.5 * (W + W.T)
+        vals, vecs = eigmod.positive_part(-W, eig, rank)
+        P = (vecs * vals) @ vecs.T
+        return W + P, P, len(vals)
+
+    for it in range(1, max_iter + 1):
+        Msig = M / sigma
+        pre_b = (b - sc.A(M)) / sigma
+        pre_l = (l - sc.Bop(M) + t) / sigma if m else None
+        Aty = sc.A_adj(y)
+        Btu = sc.B_adj(u) if m else 0.0
+        if ORDER == "NS":
+            N, v = n_block(Aty, Btu, S)
+            y, u = yu_step(S, N)
+            Aty = sc.A_adj(y)
+            Btu = sc.B_adj(u) if m else 0.0
+            S, P, rank = s_block(Aty, Btu, N)
+        else:
+            S, P, rank = s_block(Aty, Btu, N)
+            y, u = yu_step(S, N)
+            Aty = sc.A_adj(y)
+            Btu = sc.B_adj(u) if m else 0.0
+            N, v = n_block(Aty, Btu, S)
+        # (y, u) full step
+        y, u = yu_step(S, N)
+        Aty = sc.A_adj(y)
+        Btu = sc.B_adj(u) if m else 0.0
+        R = Aty + Btu + S + N - C
+        M = M + (TAU * sigma) * R
+        if m:
+            t = t + (TAU * sigma) * (v - u)
+
+        # ---- residuals
+        AM = sc.A(M)
+        pres = float(np.linalg.norm(AM - b)) / normb
+        if m:
+            pres = max(pres, float(np.linalg.norm(sc.Bop(M) - t - l)) / norml)
+        # distance of M to P and to the PSD cone (the latter from the last projection:
+        # sigma * P is the PSD part of M's estimate M_half = sigma (S - W))
+        normM = 1.0 + float(np.linalg.norm(M))
+        negP = np.where(nonneg, np.minimum(M, 0.0), M)
+        kinf1 = float(np.linalg.norm(negP)) / normM
+        Mhalf = sigma * P
+        kinf2 = float(np.linalg.norm(M - Mhalf)) / normM
+        kinf = max(kinf1, kinf2)
+        pinf = max(pres, kinf)
+        dinf = float(np.sqrt(np.vdot(R, R) + (float(np.dot(v - u, v - u)) if m else 0.0))) / normC
+        pobj = sc.c0 + float(np.vdot(C, M))
+        dobj = sc.c0 + float(b @ y) + (float(l @ u) if m else 0.0)
+        relgap = abs(pobj - dobj) / (1.0 + abs(pobj) + abs(dobj))
+        if verbose and (it % 50 == 0 or it == 1):
+            print(f"it {it:5d}  pobj {pobj * sc.scale:.8e}  dobj {dobj * sc.scale:.8e}  "
+                  f"pinf {pinf:.2e}  dinf {dinf:.2e}  gap {relgap:.2e}  sigma {sigma:.2e}  "
+                  f"rank {rank}")
+        if max(pinf, dinf, relgap) < tol and (it % check_every == 0 or it < check_every):
+            Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
+            lb = safe_lower_bound(model, yz, y_cl, uz, Nz)
+            val = model.objective(Z)
+            if abs(val - lb) <= gap_tol * max(1.0, abs(val)):
+                status, message = "solved", "relative KKT residuals and safe-bound gap below tol"
+                break
+        if time_limit is not None and time.perf_counter() - t_start > time_limit:
+            status, message = "time_limit", f"time limit {time_limit} s reached"
+            break
+        # ---- sigma adaptation (balance residuals, ADMM convention: dual residual of the
+        # dual problem = our primal infeasibility)
+        prim_acc += math.log(max(pinf, 1e-300))
+        dual_acc += math.log(max(dinf, 1e-300))
+        if it % SIGMA_EVERY == 0:
+            ratio = (prim_acc - dual_acc) / SIGMA_EVERY  # mean log(pinf / dinf)
+            prim_acc = dual_acc = 0.0
+            if ratio > math.log(SIGMA_RATIO):
+                sigma /= SIGMA_STEP
+            elif ratio < -math.log(SIGMA_RATIO):
+                sigma *= SIGMA_STEP
+            sigma = min(max(sigma, 1e-6), 1e6)
+
+    Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
+    lb = safe_lower_bound(model, yz, y_cl, uz, Nz)
+    val = model.objective(Z)
+    dual_value = math.fsum([model.c0, *(model.b * yz), *(model.l * uz)])
+    return SDPResult(Z=Z, y=yz, y_cl=y_cl, u=uz, N=Nz, sdp_value=val, dual_value=dual_value,
+                     lower_bound=lb, primal_residual=pinf, dual_residual=dinf, iterations=it,
+                     seconds=time.perf_counter() - t_start, status=status, backend="admm",
+                     message=message, S=Sz, gap=relgap, sigma=sigma,
+                     t=t * sc.cut_norm if m else np.zeros(0))

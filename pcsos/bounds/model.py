@@ -1,0 +1,90 @@
+"""The node relaxation (spec §3) as data: one representation shared by every backend.
+
+    min  c0 + <C, Z>          (C = -W W^T, so the objective is the SSE of a clustering Z)
+    s.t. Z e = 1              (s rows, symmetric row-sum operator)
+         <Diag(e), Z> = k
+         Z_ij = 0             for every cannot-link pair (i, j)
+         Z >= 0, Z PSD
+         <B_t, Z> >= l_t      (cuts, a :class:`~pcsos.cuts.cutset.CutSet`)
+
+Operators are written in Z-space here. The ADMM works internally on the scaled matrix
+M = D^1/2 Z D^1/2 (D = Diag(e)), see :mod:`pcsos.bounds.admm`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from pcsos.cuts.cutset import CutSet
+from pcsos.problem import Problem
+
+__all__ = ["SDPModel"]
+
+
+@dataclass(frozen=True, eq=False)
+class SDPModel:
+    """The SDP relaxation of one node: a problem plus a cut set.
+
+    Attributes
+    ----------
+    problem : Problem
+    s, k : int, number of super-points and clusters.
+    e : (s,) sizes of the super-points.
+    C : (s, s) objective matrix of ``min <C, Z>`` (``-problem.C``).
+    c0 : float, constant so that ``SSE = c0 + <C, Z>``.
+    cl : (q, 2) cannot-link pairs (i < j) forcing ``Z_ij = 0``.
+    cuts : CutSet, cuts ``<B_t, Z> >= l_t``.
+    """
+
+    problem: Problem
+    s: int
+    k: int
+    e: np.ndarray
+    C: np.ndarray
+    c0: float
+    cl: np.ndarray
+    cuts: CutSet = field(default_factory=CutSet.empty)
+
+    @classmethod
+    def from_problem(cls, problem: Problem, cuts: CutSet | None = None) -> SDPModel:
+        """The relaxation of ``problem`` with ``cuts`` (none by default)."""
+        C = -problem.C
+        C.setflags(write=False)
+        return cls(problem, problem.s, problem.k, problem.e, C, float(problem.c0),
+                   problem.cl, cuts if cuts is not None else CutSet.empty())
+
+    def with_cuts(self, cuts: CutSet) -> SDPModel:
+        """The same relaxation with another cut set (the matrices are shared, not copied)."""
+        return replace(self, cuts=cuts)
+
+    # ------------------------------------------------------------------ operators (Z-space)
+    @property
+    def b(self) -> np.ndarray:
+        """Right-hand side of the equalities: s ones then k."""
+        return np.concatenate([np.ones(self.s), [float(self.k)]])
+
+    @property
+    def l(self) -> np.ndarray:  # noqa: E743
+        """Right-hand sides of the cuts."""
+        return self.cuts.rhs
+
+    def A(self, Z: np.ndarray) -> np.ndarray:
+        """The equality operator: (symmetrised) row sums ``Z e`` then ``<Diag(e), Z>``."""
+        r = 0.5 * (Z @ self.e + Z.T @ self.e)
+        return np.concatenate([r, [float(np.dot(np.diag(Z), self.e))]])
+
+    def A_adj(self, y: np.ndarray) -> np.ndarray:
+        """The adjoint: ``(y e^T + e y^T)/2 + y_s Diag(e)`` for ``y`` of length s + 1."""
+        yr, y0 = y[:-1], y[-1]
+        out = 0.5 * (np.outer(yr, self.e) + np.outer(self.e, yr))
+        out[np.diag_indices(self.s)] += y0 * self.e
+        return out
+
+    def objective(self, Z: np.ndarray) -> float:
+        """``c0 + <C, Z>``: the SSE when Z is a clustering matrix."""
+        return float(self.c0 + np.vdot(self.C, Z))
+
+    def __repr__(self) -> str:
+        return (f"SDPModel(s={self.s}, k={self.k}, cl={len(self.cl)}, cuts={self.cuts.m})")

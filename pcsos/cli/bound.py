@@ -1,0 +1,142 @@
+"""Compute a certified SDP lower bound on the optimal SSE at the root (spec §3).
+
+Prints the number of super-points s, the SDP objective, the safe lower bound (provably
+<= the optimal SSE whatever the solver's accuracy), the relative KKT residuals, the
+iterations and the seconds. Exit codes: 0 bound computed (also when the solver stopped at
+a limit: the bound is still valid), 2 invalid input or an unavailable backend, 3 the
+constraints are infeasible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from pcsos.bounds import BACKENDS, SDPModel, SDPResult, solve_sdp
+from pcsos.bounds.eig import eig_methods
+from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.problem import Problem
+
+CUT_MODES = ("all", "pair", "triangle", "clique", "none")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``pcsos bound``."""
+    add_instance_arguments(parser)
+    parser.add_argument("--cuts", choices=CUT_MODES, default="none",
+                        help="cutting planes at the root: all, one family, or none (default: "
+                             "none, the plain SDP)")
+    cp = parser.add_argument_group("cutting-plane loop (with --cuts other than none)")
+    cp.add_argument("--max-rounds", type=int, default=80, metavar="N",
+                    help="SDP solves at most (default 80, as pc-sos-sdp's root)")
+    cp.add_argument("--cp-tol", type=float, default=1e-6,
+                    help="stop when the bound improves by less than this, relatively "
+                         "(default 1e-6)")
+    cp.add_argument("--cut-violation", type=float, default=1e-4, metavar="EPS",
+                    help="separate cuts violated by more than this (default 1e-4)")
+    cp.add_argument("--cut-fraction", type=float, default=0.05, metavar="F",
+                    help="share of the collected pair/triangle cuts added per round, most "
+                         "violated first (default 0.05)")
+    cp.add_argument("--max-collected", type=int, default=100_000, metavar="N",
+                    help="violated cuts collected per family and round (default 100000)")
+    cp.add_argument("--upper-bound", type=float, default=float("inf"), metavar="SSE",
+                    help="a known SSE: stop once (UB - LB)/UB <= --prune-tol")
+    cp.add_argument("--prune-tol", type=float, default=1e-4,
+                    help="pruning tolerance for --upper-bound (default 1e-4)")
+    cp.add_argument("--seed", type=int, default=0,
+                    help="seed of the triangle visiting order (default 0)")
+    parser.add_argument("--backend", choices=BACKENDS, default="admm",
+                        help="SDP solver: admm (default, built in), mosek (licensed), "
+                             "scs or clarabel (via cvxpy, references)")
+    parser.add_argument("--tol", type=float, default=1e-5,
+                        help="relative KKT tolerance (default 1e-5)")
+    parser.add_argument("--max-iter", type=int, default=None, metavar="N",
+                        help="iteration cap of the solver (default: the backend's)")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="wall-clock limit of the solve (the bound stays valid)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS threads for the solve (default: leave as configured)")
+    parser.add_argument("--eig", choices=eig_methods(), default="auto",
+                        help="eigensolver of the ADMM (default: auto)")
+    parser.add_argument("--verbose", action="store_true", help="print the solver's log")
+    parser.add_argument("--json", metavar="FILE", default=None,
+                        help="also write the results as JSON ('-' = stdout)")
+
+
+def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult, dict]:
+    """The bounding step of ``pcsos bound``: the root SDP with ``args``' options.
+
+    Returns the result of the last solve and extra JSON fields. This is the one place the
+    cutting-plane loop plugs in (``--cuts`` other than 'none').
+    """
+    if args.cuts == "none":
+        model = SDPModel.from_problem(problem)
+        res = solve_sdp(model, backend=args.backend, tol=args.tol, max_iter=args.max_iter,
+                        time_limit=args.time_limit, threads=args.threads, eig=args.eig,
+                        verbose=args.verbose)
+        return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
+    from dataclasses import replace
+
+    from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
+    from pcsos.errors import InputError
+
+    try:
+        settings = CuttingPlaneSettings(
+            families=args.cuts, eps_violation=args.cut_violation,
+            max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
+            fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
+            max_rounds_root=args.max_rounds, cp_tol=args.cp_tol, prune_tol=args.prune_tol)
+    except ValueError as exc:
+        raise InputError(str(exc), source="cutting-plane settings") from None
+    sdp_options = {"backend": args.backend, "tol": args.tol, "max_iter": args.max_iter,
+                   "threads": args.threads, "eig": args.eig, "verbose": args.verbose}
+    loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
+                              root=True, sdp_options=sdp_options, seed=args.seed,
+                              time_limit=args.time_limit)
+    if loop.sdp is None:
+        from pcsos.errors import PcsosError
+        raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
+    # the best safe bound over the rounds (each is valid), with the last round's solve
+    res = replace(loop.sdp, lower_bound=loop.lower_bound,
+                  iterations=loop.iterations, seconds=loop.seconds)
+    summ = loop.summary()
+    return res, {"cuts": args.cuts, "n_cuts": loop.cuts.m, "cuts_by_family": summ["cuts"],
+                 "cp_rounds": summ["cp_iter"], "cp_flag": loop.flag,
+                 "cp_message": loop.message, "avg_added": loop.avg_added,
+                 "rounds": summ["rounds"]}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the instance, bound it, print the summary, write --json; returns 0."""
+    t0 = time.perf_counter()
+    inst, info = load_instance(args)
+    problem = Problem.from_instance(inst)
+    res, extra = compute_bound(problem, args)
+    total = time.perf_counter() - t0
+    rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)
+               if res.sdp_value else float("nan"))
+    out = sys.stdout
+    print(f"instance:        n = {inst.n}, d = {inst.d}, k = {inst.k}, ml = {len(inst.ml)}, "
+          f"cl = {len(inst.cl)}", file=out)
+    print(f"super-points:    s = {problem.s} (cl pairs between them: {len(problem.cl)})",
+          file=out)
+    print(f"backend:         {res.backend}, status {res.status} ({res.message})", file=out)
+    print(f"SDP objective:   {res.sdp_value:.10g}", file=out)
+    print(f"safe bound:      {res.lower_bound:.10g}  (relative gap to the objective "
+          f"{rel_gap:.2e})", file=out)
+    print(f"KKT residuals:   primal {res.primal_residual:.2e}, dual {res.dual_residual:.2e}",
+          file=out)
+    print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
+          file=out)
+    if args.json:
+        write_json(args.json, {
+            "data": info["data"], "constraints": info["constraints"], "n": inst.n,
+            "d": inst.d, "k": inst.k, "size": problem.s, "cl_super": len(problem.cl),
+            "sdp_value": res.sdp_value, "dual_value": res.dual_value,
+            "lower_bound": res.lower_bound, "relative_gap": rel_gap,
+            "primal_residual": res.primal_residual, "dual_residual": res.dual_residual,
+            "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
+            "status": res.status, "backend": res.backend, "message": res.message,
+            "tol": args.tol, **extra})
+    return 0

@@ -1,0 +1,355 @@
+"""Tests of the SDP bounding layer (issue 3, acceptance 1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+from conftest import random_instance
+
+from pcsos.bounds import SDPModel, WarmStart, positive_part, safe_lower_bound, solve_sdp
+from pcsos.bounds.mosek_backend import build_mosek_task, constraint_layout, mosek_licence
+from pcsos.cuts.cutset import CutSet
+from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
+from pcsos.problem import Problem, make_instance
+
+cvxpy = pytest.importorskip("cvxpy")
+
+
+def _problem(rng, n, k, n_ml=0, n_cl=0, d=2):
+    """A feasible random problem (retries on infeasible draws)."""
+    while True:
+        X, ml, cl = random_instance(rng, n, d, n_ml, n_cl)
+        try:
+            return X, ml, cl, Problem.from_instance(make_instance(X, k, ml, cl))
+        except InfeasibleError:
+            continue
+
+
+def _clarabel(model):
+    r = solve_sdp(model, backend="clarabel", tol=1e-8)
+    assert r.status == "solved", r.message
+    return r
+
+
+def _violated_triangles(Z, top):
+    """The ``top`` most violated triangle cuts Z_ii + Z_jh - Z_ij - Z_ih >= 0 (brute force)."""
+    s = len(Z)
+    V = Z[:, :, None] + Z[:, None, :] - np.diag(Z)[:, None, None] - Z[None, :, :]
+    i, j, h = np.meshgrid(np.arange(s), np.arange(s), np.arange(s), indexing="ij")
+    ok = (i != j) & (i != h) & (j < h) & (V > 1e-6)
+    order = np.argsort(-V[ok])[:top]
+    return CutSet.triangles(i[ok][order], j[ok][order], h[ok][order])
+
+
+# --------------------------------------------------------------------------- validity
+@pytest.mark.parametrize("seed", range(12))
+def test_safe_bound_below_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 10))
+    k = int(rng.integers(2, 4))
+    n_ml, n_cl = [(0, 0), (2, 0), (0, 3), (2, 2)][seed % 4]
+    X, ml, cl, P = _problem(rng, n, k, n_ml, n_cl)
+    opt, _ = brute_force(X, k, ml, cl)
+    model = SDPModel.from_problem(P)
+    full = solve_sdp(model, tol=1e-7)
+    assert full.status == "solved"
+    assert full.lower_bound <= opt + 1e-12 * abs(opt)
+    # tight: the bound is the SDP value up to the solver's accuracy
+    assert abs(full.lower_bound - full.sdp_value) <= 1e-6 * abs(full.sdp_value)
+    # stopped early, the bound is weaker but still valid
+    for it in (1, 3, 10):
+        early = solve_sdp(model, max_iter=it)
+        assert early.status == "max_iter" and early.iterations == it
+        assert early.lower_bound <= opt + 1e-12 * abs(opt)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_safe_bound_perturbed_duals(seed):
+    rng = np.random.default_rng(100 + seed)
+    X, ml, cl, P = _problem(rng, 14, 3, 2, 3)
+    model = SDPModel.from_problem(P)
+    ref = _clarabel(model).sdp_value
+    r = solve_sdp(model, tol=1e-7)
+    assert r.lower_bound <= ref + 1e-8 * abs(ref)
+    assert r.lower_bound >= ref - 1e-5 * abs(ref)
+    for scale in (1e-6, 1e-3, 1e-1, 1.0):
+        y = r.y + scale * rng.normal(size=r.y.shape) * np.abs(r.y).max()
+        N = r.N + scale * rng.normal(size=r.N.shape) * max(np.abs(r.N).max(), 1.0)
+        y_cl = r.y_cl + scale * rng.normal(size=r.y_cl.shape)
+        lb = safe_lower_bound(model, y, y_cl, None, N)
+        assert lb <= ref + 1e-8 * abs(ref)
+    # a completely arbitrary dual point, including negative u and N (projected away)
+    lb = safe_lower_bound(model, rng.normal(size=P.s + 1) * 10, None, None,
+                          rng.normal(size=(P.s, P.s)))
+    assert lb <= ref
+
+
+def test_safe_bound_zero_duals_is_eigenvalue_bound():
+    rng = np.random.default_rng(7)
+    X, ml, cl, P = _problem(rng, 12, 3, 3, 0)
+    model = SDPModel.from_problem(P)
+    d = 1 / np.sqrt(P.e)
+    lam = np.linalg.eigvalsh(-P.C * d[:, None] * d[None, :])
+    expected = P.c0 + lam[:3].sum()
+    lb = safe_lower_bound(model, np.zeros(P.s + 1))
+    assert lb <= expected
+    assert lb == pytest.approx(expected, rel=1e-12, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- accuracy
+@pytest.mark.parametrize("seed,n_ml,n_cl", [(0, 0, 0), (1, 3, 3), (2, 0, 6)])
+def test_admm_matches_clarabel(seed, n_ml, n_cl):
+    rng = np.random.default_rng(200 + seed)
+    X, ml, cl, P = _problem(rng, 24, 3, n_ml, n_cl, d=3)
+    model = SDPModel.from_problem(P)
+    ref = _clarabel(model)
+    r = solve_sdp(model, tol=1e-8)
+    assert r.status == "solved"
+    assert abs(r.sdp_value - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
+    assert r.lower_bound <= ref.sdp_value + 1e-8 * abs(ref.sdp_value)
+    assert abs(r.lower_bound - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
+
+
+def test_cuts_match_clarabel():
+    rng = np.random.default_rng(300)
+    X, ml, cl, P = _problem(rng, 20, 3, 2, 2, d=2)
+    model = SDPModel.from_problem(P)
+    r0 = solve_sdp(model, tol=1e-8)
+    cuts = _violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3]))
+    assert cuts.m > 2
+    mc = model.with_cuts(cuts)
+    ref = _clarabel(mc)
+    r = solve_sdp(mc, tol=1e-8)
+    assert r.status == "solved"
+    assert abs(r.sdp_value - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
+    assert np.all(r.u >= 0) and len(r.u) == cuts.m
+    assert r.lower_bound <= ref.sdp_value + 1e-8 * abs(ref.sdp_value)
+    assert ref.sdp_value >= r0.sdp_value - 1e-7 * abs(r0.sdp_value)
+    # the cuts were violated, so they are active: some multipliers are positive
+    assert r.u.max() > 0
+    opt, _ = brute_force(X, 3, ml, cl) if P.n <= 10 else (math.inf, None)
+    assert r.lower_bound <= opt
+
+
+def test_scs_backend_agrees():
+    rng = np.random.default_rng(400)
+    X, ml, cl, P = _problem(rng, 12, 2, 1, 1)
+    model = SDPModel.from_problem(P)
+    a = solve_sdp(model, tol=1e-8)
+    b = solve_sdp(model, backend="scs", tol=1e-7)
+    assert b.backend == "scs"
+    assert b.lower_bound <= a.sdp_value + 1e-9 * abs(a.sdp_value)
+    assert abs(a.sdp_value - b.sdp_value) <= 1e-4 * abs(a.sdp_value)
+
+
+# --------------------------------------------------------------------------- warm starts
+@pytest.fixture(scope="module")
+def medium():
+    rng = np.random.default_rng(500)
+    X, ml, cl, P = _problem(rng, 45, 3, 4, 4, d=3)
+    model = SDPModel.from_problem(P)
+    return P, model, solve_sdp(model, tol=1e-5)
+
+
+def test_warm_start_after_cuts(medium):
+    P, model, r0 = medium
+    # re-solving the same model from its own solution stops at once
+    assert solve_sdp(model, warm_start=r0).iterations <= 2
+    cuts = _violated_triangles(r0.Z, 60)
+    mc = model.with_cuts(cuts)
+    cold = solve_sdp(mc)
+    warm = solve_sdp(mc, warm_start=WarmStart.for_cuts(r0, keep=[], n_new=cuts.m))
+    warm2 = solve_sdp(mc, warm_start=r0)  # shorter u: cuts appended
+    assert cold.status == warm.status == warm2.status == "solved"
+    assert warm2.iterations == warm.iterations
+    assert warm.sdp_value == pytest.approx(cold.sdp_value, rel=1e-4)
+    # the loop's pruning step: dropping the inactive cuts leaves the optimum in place
+    keep = np.flatnonzero(cold.u > 1e-8)
+    assert 0 < len(keep) < cuts.m
+    mk = model.with_cuts(cuts.select(keep))
+    w3 = solve_sdp(mk, warm_start=WarmStart.for_cuts(cold, keep=keep))
+    c3 = solve_sdp(mk)
+    assert w3.iterations <= 0.1 * c3.iterations
+    assert w3.sdp_value == pytest.approx(c3.sdp_value, rel=1e-4)
+    # a next round adding a few cuts: fewer iterations than from scratch
+    more = _violated_triangles(cold.Z, 10)
+    m2 = model.with_cuts(cuts.concat(more))
+    w4 = solve_sdp(m2, warm_start=WarmStart.for_cuts(cold, n_new=more.m))
+    c4 = solve_sdp(m2)
+    assert w4.iterations < c4.iterations
+    with pytest.raises(InputError):
+        solve_sdp(model, warm_start=warm)  # more multipliers than cuts, no map given
+
+
+def test_warm_start_ml_and_cl_children(medium):
+    P, model, r0 = medium
+    Z = r0.Z
+    s = P.s
+    iu = np.triu_indices(s, 1)
+    corr = Z[iu] / np.sqrt(np.outer(np.diag(Z), np.diag(Z))[iu])
+    # children that keep the relaxation's optimum (a pair the SDP already joins, a pair it
+    # already separates): the transferred point is optimal again, so few iterations remain
+    t_ml, t_cl = int(np.argmax(corr)), int(np.argmin(corr))
+    ml_child = P.merge(int(iu[0][t_ml]), int(iu[1][t_ml]))
+    cl_child = P.add_cl(int(iu[0][t_cl]), int(iu[1][t_cl]))
+    for child in (ml_child, cl_child):
+        cm = SDPModel.from_problem(child)
+        cold = solve_sdp(cm)
+        warm = solve_sdp(cm, warm_start=WarmStart.transfer(r0, P, child))
+        assert warm.status == cold.status == "solved"
+        assert warm.iterations <= 0.5 * cold.iterations
+        assert warm.sdp_value == pytest.approx(cold.sdp_value, rel=1e-4)
+        assert warm.lower_bound <= cold.sdp_value + 1e-5 * abs(cold.sdp_value)
+    # a fractional pair (what the tree branches on): the warm start is valid and converges
+    t = int(np.argmin(np.abs(corr - 0.5)))
+    for child in (P.merge(int(iu[0][t]), int(iu[1][t])), P.add_cl(int(iu[0][t]), int(iu[1][t]))):
+        cm = SDPModel.from_problem(child)
+        warm = solve_sdp(cm, warm_start=WarmStart.transfer(r0, P, child))
+        cold = solve_sdp(cm)
+        assert warm.status == "solved"
+        assert warm.sdp_value == pytest.approx(cold.sdp_value, rel=1e-4)
+
+
+def test_merge_transfer_keeps_dual_value(medium):
+    P, model, r0 = medium
+    child = P.merge(0, 1)
+    ws = WarmStart.for_merge(r0, P, child)
+    cm = SDPModel.from_problem(child)
+    # the mapped dual point has the same dual objective and is a valid dual for the child
+    bty = math.fsum(cm.b * ws.y)
+    assert bty == pytest.approx(math.fsum(model.b * r0.y), rel=1e-12)
+    lb = safe_lower_bound(cm, ws.y, ws.y_cl, None, ws.N)
+    assert lb <= solve_sdp(cm, tol=1e-7).sdp_value + 1e-9
+
+
+# --------------------------------------------------------------------------- limits, misc
+def test_time_limit_and_statuses():
+    rng = np.random.default_rng(600)
+    X, ml, cl, P = _problem(rng, 40, 4)
+    model = SDPModel.from_problem(P)
+    r = solve_sdp(model, time_limit=0.0)
+    assert r.status == "time_limit" and r.iterations == 1
+    assert math.isfinite(r.lower_bound)
+    with pytest.raises(InputError):
+        solve_sdp(model, backend="nope")
+    with pytest.raises(InputError):
+        solve_sdp(model, eig="nope")
+    with pytest.raises(InputError):
+        solve_sdp(model, tol=0)
+
+
+def test_single_super_point_and_threads():
+    X = np.array([[0.0], [1.0], [3.0]])
+    P = Problem.from_instance(make_instance(X, 1, [(0, 1), (1, 2)]))
+    r = solve_sdp(SDPModel.from_problem(P), threads=1)
+    opt, _ = brute_force(X, 1)
+    assert r.lower_bound <= opt and r.sdp_value == pytest.approx(opt)
+
+
+@pytest.mark.parametrize("method", ["full", "partial", "auto"])
+def test_eig_methods_agree(method):
+    rng = np.random.default_rng(700)
+    G = rng.normal(size=(60, 5))
+    W = G @ G.T - 0.3 * np.eye(60) + 1e-3 * (lambda A: A + A.T)(rng.normal(size=(60, 60)))
+    vals, vecs = positive_part(W, method, rank_hint=2)  # the hint is too small on purpose
+    lam, V = np.linalg.eigh(W)
+    P_ref = (V[:, lam > 0] * lam[lam > 0]) @ V[:, lam > 0].T
+    assert np.allclose((vecs * vals) @ vecs.T, P_ref, atol=1e-10)
+
+
+def test_torch_hook_reports_unavailable():
+    try:
+        import torch  # noqa: F401
+        pytest.skip("torch installed: the hook is exercised on GPU machines")
+    except ImportError:
+        pass
+    with pytest.raises(BackendUnavailableError):
+        positive_part(np.eye(3), "torch")
+
+
+# --------------------------------------------------------------------------- MOSEK
+def test_mosek_task_matches_model():
+    mosek = pytest.importorskip("mosek")
+    rng = np.random.default_rng(800)
+    X, ml, cl, P = _problem(rng, 9, 3, 1, 2)
+    cuts = CutSet.triangles([0, 1], [1, 2], [2, 3]).concat(CutSet.cliques([[0, 1, 2, 3]], 0.1))
+    model = SDPModel.from_problem(P, cuts)
+    s = P.s
+    Zr = rng.normal(size=(s, s))
+    Zr = Zr + Zr.T
+    with mosek.Env() as env, build_mosek_task(model, env) as task:
+        lay = constraint_layout(model)
+        assert task.getnumcon() == lay["cuts"].stop
+        assert task.getnumbarvar() == 1 and task.getdimbarvarj(0) == s
+
+        def dense(idx):
+            sub_i, sub_j, val = task.getsparsesymmat(idx)
+            A = np.zeros((s, s))
+            A[sub_i, sub_j] = val
+            A[sub_j, sub_i] = val
+            return A
+
+        rows = {}
+        for t in range(task.getnumbaranz()):
+            i, j, _, sub, w = task.getbaraidx(t)
+            assert j == 0
+            rows[i] = sum(wt * dense(ix) for ix, wt in zip(sub, w))
+        values = np.array([float(np.vdot(rows[r], Zr)) for r in range(task.getnumcon())])
+        bounds = [task.getconbound(r) for r in range(task.getnumcon())]
+        keys = [b[0] for b in bounds]
+        lows = np.array([b[1] for b in bounds])
+        assert np.allclose(values[lay["rows"]], model.A(Zr)[:s])
+        assert np.allclose(values[lay["trace"]], model.A(Zr)[s])
+        iu, ju = np.triu_indices(s)
+        assert np.allclose(values[lay["entries"]], Zr[iu, ju])
+        assert np.allclose(values[lay["cuts"]], cuts.apply(Zr))
+        fx, lo = mosek.boundkey.fx, mosek.boundkey.lo
+        assert all(keys[r] == fx and lows[r] == 1.0 for r in range(s))
+        assert keys[s] == fx and lows[s] == P.k
+        clset = {tuple(p) for p in P.cl.tolist()}
+        assert clset
+        for t, (i, j) in enumerate(zip(iu.tolist(), ju.tolist())):
+            r = lay["entries"].start + t
+            assert keys[r] == (fx if (i, j) in clset else lo) and lows[r] == 0.0
+        assert np.allclose(lows[lay["cuts"]], cuts.rhs)
+        assert task.getnumbarcnz() == 1
+        _, _, cmat, cw = task.getbarcidx(0)
+        Cm = sum(w * dense(ix) for ix, w in zip(cmat, cw))
+        assert np.allclose(Cm, model.C)
+        assert task.getcfix() == pytest.approx(model.c0)
+
+
+def test_mosek_backend_licence():
+    pytest.importorskip("mosek")
+    rng = np.random.default_rng(900)
+    X, ml, cl, P = _problem(rng, 8, 2, 1, 1)
+    model = SDPModel.from_problem(P)
+    ok, why = mosek_licence()
+    if not ok:
+        with pytest.raises(BackendUnavailableError, match="licence"):
+            solve_sdp(model, backend="mosek")
+        pytest.skip(f"no MOSEK licence: {why}")
+    r = solve_sdp(model, backend="mosek", tol=1e-9)
+    ref = _clarabel(model)
+    assert r.sdp_value == pytest.approx(ref.sdp_value, rel=1e-6)
+    assert r.lower_bound <= ref.sdp_value + 1e-8 * abs(ref.sdp_value)
+
+
+def test_cuts_iterative_linear_solver_matches_direct(monkeypatch):
+    """Above DIRECT_MAX_CUTS the (y, u) system is solved by CG: same answer as the LU path."""
+    import pcsos.bounds.admm as admm
+
+    rng = np.random.default_rng(301)
+    X, ml, cl, P = _problem(rng, 20, 3, 2, 2, d=2)
+    model = SDPModel.from_problem(P)
+    r0 = solve_sdp(model, tol=1e-8)
+    mc = model.with_cuts(_violated_triangles(r0.Z, 40))
+    direct = solve_sdp(mc, tol=1e-8)
+    monkeypatch.setattr(admm, "DIRECT_MAX_CUTS", 0)
+    cg = solve_sdp(mc, tol=1e-8)
+    assert cg.status == direct.status == "solved"
+    assert cg.sdp_value == pytest.approx(direct.sdp_value, rel=1e-6)
+    assert cg.lower_bound <= direct.sdp_value + 1e-6 * abs(direct.sdp_value)

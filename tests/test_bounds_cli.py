@@ -1,0 +1,71 @@
+"""``pcsos bound`` end to end on a tiny written instance (and a shared one when present)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+
+from pcsos.cli import main
+
+
+def _write(tmp_path, X, k, ml=(), cl=()):
+    data = tmp_path / "data.txt"
+    with open(data, "w") as fh:
+        fh.write(f"{len(X)} {X.shape[1]} {k}\n")
+        for row in X:
+            fh.write(" ".join(f"{v:.17g}" for v in row) + "\n")
+    cons = tmp_path / "cons.txt"
+    with open(cons, "w") as fh:
+        for i, j in ml:
+            fh.write(f"ML {i} {j}\n")
+        for i, j in cl:
+            fh.write(f"CL {i} {j}\n")
+    return data, cons
+
+
+def test_cli_bound_json(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(9, 2)) + rng.integers(0, 3, size=(9, 1)) * 3.0
+    ml, cl = [(0, 1)], [(2, 3), (4, 5)]
+    data, cons = _write(tmp_path, X, 3, ml, cl)
+    out = tmp_path / "b.json"
+    rc = main(["bound", str(data), "-c", str(cons), "-k", "3", "--threads", "1",
+               "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "safe bound" in text and "super-points:    s = 8" in text
+    rep = json.loads(out.read_text())
+    for key in ("size", "sdp_value", "lower_bound", "primal_residual", "dual_residual",
+                "iterations", "seconds", "status", "backend"):
+        assert key in rep
+    assert rep["size"] == 8 and rep["backend"] == "admm" and rep["status"] == "solved"
+    opt, _ = brute_force(X, 3, ml, cl)
+    assert rep["lower_bound"] <= opt
+    assert abs(rep["sdp_value"] - rep["lower_bound"]) <= 1e-5 * abs(rep["sdp_value"])
+
+
+def test_cli_bound_errors(tmp_path, capsys):
+    X = np.arange(12.0).reshape(6, 2)
+    data, cons = _write(tmp_path, X, 2, ml=[(0, 1)], cl=[(0, 1)])
+    assert main(["bound", str(data), "-c", str(cons), "-k", "2"]) == 3  # infeasible
+    data, cons = _write(tmp_path, X, 2)
+    pytest.importorskip("mosek")
+    from pcsos.bounds.mosek_backend import mosek_licence
+    if not mosek_licence()[0]:
+        assert main(["bound", str(data), "-k", "2", "--backend", "mosek"]) == 2
+        assert "licence" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_bound_shared_iris(shared_instances, tmp_path):
+    base = shared_instances / "iris"
+    out = tmp_path / "b.json"
+    rc = main(["bound", str(base / "data.txt"), "-c",
+               str(base / "constraints" / "ml_50_cl_50_0.txt"), "--json", str(out)])
+    assert rc == 0
+    rep = json.loads(out.read_text())
+    assert rep["size"] == 100 and rep["status"] == "solved"
+    assert abs(rep["sdp_value"] - rep["lower_bound"]) <= 1e-5 * abs(rep["sdp_value"])
