@@ -1,0 +1,313 @@
+"""The cutting-plane loop around the SDP bounding layer (spec §4).
+
+One node: solve the relaxation, separate violated pair / triangle / clique cuts from its Z,
+drop the cuts that became inactive, add the most violated new ones, and re-solve warm-started
+from the previous round, until a stopping rule fires. The result carries the best *safe*
+lower bound over the rounds (every round's bound is valid for the node) and the last cut set,
+which the children inherit (:func:`inherit_cuts`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from pcsos.cuts.cutset import CutSet
+from pcsos.cuts.separation import FAMILIES, cut_keys, parse_families, separate
+from pcsos.problem import Problem
+
+__all__ = ["CP_FLAGS", "BoundResult", "CuttingPlaneSettings", "RoundStats",
+           "cutting_plane_loop", "inherit_cuts", "inherit_cuts_map"]
+
+# Why the loop stopped: the pc-sos-sdp CP_FLAG codes (reference-notes.md), plus two pcsos
+# codes for limits the reference code does not have.
+BOUND_WORSE, SDP_FAILED, ROUND_LIMIT, NO_CUT, CUT_LIMIT, PRUNED, TOLERANCE = -3, -2, -1, 0, 1, 2, 3
+TIME_LIMIT, CALLBACK_STOP = -4, -5
+CP_FLAGS = {
+    BOUND_WORSE: "bound got worse", SDP_FAILED: "SDP failed", ROUND_LIMIT: "round limit",
+    NO_CUT: "no violated cut", CUT_LIMIT: "cut limit", PRUNED: "node pruned",
+    TOLERANCE: "tolerance", TIME_LIMIT: "time limit", CALLBACK_STOP: "stopped by callback",
+}
+
+
+@dataclass
+class CuttingPlaneSettings:
+    """Settings of the loop; the defaults are those of the pc-sos-sdp code (config.txt).
+
+    ``families``: which cuts to separate ("all", "none", a name or a comma list).
+    ``eps_violation``: a cut is violated when rhs - <B, Z> > this (SDP_SOLVER_EPS_INEQ).
+    ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ).
+    ``fraction``: per family, the share of the collected cuts (most violated first) added.
+    ``max_cuts``: cuts in the model at most (SDP_SOLVER_MAX_INEQ); reaching it stops the
+    loop with CUT_LIMIT when no new cut fits.
+    ``eps_active``: a cut stays when its slack <B, Z> - rhs <= this, measured against the
+    cut's own rhs (spec §4), or when its multiplier exceeds ``u_active``. The multiplier
+    test is off by default (inf): the first-order solver leaves u ~ 1e-5 on almost every
+    cut whose slack exceeds 1e-6 (iris ml_50_cl_50: 992 of 1015 after round 2), so "u > 0"
+    would keep nearly all cuts and every round would grow the model.
+    ``max_rounds_root`` / ``max_rounds_child``: SDP solves per node (root / other nodes).
+    ``cp_tol``: stop when the bound improves by less than this, relatively.
+    ``prune_tol``: stop when (UB - LB) / UB <= this (the branch-and-bound tolerance).
+    """
+
+    families: str | tuple[str, ...] = "all"
+    eps_violation: float = 1e-4
+    max_collected: dict[str, int] = field(
+        default_factory=lambda: {"pair": 100_000, "triangle": 100_000, "clique": 100_000})
+    fraction: dict[str, float] = field(
+        default_factory=lambda: {"pair": 0.05, "triangle": 0.05, "clique": 1.0})
+    max_cuts: int = 100_000
+    eps_active: float = 1e-6
+    u_active: float = math.inf
+    max_rounds_root: int = 80
+    max_rounds_child: int = 40
+    cp_tol: float = 1e-6
+    prune_tol: float = 1e-4
+
+    def __post_init__(self):
+        self.families = parse_families(self.families)
+        self.max_collected = {**{f: 100_000 for f in FAMILIES}, **self.max_collected}
+        self.fraction = {**{"pair": 0.05, "triangle": 0.05, "clique": 1.0}, **self.fraction}
+        for f in FAMILIES:
+            if self.max_collected[f] < 0:
+                raise ValueError(f"max_collected[{f!r}] must be >= 0")
+            if not 0.0 <= self.fraction[f] <= 1.0:
+                raise ValueError(f"fraction[{f!r}] must lie in [0, 1]")
+        if self.max_rounds_root < 1 or self.max_rounds_child < 1:
+            raise ValueError("max_rounds_root and max_rounds_child must be >= 1")
+        if self.max_cuts < 0:
+            raise ValueError("max_cuts must be >= 0")
+
+
+@dataclass
+class RoundStats:
+    """One SDP solve of the loop (round 1 solves with the inherited cuts only).
+
+    ``added``/``removed``: cuts added / dropped *after* this solve, per family for added.
+    """
+
+    round: int
+    lower_bound: float
+    sdp_value: float
+    status: str
+    iterations: int
+    seconds: float
+    cuts_in_model: int
+    found: dict[str, int] = field(default_factory=dict)
+    added: dict[str, int] = field(default_factory=dict)
+    removed: int = 0
+
+
+@dataclass
+class BoundResult:
+    """Outcome of :func:`cutting_plane_loop` for one node.
+
+    ``lower_bound``: best safe bound over the rounds (-inf if no solve finished).
+    ``sdp``: the last SDPResult (its Z drives branching). ``cuts``: the cut set of the last
+    solve, to be inherited by the children. ``rounds``: per-round :class:`RoundStats`.
+    ``flag``: CP_FLAG code (see ``CP_FLAGS``); ``message`` says it in words.
+    ``iterations``: SDP iterations over all rounds; ``seconds``: wall time of the loop.
+    ``avg_added``: average cuts added per separating round, per family (the PAIR /
+    TRIANGLE / CLIQUE columns of the pc-sos-sdp log).
+    """
+
+    lower_bound: float
+    sdp: object
+    cuts: CutSet
+    rounds: list[RoundStats]
+    flag: int
+    iterations: int
+    seconds: float
+    avg_added: dict[str, float]
+    message: str = ""
+
+    @property
+    def n_rounds(self) -> int:
+        return len(self.rounds)
+
+    def summary(self) -> dict:
+        """JSON-ready scalars and the per-round table."""
+        return {"lower_bound": self.lower_bound, "flag": self.flag, "message": self.message,
+                "rounds": [asdict(r) for r in self.rounds], "cp_iter": self.n_rounds,
+                "cuts": self.cuts.counts(), "iterations": self.iterations,
+                "seconds": self.seconds, "avg_added": self.avg_added}
+
+
+def inherit_cuts_map(cuts: CutSet, child: Problem) -> tuple[CutSet, np.ndarray]:
+    """The parent's cuts for ``child`` and, for each, the index of its parent cut.
+
+    A cannot-link child (identity ``parent_map``) keeps every cut. A must-link child
+    re-indexes them (:meth:`CutSet.reindex`: valid by construction), which drops cuts whose
+    terms cancelled; cuts that became identical are kept once. The index array maps the
+    parent's multipliers onto the child (``WarmStart.transfer(..., cut_keep=index)``).
+    """
+    pm = child.parent_map
+    if pm is None or cuts.m == 0:
+        return cuts, np.arange(cuts.m)
+    pm = np.asarray(pm, dtype=np.int64)
+    if len(pm) == child.s and np.array_equal(pm, np.arange(child.s)):
+        return cuts, np.arange(cuts.m)
+    # carry each cut's index through reindex in place of its rhs to learn which survived
+    tagged = CutSet(cuts.indptr, cuts.i, cuts.j, cuts.coef, np.arange(cuts.m, dtype=float),
+                    cuts.family)
+    keep = tagged.reindex(pm).rhs.astype(np.int64)
+    out = cuts.reindex(pm)
+    _, first = np.unique(cut_keys(out), return_index=True)
+    first.sort()
+    return out.select(first), keep[first]
+
+
+def inherit_cuts(cuts: CutSet, child_problem: Problem) -> CutSet:
+    """The parent's cuts for a child problem (see :func:`inherit_cuts_map`)."""
+    return inherit_cuts_map(cuts, child_problem)[0]
+
+
+def _solver():
+    """The bounding layer's solve function and model class (imported late: built in
+    parallel, and the cut separation must not depend on it)."""
+    from pcsos.bounds import SDPModel, WarmStart, solve_sdp
+
+    return SDPModel, WarmStart, solve_sdp
+
+
+def _relgap(ub: float, lb: float) -> float:
+    return (ub - lb) / abs(ub) if math.isfinite(ub) and ub != 0 else math.inf
+
+
+def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_start=None,
+                       upper_bound: float = math.inf,
+                       settings: CuttingPlaneSettings | None = None, root: bool = True,
+                       sdp_options: dict | None = None, seed=None,
+                       time_limit: float | None = None,
+                       callback: Callable[[RoundStats], bool | None] | None = None
+                       ) -> BoundResult:
+    """Run the cutting-plane loop on one node and return its :class:`BoundResult`.
+
+    ``cuts``: cuts to start from (e.g. inherited); ``warm_start``: a WarmStart or SDPResult
+    matching them (e.g. ``WarmStart.transfer`` of the parent's result); ``upper_bound``: the
+    incumbent SSE, to stop as soon as the node can be pruned; ``root`` picks the round limit;
+    ``sdp_options``: passed to ``solve_sdp`` (backend, tol, threads, ...); ``seed``: int or
+    Generator for the triangle visiting order; ``time_limit`` (s) covers the whole loop (each
+    solve gets the time left); ``callback(stats)`` runs after every round and stops the loop
+    by returning True.
+    """
+    SDPModel, WarmStart, solve_sdp = _solver()
+    st = settings or CuttingPlaneSettings()
+    opts = dict(sdp_options or {})
+    max_rounds = st.max_rounds_root if root else st.max_rounds_child
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    deadline = math.inf if time_limit is None else t0 + float(time_limit)
+
+    model = SDPModel.from_problem(problem, cuts if cuts is not None else CutSet.empty())
+    ws = warm_start
+    rounds: list[RoundStats] = []
+    best = -math.inf
+    prev = -math.inf
+    res = None
+    flag, total_iter = ROUND_LIMIT, 0
+    added_tot = {f: 0 for f in FAMILIES}
+    n_sep = 0
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            flag = TIME_LIMIT
+            break
+        kw = dict(opts)
+        if math.isfinite(left):
+            own = kw.get("time_limit")
+            kw["time_limit"] = left if own is None else min(left, float(own))
+        res_new = solve_sdp(model, warm_start=ws, **kw)
+        total_iter += int(res_new.iterations)
+        stats = RoundStats(len(rounds) + 1, float(res_new.lower_bound),
+                           float(res_new.sdp_value), res_new.status, int(res_new.iterations),
+                           float(res_new.seconds), model.cuts.m)
+        rounds.append(stats)
+        if res_new.status == "failed" and not math.isfinite(res_new.lower_bound):
+            flag = SDP_FAILED
+            if callback is not None:
+                callback(stats)
+            break
+        res = res_new
+        lb = float(res.lower_bound)
+        best = max(best, lb)
+        improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
+        prev = lb
+        stop = None
+        if _relgap(upper_bound, best) <= st.prune_tol:
+            stop = PRUNED
+        elif res.status == "time_limit" or time.perf_counter() >= deadline:
+            stop = TIME_LIMIT
+        elif len(rounds) > 1 and improvement < -st.cp_tol:
+            stop = BOUND_WORSE
+        elif len(rounds) > 1 and improvement < st.cp_tol:
+            stop = TOLERANCE
+        elif len(rounds) >= max_rounds:
+            stop = ROUND_LIMIT
+        elif not st.families:
+            stop = NO_CUT
+        if stop is None:
+            stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats)
+            if stop is None:
+                n_sep += 1
+                for f, a in stats.added.items():
+                    added_tot[f] += a
+                new_cuts, keep, n_new = nxt
+                model = model.with_cuts(new_cuts)
+                ws = WarmStart.for_cuts(res, keep, n_new)
+        if callback is not None and callback(stats) and stop is None:
+            stop = CALLBACK_STOP
+        if stop is not None:
+            flag = stop
+            break
+
+    avg = {f: (added_tot[f] / n_sep if n_sep else 0.0) for f in FAMILIES}
+    return BoundResult(best, res, model.cuts, rounds, flag,
+                       total_iter, time.perf_counter() - t0, avg, CP_FLAGS[flag])
+
+
+def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng,
+                     stats: RoundStats):
+    """Separate at ``res.Z`` and drop the inactive cuts; fills ``stats`` in.
+
+    Returns ``(stop_flag, None)`` (NO_CUT, CUT_LIMIT) or ``(None, (cuts, keep, n_new))``:
+    the next cut list, the indices of the old cuts it keeps (a prefix) and the number of
+    cuts appended, as ``WarmStart.for_cuts`` takes them.
+    """
+    Z = np.asarray(res.Z, dtype=np.float64)
+    sep = separate(Z, k=problem.k, n=problem.n, families=st.families, eps=st.eps_violation,
+                   caps=st.max_collected, fracs=st.fraction, seed=rng)
+    stats.found = dict(sep.found)
+    old = model.cuts
+    # keep the cuts that are active at the new solution: slack against their own rhs
+    if old.m:
+        slack = -old.violation(Z)
+        u = np.zeros(old.m) if res.u is None else np.asarray(res.u, dtype=np.float64)
+        active = (slack <= st.eps_active) | (u > st.u_active)
+    else:
+        active = np.zeros(0, dtype=bool)
+    new = sep.cuts
+    if new.m and old.m:  # a cut already in the model (solved inexactly) is not added twice
+        have = set(cut_keys(old))
+        fresh = np.array([k not in have for k in cut_keys(new)], dtype=bool)
+        new = new.select(fresh)
+    if new.m == 0:
+        stats.added = {f: 0 for f in sep.found}
+        return NO_CUT, None
+    keep = np.flatnonzero(active)
+    room = st.max_cuts - len(keep)
+    if room <= 0:
+        stats.added = {f: 0 for f in sep.found}
+        return CUT_LIMIT, None
+    if new.m > room:
+        # families are concatenated in order; keep the most violated overall
+        order = np.argsort(-new.violation(Z), kind="stable")[:room]
+        new = new.select(np.sort(order))
+    fam = new.counts()
+    stats.added = {f: fam[f] for f in sep.found}
+    stats.removed = int(old.m - len(keep))
+    return None, (old.select(keep).concat(new), keep, new.m)

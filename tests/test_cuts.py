@@ -1,0 +1,331 @@
+"""Validity of the separated and inherited cuts (acceptance 1), and the separation wrappers.
+
+The clustering matrices are built here from their definition (Z_ij = 1/|C| when super-points
+i and j share cluster C, |C| counting original points), independently of the code under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from bruteforce import feasible_partitions
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pcsos.cuts.cutset import CLIQUE, PAIR, TRIANGLE, CutSet
+from pcsos.cuts.loop import inherit_cuts, inherit_cuts_map
+from pcsos.cuts.separation import (
+    clique_rhs,
+    cut_keys,
+    parse_families,
+    separate,
+    separate_cliques,
+    separate_pairs,
+    separate_triangles,
+    top_k,
+)
+from pcsos.problem import Problem, make_instance
+
+TOL = 1e-12
+
+
+def clustering_matrix(labels, e) -> np.ndarray:
+    """Z_ij = 1/|C| (|C| = sum of the sizes e in C) when labels agree, else 0."""
+    labels = np.asarray(labels)
+    e = np.asarray(e, dtype=float)
+    size = {h: e[labels == h].sum() for h in np.unique(labels)}
+    same = labels[:, None] == labels[None, :]
+    return np.where(same, np.array([size[h] for h in labels])[:, None] ** -1.0, 0.0)
+
+
+def all_cuts(Z, k, n, seed=0) -> CutSet:
+    """Every cut of each family that the separators report on Z (no cap, no selection)."""
+    big = max(1, len(Z) ** 3)  # more than the number of candidate cuts: no cap
+    return separate(Z, k=k, n=n, eps=-np.inf, caps={"pair": big, "triangle": big},
+                    fracs={"pair": 1.0, "triangle": 1.0, "clique": 1.0}, seed=seed).cuts
+
+
+@st.composite
+def clustered(draw):
+    """A random feasible clustering: s super-points of random sizes in k non-empty clusters."""
+    s = draw(st.integers(1, 8))
+    k = draw(st.integers(1, s))
+    e = np.array(draw(st.lists(st.integers(1, 6), min_size=s, max_size=s)), dtype=float)
+    rest = draw(st.lists(st.integers(0, k - 1), min_size=s - k, max_size=s - k))
+    perm = draw(st.permutations(range(s)))
+    labels = np.array(list(range(k)) + rest)[list(perm)]
+    return s, k, e, labels
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clustered(), st.integers(0, 2**32 - 1))
+def test_separated_cuts_never_cut_off_a_clustering(case, seed):
+    s, k, e, labels = case
+    n = int(e.sum())
+    Z = clustering_matrix(labels, e)
+    # 1. separating on the clustering itself finds nothing violated by more than rounding
+    res = separate(Z, k=k, n=n, eps=TOL, caps={"pair": 10**6, "triangle": 10**6},
+                   fracs={"pair": 1.0, "triangle": 1.0}, seed=seed)
+    assert res.cuts.m == 0, res
+    # 2. cuts separated from an arbitrary symmetric matrix hold on the clustering
+    rng = np.random.default_rng(seed)
+    A = rng.random((s, s)) / max(1.0, e.min())
+    cuts = all_cuts((A + A.T) / 2, k, n, seed)
+    assert np.all(cuts.violation(Z) <= TOL)
+
+
+def test_every_clique_of_k_plus_1_holds_on_every_clustering():
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        s = int(rng.integers(2, 8))
+        k = int(rng.integers(1, s))
+        e = rng.integers(1, 5, s).astype(float)
+        n = int(e.sum())
+        Q = np.array(list(itertools.combinations(range(s), k + 1)))
+        cuts = CutSet.cliques(Q, clique_rhs(n, k))
+        for lab in feasible_partitions(s, k):
+            assert np.all(cuts.violation(clustering_matrix(lab, e)) <= TOL)
+
+
+def _problem(rng, n, k, n_ml, n_cl):
+    """A random feasible instance: pairs drawn from a hidden labelling."""
+    X = rng.normal(size=(n, 2))
+    hidden = rng.permutation(np.r_[np.arange(k), rng.integers(0, k, n - k)])
+    ml, cl = [], []
+    while len(ml) < n_ml:
+        i, j = rng.choice(n, 2, replace=False)
+        if hidden[i] == hidden[j]:
+            ml.append((int(i), int(j)))
+    while len(cl) < n_cl:
+        i, j = rng.choice(n, 2, replace=False)
+        if hidden[i] != hidden[j]:
+            cl.append((int(i), int(j)))
+    return Problem.from_instance(make_instance(X, k, ml, cl)), hidden
+
+
+def _child_clusterings(child: Problem):
+    """Clustering matrices of every feasible clustering of a (small) child problem."""
+    for lab in feasible_partitions(child.s, child.k, cl=[tuple(p) for p in child.cl]):
+        yield clustering_matrix(lab, child.e)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32 - 1), st.integers(5, 8), st.integers(2, 4), st.integers(0, 2),
+       st.integers(0, 3), st.booleans())
+def test_inherited_cuts_stay_valid_for_every_child_clustering(seed, n, k, n_ml, n_cl, ml_child):
+    rng = np.random.default_rng(seed)
+    k = min(k, n - 1)
+    parent, hidden = _problem(rng, n, k, n_ml, n_cl)
+    if parent.s < 2:
+        return
+    # cuts valid for the parent, separated from an arbitrary matrix so that there are many
+    A = rng.random((parent.s, parent.s)) / 3
+    cuts = all_cuts((A + A.T) / 2, parent.k, parent.n, seed)
+    # a branching pair that admits a feasible child
+    sl = np.zeros(parent.s, dtype=np.int64)
+    sl[parent.point_labels] = hidden
+    pairs = [(i, j) for i in range(parent.s) for j in range(i + 1, parent.s)
+             if (sl[i] == sl[j]) == ml_child]
+    if not pairs:
+        return
+    i, j = pairs[rng.integers(len(pairs))]
+    child = parent.merge(i, j) if ml_child else parent.add_cl(i, j)
+    inherited, keep = inherit_cuts_map(cuts, child)
+    assert inherited.m <= cuts.m and len(keep) == inherited.m
+    assert np.all(np.diff(keep) > 0)  # in parent order, each parent cut at most once
+    if not ml_child and child.s == parent.s:
+        assert inherited is cuts
+    checked = 0
+    for Zc in _child_clusterings(child):
+        assert np.all(inherited.violation(Zc) <= TOL)
+        checked += 1
+    assert checked > 0  # the child is feasible by construction
+
+
+def test_inherit_merge_reindexes_and_drops_cancelled_pairs():
+    rng = np.random.default_rng(0)
+    parent, _ = _problem(rng, 6, 3, 0, 0)
+    cuts = CutSet.pairs([0, 2], [1, 3]).concat(CutSet.triangles([4], [0], [1]))
+    child = parent.merge(0, 1)
+    out, keep = inherit_cuts_map(cuts, child)
+    # Z_00 - Z_01 >= 0 becomes 0 >= 0 (dropped); (2, 3) -> (1, 2); triangle 4|0,1 -> 3|0,0
+    np.testing.assert_array_equal(keep, [1, 2])
+    assert out.counts() == {"pair": 1, "triangle": 1, "clique": 0}
+    Z = rng.random((5, 5))
+    Z = Z + Z.T
+    np.testing.assert_allclose(out.apply(Z), [Z[1, 1] - Z[1, 2], Z[3, 3] + Z[0, 0] - 2 * Z[0, 3]])
+    assert inherit_cuts(cuts, parent.add_cl(2, 5)) is cuts
+
+
+# ------------------------------------------------------------------ wrappers
+
+
+def test_wrappers_report_true_violations_and_select_the_most_violated():
+    rng = np.random.default_rng(7)
+    A = rng.random((30, 30))
+    Z = (A + A.T) / 2
+    for frac, fc in ((0.1, separate_pairs(Z, eps=1e-4, frac=0.1)),
+                     (0.05, separate_triangles(Z, eps=1e-4, frac=0.05, seed=1)),
+                     (1.0, separate_cliques(Z / 400, 3, 60, eps=1e-4))):
+        assert fc.cuts.m > 0
+        np.testing.assert_allclose(fc.cuts.violation(Z if fc.cuts.family[0] != CLIQUE
+                                                     else Z / 400), fc.violation, atol=1e-12)
+        assert np.all(fc.violation > 1e-4)
+        assert np.all(np.diff(fc.violation) <= 0)  # most violated first
+        assert fc.cuts.m == int(np.ceil(frac * fc.found))
+    fam = separate(Z, k=3, n=60, families="pair,triangle", seed=0).cuts.family
+    assert set(np.unique(fam)) == {PAIR, TRIANGLE}
+
+
+def test_triangle_seed_reproducible_and_cap():
+    rng = np.random.default_rng(2)
+    A = rng.random((40, 40))
+    Z = (A + A.T) / 2
+    a = separate_triangles(Z, cap=50, seed=3)
+    b = separate_triangles(Z, cap=50, seed=3)
+    c = separate_triangles(Z, cap=50, seed=4)
+    assert a.hit_cap and a.found == 50 and a.cuts.m == 50
+    np.testing.assert_array_equal(a.cuts.i, b.cuts.i)
+    assert not np.array_equal(a.cuts.i, c.cuts.i)
+
+
+def test_top_k_and_families():
+    v = np.array([0.1, 0.5, 0.5, 0.2])
+    np.testing.assert_array_equal(top_k(v, 0.5), [1, 2])
+    np.testing.assert_array_equal(top_k(v, 0.01), [1])  # ceil: at least one when any
+    assert len(top_k(v, 0.0)) == 0
+    with pytest.raises(ValueError):
+        top_k(v, 1.5)
+    assert parse_families("all") == ("pair", "triangle", "clique")
+    assert parse_families("none") == ()
+    assert parse_families("clique,pair") == ("pair", "clique")
+    with pytest.raises(ValueError):
+        parse_families("square")
+    with pytest.raises(ValueError):
+        clique_rhs(3, 4)
+
+
+def test_cut_keys_identify_reordered_cuts():
+    a = CutSet.triangles([0], [1], [2])
+    b = CutSet.triangles([0], [2], [1])  # the same inequality, entries stored differently
+    c = CutSet.triangles([1], [0], [2])
+    ka, kb, kc = cut_keys(a)[0], cut_keys(b)[0], cut_keys(c)[0]
+    assert ka == kb and ka != kc
+
+
+# ------------------------------------------------------------------ the loop
+
+
+# the loop's bounds are valid whatever the SDP accuracy; capping iterations keeps tests short
+FAST = {"max_iter": 2000}
+
+
+def _tiny(seed, n=9, k=3, n_ml=1, n_cl=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)) + rng.integers(0, 3, (n, 1)) * 1.5
+    hidden = rng.permutation(np.r_[np.arange(k), rng.integers(0, k, n - k)])
+    ml, cl = [], []
+    while len(ml) < n_ml or len(cl) < n_cl:
+        i, j = map(int, rng.choice(n, 2, replace=False))
+        if hidden[i] == hidden[j] and len(ml) < n_ml:
+            ml.append((i, j))
+        elif hidden[i] != hidden[j] and len(cl) < n_cl:
+            cl.append((i, j))
+    return X, k, ml, cl
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_loop_bound_below_bruteforce_and_improving(seed):
+    from bruteforce import brute_force
+
+    from pcsos.cuts.loop import CP_FLAGS, cutting_plane_loop
+
+    X, k, ml, cl = _tiny(seed)
+    opt, _ = brute_force(X, k, ml, cl)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    res = cutting_plane_loop(prob, seed=seed, time_limit=10, sdp_options=FAST)
+    lbs = [r.lower_bound for r in res.rounds]
+    assert res.lower_bound == max(lbs)
+    assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
+    # cuts never hurt: the best bound is at least the plain Peng-Wei bound of round 1
+    assert res.lower_bound >= lbs[0]
+    assert res.flag in CP_FLAGS and res.message == CP_FLAGS[res.flag]
+    assert res.iterations == sum(r.iterations for r in res.rounds)
+    assert res.sdp is not None and res.sdp.Z.shape == (prob.s, prob.s)
+    assert res.cuts.m == res.rounds[-1].cuts_in_model
+    assert set(res.avg_added) == {"pair", "triangle", "clique"}
+
+
+def test_loop_settings_and_stops():
+    from bruteforce import brute_force
+
+    from pcsos.cuts.loop import (
+        NO_CUT,
+        PRUNED,
+        ROUND_LIMIT,
+        CuttingPlaneSettings,
+        cutting_plane_loop,
+    )
+
+    X, k, ml, cl = _tiny(11, n=10, n_ml=0, n_cl=0)
+    opt, _ = brute_force(X, k, ml, cl)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    kw = {"sdp_options": FAST}
+    none = cutting_plane_loop(prob, settings=CuttingPlaneSettings(families="none"), **kw)
+    assert none.flag == NO_CUT and none.n_rounds == 1 and none.cuts.m == 0
+    one = cutting_plane_loop(prob, settings=CuttingPlaneSettings(max_rounds_root=1), **kw)
+    assert one.n_rounds == 1 and one.flag in (ROUND_LIMIT, NO_CUT)
+    child = cutting_plane_loop(prob, root=False,
+                               settings=CuttingPlaneSettings(max_rounds_root=1,
+                                                             max_rounds_child=2), **kw)
+    assert child.n_rounds <= 2
+    pruned = cutting_plane_loop(prob, upper_bound=opt * (1 + 1e-9),
+                                settings=CuttingPlaneSettings(prune_tol=0.5), **kw)
+    assert pruned.flag == PRUNED and pruned.n_rounds == 1
+    seen = []
+    cutting_plane_loop(prob, callback=lambda st: seen.append(st.round) or True, **kw)
+    assert seen == [1]
+    with pytest.raises(ValueError):
+        CuttingPlaneSettings(fraction={"pair": 2.0})
+
+
+def test_loop_on_children_with_inherited_cuts():
+    from bruteforce import brute_force
+
+    from pcsos.bounds import WarmStart
+    from pcsos.cuts.loop import cutting_plane_loop
+
+    X, k, ml, cl = _tiny(5, n=10, n_ml=0, n_cl=1)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    root = cutting_plane_loop(prob, seed=0, time_limit=10, sdp_options=FAST)
+    Z = root.sdp.Z
+    i, j = np.unravel_index(np.argmax(np.triu(Z, 1)), Z.shape)
+    for child in (prob.merge(i, j), prob.add_cl(i, j)):
+        cuts, keep = inherit_cuts_map(root.cuts, child)
+        ws = WarmStart.transfer(root.sdp, prob, child, cut_keep=keep)
+        res = cutting_plane_loop(child, cuts=cuts, warm_start=ws, root=False, seed=1,
+                                 time_limit=10, sdp_options=FAST)
+        ml_c = [tuple(map(int, p)) for p in np.argwhere(
+            child.point_labels[:, None] == child.point_labels[None, :]) if p[0] < p[1]]
+        cl_c = [tuple(child.original_pair(a, b)) for a, b in child.cl]
+        opt, _ = brute_force(X, k, ml_c, cl_c)
+        assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
+
+
+def test_cuts_separated_at_an_sdp_solution_are_violated_there():
+    from pcsos.bounds import SDPModel, solve_sdp
+
+    found = 0
+    for seed in range(3):
+        X, k, ml, cl = _tiny(seed, n=10)
+        prob = Problem.from_instance(make_instance(X, k, ml, cl))
+        Z = solve_sdp(SDPModel.from_problem(prob), **FAST).Z
+        res = separate(Z, k=prob.k, n=prob.n, eps=1e-4, fracs={"pair": 1.0, "triangle": 1.0},
+                       seed=seed)
+        viol = res.cuts.violation((Z + Z.T) / 2)
+        assert np.all(viol > 1e-4)
+        assert res.cuts.m == sum(res.found.values())
+        found += res.cuts.m
+    assert found > 0  # the plain relaxation is not a clustering matrix on these instances

@@ -1,0 +1,45 @@
+"""``pcsos bound --cuts ...`` runs the cutting-plane loop (on a small generated instance)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pcsos.cli import main
+
+
+@pytest.fixture
+def tiny_files(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 2)) + rng.integers(0, 3, (12, 1)) * 2.0
+    data = tmp_path / "data.txt"
+    data.write_text(f"{len(X)} 2 3\n" + "\n".join(" ".join(map(str, r)) for r in X) + "\n")
+    cons = tmp_path / "cons.txt"
+    cons.write_text("ML 0 1\nCL 2 3\n")
+    return data, cons
+
+
+@pytest.mark.parametrize("mode", ["all", "triangle", "none"])
+def test_bound_cli_cuts(tiny_files, tmp_path, capsys, mode):
+    data, cons = tiny_files
+    out = tmp_path / f"{mode}.json"
+    rc = main(["bound", str(data), "-c", str(cons), "-k", "3", "--cuts", mode,
+               "--max-iter", "2000", "--max-rounds", "5", "--json", str(out)])
+    assert rc == 0
+    rep = json.loads(out.read_text())
+    assert rep["cuts"] == mode
+    if mode == "none":
+        assert rep["n_cuts"] == 0 and "cp_rounds" not in rep
+    else:
+        assert 1 <= rep["cp_rounds"] <= 5 and len(rep["rounds"]) == rep["cp_rounds"]
+        assert rep["lower_bound"] == max(r["lower_bound"] for r in rep["rounds"])
+        if mode == "triangle":
+            assert rep["cuts_by_family"]["pair"] == 0 and rep["cuts_by_family"]["clique"] == 0
+    assert "safe bound" in capsys.readouterr().out
+
+
+def test_bound_cli_rejects_bad_cut_settings(tiny_files):
+    data, cons = tiny_files
+    assert main(["bound", str(data), "-k", "3", "--cuts", "all", "--cut-fraction", "2"]) == 2
