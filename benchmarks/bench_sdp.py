@@ -8,6 +8,14 @@ re-solve after adding the 1000 most violated triangle cuts against a cold solve 
 model. Results go to ``benchmarks/results/bench_sdp.json``.
 
     python benchmarks/bench_sdp.py [--threads 1] [--datasets iris wine ...] [--budget 1500]
+        [--instances iris/ml_50_cl_50_0 ...] [--baseline] [--cp iris/ml_50_cl_50_0 ...]
+
+``--instances`` replaces the sweep by the named instances; ``--baseline`` also runs every
+ADMM solve with the earlier settings (no Anderson acceleration, sigma ratio 3), in the same
+process, for before/after ratios; ``--cp`` runs the root cutting-plane loop
+(:func:`pcsos.cuts.loop.cutting_plane_loop`, default settings, seed 0) on the named
+instances and records the iterations of every round (with ``--baseline`` also with the
+earlier settings).
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ from pcsos.io import read_constraints, read_data
 from pcsos.problem import Problem, make_instance
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# the ADMM settings before the Anderson acceleration (commit 38ccedc)
+BASELINE = {"anderson": 0, "sigma_ratio": 3.0}
 SHARED = ROOT.parent / "shared" / "instances"
 
 
@@ -77,6 +87,17 @@ def main(argv=None) -> int:
                                                   "heart/ml_50_cl_50_0"])
     ap.add_argument("--first", nargs="*", default=["ECG5000/ml_0_cl_150_0"],
                     help="instances run before the others (the s = 500 time target)")
+    ap.add_argument("--instances", nargs="*", default=None,
+                    help="dataset/name list instead of the seed-0 sweep")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also solve with the earlier ADMM settings (no acceleration)")
+    ap.add_argument("--cp", nargs="*", default=[],
+                    help="root cutting-plane loop on these instances (iterations per round)")
+    ap.add_argument("--cp-time-limit", type=float, default=300.0)
+    ap.add_argument("--linsolve-cuts", type=int, nargs="*", default=[],
+                    help="on the first --warm instance: ms per iteration of 100 warm "
+                         "iterations with this many cuts, entry-space (Woodbury) (y, u) "
+                         "solver against the sparse LU (<= 2000 cuts) / CG path")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_sdp.json"))
     args = ap.parse_args(argv)
     if not SHARED.is_dir():
@@ -88,6 +109,8 @@ def main(argv=None) -> int:
     for ds in datasets:
         for f in sorted((SHARED / ds / "constraints").glob("ml_*_cl_*_0.txt")):
             todo.append((ds, f.stem))
+    if args.instances is not None:
+        todo = [tuple(x.split("/")) for x in args.instances]
     # the named target instances first, then by increasing s, so that a budget cut drops
     # the largest instances
     sizes = {key: load(*key).s for key in todo}
@@ -96,7 +119,8 @@ def main(argv=None) -> int:
     out = {"command": "python " + " ".join([os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
            "threads": args.threads, "tol": args.tol, "machine": platform.node(),
            "cpus": os.cpu_count(), "load_avg_start": os.getloadavg(), "root": [],
-           "skipped": [], "scs": [], "warm": []}
+           "skipped": [], "scs": [], "warm": [], "cp": [], "baseline_options": BASELINE,
+           "baseline": bool(args.baseline)}
     t_begin = time.perf_counter()
     results = {}
     for ds, name in todo:
@@ -111,6 +135,13 @@ def main(argv=None) -> int:
                "gap_ok": bool(rel <= 1e-5), "iterations": r.iterations,
                "seconds": r.seconds, "status": r.status,
                "primal_residual": r.primal_residual, "dual_residual": r.dual_residual}
+        if args.baseline:
+            rb = solve_sdp(SDPModel.from_problem(P), tol=args.tol, **BASELINE)
+            row.update(base_iterations=rb.iterations, base_seconds=rb.seconds,
+                       base_lower_bound=rb.lower_bound, base_status=rb.status,
+                       iter_ratio=r.iterations / rb.iterations, time_ratio=r.seconds / rb.seconds)
+            print(f"    earlier settings: it={rb.iterations} {rb.seconds:.1f}s "
+                  f"lb={rb.lower_bound:.8g}", flush=True)
         results[(ds, name)] = (P, r)
         out["root"].append(row)
         print(f"{ds:14s} {name:16s} s={P.s:4d} k={P.k} obj={r.sdp_value:.8g} "
@@ -151,10 +182,61 @@ def main(argv=None) -> int:
                  "ratio": w.iterations / c.iterations, "warm_value": w.sdp_value,
                  "cold_value": c.sdp_value, "warm_bound": w.lower_bound,
                  "cold_bound": c.lower_bound, "warm_status": w.status, "cold_status": c.status}
+        if args.baseline:
+            wb = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=cuts.m),
+                           **BASELINE)
+            cb = solve_sdp(mc, tol=args.tol, **BASELINE)
+            entry.update(base_warm_iterations=wb.iterations, base_cold_iterations=cb.iterations,
+                         base_warm_seconds=wb.seconds, base_cold_seconds=cb.seconds,
+                         base_ratio=wb.iterations / cb.iterations)
+            print(f"    earlier settings: warm {wb.iterations} it vs cold {cb.iterations} it",
+                  flush=True)
         out["warm"].append(entry)
         print(f"warm {inst}: {cuts.m} cuts, warm {w.iterations} it vs cold {c.iterations} it "
               f"(ratio {entry['ratio']:.2f}); bound {r0.lower_bound:.8g} -> {w.lower_bound:.8g}",
               flush=True)
+    if args.linsolve_cuts and args.warm:
+        import pcsos.bounds.admm as admm
+        ds, name = args.warm[0].split("/")
+        P, r0 = results.get((ds, name), (None, None))
+        if P is None:
+            P = load(ds, name)
+            r0 = solve_sdp(SDPModel.from_problem(P), tol=args.tol)
+        entry_max = admm.ENTRY_DENSE_MAX
+        for m in args.linsolve_cuts:
+            cuts = top_triangles(r0.Z, m)
+            mc = SDPModel.from_problem(P, cuts)
+            row = {"instance": args.warm[0], "s": P.s, "cuts": cuts.m,
+                   "entries": int(admm._Scaled(mc).BE.shape[1])}
+            for label, emax in (("entry_space", entry_max), ("lu_or_cg", 0)):
+                admm.ENTRY_DENSE_MAX = emax
+                w = solve_sdp(mc, tol=args.tol, max_iter=100,
+                              warm_start=WarmStart.for_cuts(r0, n_new=cuts.m))
+                row[label + "_ms_per_it"] = 1e3 * w.seconds / w.iterations
+                row[label + "_lower_bound"] = w.lower_bound
+            admm.ENTRY_DENSE_MAX = entry_max
+            out.setdefault("linsolve", []).append(row)
+            print(f"linsolve {args.warm[0]} {cuts.m} cuts ({row['entries']} entries): "
+                  f"entry space {row['entry_space_ms_per_it']:.1f} ms/it, LU/CG "
+                  f"{row['lu_or_cg_ms_per_it']:.1f} ms/it (100 warm iterations incl. setup)",
+                  flush=True)
+    for inst in args.cp:
+        from pcsos.cuts.loop import cutting_plane_loop
+        P = load(*inst.split("/"))
+        for label, opts in [("default", {})] + ([("baseline", BASELINE)] if args.baseline
+                                               else []):
+            br = cutting_plane_loop(P, sdp_options=dict(opts, tol=args.tol), seed=0,
+                                    time_limit=args.cp_time_limit)
+            its = [int(st.iterations) for st in br.rounds]
+            entry = {"instance": inst, "s": P.s, "settings": label, "rounds": len(its),
+                     "iterations": its, "total_iterations": sum(its),
+                     "seconds": br.seconds, "lower_bound": br.lower_bound,
+                     "message": br.message,
+                     "round_seconds": [float(st.seconds) for st in br.rounds]}
+            out["cp"].append(entry)
+            print(f"cp {inst} [{label}]: {len(its)} rounds, {sum(its)} iterations "
+                  f"(first {its[0]}, then {its[1:]}), "
+                  f"{sum(entry['round_seconds']):.1f}s in the SDP", flush=True)
     out["load_avg_end"] = os.getloadavg()
     out["total_seconds"] = time.perf_counter() - t_begin
     pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
