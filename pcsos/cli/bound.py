@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cp.add_argument("--cp-tol", type=float, default=1e-6,
                     help="stop when the bound improves by less than this, relatively "
                          "(default 1e-6)")
+    cp.add_argument("--loose-tol", type=float, default=1e-3, metavar="T",
+                    help="solve the intermediate rounds to this KKT tolerance, the last "
+                         "ones to --tol (default 1e-3; 0 = every round to --tol)")
     cp.add_argument("--cut-violation", type=float, default=1e-4, metavar="EPS",
                     help="separate cuts violated by more than this (default 1e-4)")
     cp.add_argument("--cut-fraction", type=float, default=0.05, metavar="F",
@@ -86,7 +89,8 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
             families=args.cuts, eps_violation=args.cut_violation,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
-            max_rounds_root=args.max_rounds, cp_tol=args.cp_tol, prune_tol=args.prune_tol)
+            max_rounds_root=args.max_rounds, cp_tol=args.cp_tol, prune_tol=args.prune_tol,
+            loose_tol=args.loose_tol or None)
     except ValueError as exc:
         raise InputError(str(exc), source="cutting-plane settings") from None
     sdp_options = {"backend": args.backend, "tol": args.tol, "max_iter": args.max_iter,

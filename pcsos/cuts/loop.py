@@ -52,6 +52,12 @@ class CuttingPlaneSettings:
     ``max_rounds_root`` / ``max_rounds_child``: SDP solves per node (root / other nodes).
     ``cp_tol``: stop when the bound improves by less than this, relatively.
     ``prune_tol``: stop when (UB - LB) / UB <= this (the branch-and-bound tolerance).
+    ``loose_tol``: rounds are first solved to this relative KKT tolerance instead of the SDP
+    tolerance: their Z only has to be good enough to separate cuts, and their safe bound is
+    valid whatever the accuracy. When a loose round would end the loop (no violated cut,
+    small improvement, round limit), the same model is re-solved warm at the SDP tolerance
+    and the loop goes on from there, so the final bound is as tight as without this
+    setting. ``None`` (or a value not above the SDP tolerance) solves every round tightly.
     """
 
     families: str | tuple[str, ...] = "all"
@@ -67,6 +73,7 @@ class CuttingPlaneSettings:
     max_rounds_child: int = 40
     cp_tol: float = 1e-6
     prune_tol: float = 1e-4
+    loose_tol: float | None = 1e-3
 
     def __post_init__(self):
         self.families = parse_families(self.families)
@@ -212,12 +219,17 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     flag, total_iter = ROUND_LIMIT, 0
     added_tot = {f: 0 for f in FAMILIES}
     n_sep = 0
+    tight_tol = float(opts.get("tol", 1e-5))
+    loose_ok = bool(st.families) and st.loose_tol is not None and st.loose_tol > tight_tol
     while True:
         left = deadline - time.perf_counter()
         if left <= 0:
             flag = TIME_LIMIT
             break
+        # the last round the limit allows is always solved tightly
+        loose = loose_ok and len(rounds) + 1 < max_rounds
         kw = dict(opts)
+        kw["tol"] = st.loose_tol if loose else tight_tol
         if math.isfinite(left):
             own = kw.get("time_limit")
             kw["time_limit"] = left if own is None else min(left, float(own))
@@ -252,13 +264,23 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             stop = NO_CUT
         if stop is None:
             stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats)
-            if stop is None:
-                n_sep += 1
-                for f, a in stats.added.items():
-                    added_tot[f] += a
-                new_cuts, keep, n_new = nxt
-                model = model.with_cuts(new_cuts)
-                ws = WarmStart.for_cuts(res, keep, n_new)
+        if loose and stop in (NO_CUT, CUT_LIMIT, TOLERANCE, BOUND_WORSE):
+            # a loose round would end the loop: re-solve this model tightly, warm, and let
+            # the tight rounds decide
+            loose_ok = False
+            ws = res
+            prev = -math.inf
+            if callback is not None and callback(stats):
+                flag = CALLBACK_STOP
+                break
+            continue
+        if stop is None:
+            n_sep += 1
+            for f, a in stats.added.items():
+                added_tot[f] += a
+            new_cuts, keep, n_new = nxt
+            model = model.with_cuts(new_cuts)
+            ws = WarmStart.for_cuts(res, keep, n_new)
         if callback is not None and callback(stats) and stop is None:
             stop = CALLBACK_STOP
         if stop is not None:
