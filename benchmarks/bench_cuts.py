@@ -216,7 +216,8 @@ def bench_root(args) -> list:
         settings = CuttingPlaneSettings(
             max_rounds_root=args.max_rounds,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
-            fraction={"pair": args.fraction, "triangle": args.fraction})
+            fraction={"pair": args.fraction, "triangle": args.fraction},
+            loose_tol=args.loose_tol or None)
         sdp_opts = {"threads": args.threads, "tol": args.tol}
         loop = cutting_plane_loop(prob, upper_bound=ub, settings=settings, root=True,
                                   sdp_options=sdp_opts, seed=0, time_limit=args.time_limit)
@@ -257,7 +258,8 @@ def bench_root(args) -> list:
         _save(section + "_meta", {"command": " ".join(["python", *sys.argv]), "env": _env(),
                             "time_limit": args.time_limit, "threads": args.threads,
                             "tol": args.tol, "max_rounds": args.max_rounds,
-                            "fraction": args.fraction, "max_collected": args.max_collected})
+                            "fraction": args.fraction, "max_collected": args.max_collected,
+                            "loose_tol": args.loose_tol})
         print(f"{ds:13s} {f.name:22s} s={prob.s:3d} gap {row['root_gap_pct']:.4f}% "
               f"(paper {row['paper_root_gap_pct']}%) rounds {loop.n_rounds} flag {loop.flag} "
               f"cuts {loop.cuts.m} its cold {row['cold_root_iterations']} warm avg "
@@ -331,6 +333,8 @@ def main(argv=None) -> int:
     r.add_argument("--max-collected", type=int, default=100_000,
                    help="violated cuts collected per family and round (default 100000)")
     r.add_argument("--tol", type=float, default=1e-5)
+    r.add_argument("--loose-tol", type=float, default=1e-3,
+                   help="KKT tolerance of the intermediate rounds (0 = all rounds at --tol)")
     r.add_argument("--cold-check", action="store_true",
                    help="also solve the last round's model cold (iterations comparison)")
     r.add_argument("--smallest-first", action="store_true",
