@@ -1,5 +1,6 @@
 """pcsos: exact semi-supervised minimum sum-of-squares clustering with certificates."""
 
+from pcsos.api import PCSOSClustering, Result, solve
 from pcsos.errors import (
     BackendUnavailableError,
     InfeasibleError,
@@ -13,6 +14,9 @@ from pcsos.problem import Instance, Problem, make_instance, sse
 __version__ = "0.1.0"
 
 __all__ = [
+    "solve",
+    "Result",
+    "PCSOSClustering",
     "Instance",
     "Problem",
     "make_instance",

@@ -6,12 +6,12 @@ super-point shrinking, only the definition of the problem (spec §1).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 
-@lru_cache(maxsize=None)
+@cache
 def _partitions(n: int, k: int) -> np.ndarray:
     """All restricted-growth strings of length n using exactly k labels, as an (m, n) array."""
     out: list[tuple[int, ...]] = []

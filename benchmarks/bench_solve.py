@@ -1,0 +1,306 @@
+"""Benchmark the exact solver on the shared PC-SOS-SDP instances (acceptance 2-3 of the tree issue).
+
+Runs ``pcsos.solve`` on a chosen set of ``../shared/instances/<dataset>/constraints/*.txt``
+files with a time limit and appends one JSON line per instance to a results file (default
+``benchmarks/results/bench_solve.jsonl``); instances already in the file are skipped, so an
+interrupted run resumes where it stopped. Then it prints (and with ``--summary FILE``
+writes as Markdown) the per-instance table and the summary aggregated like the paper's
+Tables 2-4 (mean over the chosen draws of each dataset and mix), side by side with the
+paper's figures parsed from ``../shared/docs/benchmarks.md``, plus the ratio of our time to
+the paper's 16-core time. When the heuristics benchmark's results exist
+(``benchmarks/results/bench_heuristics.json``), every certified lower bound is checked
+against every feasible value found there: a bound above a feasible value is a bug and is
+flagged ``BOUND>UB``.
+
+Examples::
+
+    python benchmarks/bench_solve.py --datasets iris,wine --seeds 0 --time-limit 600
+    python benchmarks/bench_solve.py --summary-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import platform
+import re
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+INSTANCES = SHARED / "instances"
+PAPER = SHARED / "docs" / "benchmarks.md"
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "bench_solve.jsonl"
+HEUR = ROOT / "benchmarks" / "results" / "bench_heuristics.json"
+DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
+_FILE = re.compile(r"ml_(\d+)_cl_(\d+)_(\d+)\.txt$")
+
+
+def mix_of(ml: int, cl: int) -> tuple[str, int]:
+    """The paper's table and total for a constraint file: ('ML', 50), ('CL', 100), ('MLCL', 50)."""
+    if cl == 0:
+        return "ML", ml
+    if ml == 0:
+        return "CL", cl
+    return "MLCL", ml + cl
+
+
+def instances(datasets, seeds, mixes=None):
+    """(dataset, path, ml, cl, seed) for every constraint file chosen, in a stable order."""
+    out = []
+    for ds in datasets:
+        folder = INSTANCES / ds / "constraints"
+        if not folder.is_dir():
+            print(f"warning: {folder} not found, skipped", file=sys.stderr)
+            continue
+        for path in sorted(folder.iterdir()):
+            m = _FILE.search(path.name)
+            if not m:
+                continue
+            ml, cl, seed = map(int, m.groups())
+            if seed not in seeds:
+                continue
+            if mixes and mix_of(ml, cl)[0] not in mixes:
+                continue
+            out.append((ds, path, ml, cl, seed))
+    order = {ds: i for i, ds in enumerate(datasets)}  # datasets in the order given
+    out.sort(key=lambda t: (order[t[0]], mix_of(t[2], t[3]), t[4]))
+    return out
+
+
+def load_done(path: pathlib.Path) -> dict[str, dict]:
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["instance"]] = row
+    return done
+
+
+def run_one(ds: str, path: pathlib.Path, args) -> dict:
+    """Solve one instance and return its result row."""
+    from pcsos.api import solve_instance
+    from pcsos.io import read_constraints, read_data
+    from pcsos.problem import make_instance
+
+    data = read_data(INSTANCES / ds / "data.txt")
+    cons = read_constraints(path, n=data.n, X=data.X)
+    inst = make_instance(data.X, data.k, cons.ml, cons.cl)
+    t0 = time.time()
+    res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
+                         time_limit=args.time_limit, workers=args.workers, seed=args.seed)
+    wall = time.time() - t0
+    return {
+        "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
+        "n": inst.n, "d": inst.d, "k": inst.k, "ml": len(inst.ml), "cl": len(inst.cl),
+        "root_size": res.root_size, "root_lb": res.root_lower_bound,
+        "root_gap": res.root_gap, "objective": res.objective, "lower_bound": res.lower_bound,
+        "gap": res.gap, "nodes": res.nodes, "seconds": wall, "status": res.status,
+        "message": res.message, "workers": args.workers, "time_limit": args.time_limit,
+        "max_nodes": args.max_nodes, "tol": args.tol,
+        "root_seconds": res.log[0]["time"] if res.log else None,
+        "root_ub": res.log[0]["gub"] if res.log else None,
+    }
+
+
+def _clean(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# ---------------------------------------------------------------------- paper figures
+def paper_table() -> dict[tuple[str, str, int], dict]:
+    """{(dataset, 'ML'|'CL'|'MLCL', total): {size, root_gap, nodes, time, success}}."""
+    out: dict = {}
+    if not PAPER.exists():
+        return out
+    table = None
+    for line in PAPER.read_text().splitlines():
+        if line.startswith("ML only"):
+            table = "ML"
+        elif line.startswith("CL only"):
+            table = "CL"
+        elif line.startswith("ML and CL"):
+            table = "MLCL"
+        elif line.startswith("#"):
+            table = None
+        if table is None or not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 7 or not cells[1].isdigit():
+            continue
+        try:
+            out[(cells[0], table, int(cells[1]))] = {
+                "size": float(cells[2]), "root_gap": float(cells[3].rstrip("%")) / 100,
+                "nodes": float(cells[4]), "time": float(cells[5]),
+                "success": cells[6]}
+        except ValueError:
+            continue
+    return out
+
+
+def heuristic_ubs() -> dict[str, float]:
+    """Best feasible value per instance found by the heuristics benchmark (if present)."""
+    if not HEUR.exists():
+        return {}
+    best: dict[str, float] = {}
+    for inst in json.loads(HEUR.read_text()).get("instances", []):
+        vals = [r["objective"] for r in inst.get("runs", [])
+                if r.get("status") == "found" and r.get("objective") is not None]
+        if vals:
+            best[inst["instance"]] = min(vals)
+    return best
+
+
+# ---------------------------------------------------------------------- reporting
+def _f(v, fmt="{:.4f}"):
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
+
+
+def report(rows: list[dict]) -> str:
+    paper = paper_table()
+    hub = heuristic_ubs()
+    lines = ["### Per instance", "",
+             "| instance | n | k | ML | CL | root size | root LB | root gap | objective | "
+             "LB | gap | nodes | time (s) | status | best heuristic UB | check |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    flags = []
+    for r in rows:
+        ub = hub.get(r["instance"])
+        check = "-"
+        if ub is not None and r["lower_bound"] is not None:
+            lb, obj = r["lower_bound"], r["objective"]
+            if lb > ub + 1e-9 * max(1.0, abs(ub)):
+                check = "BOUND>UB"
+                flags.append(r["instance"])
+            elif obj is not None and obj > ub * (1 + 1e-4):
+                check = "worse than heuristic"
+                flags.append(r["instance"])
+            else:
+                check = "ok"
+        lines.append(
+            f"| {r['instance']} | {r['n']} | {r['k']} | {r['ml']} | {r['cl']} | "
+            f"{r['root_size']} | {_f(r['root_lb'])} | {_f(r['root_gap'], '{:.4%}')} | "
+            f"{_f(r['objective'])} | {_f(r['lower_bound'])} | {_f(r['gap'], '{:.4%}')} | "
+            f"{r['nodes']} | {r['seconds']:.1f} | {r['status']} | {_f(ub)} | {check} |")
+    # aggregate like Tables 2-4
+    groups: dict = {}
+    for r in rows:
+        m = _FILE.search(r["file"])
+        kind, total = mix_of(int(m.group(1)), int(m.group(2)))
+        groups.setdefault((r["dataset"], kind, total), []).append(r)
+    lines += ["", "### Aggregated like the paper's Tables 2-4 (ours | paper)", "",
+              "| dataset | mix | draws | size | root gap | nodes | time (s) | success | "
+              "paper size | paper root gap | paper nodes | paper time (s) | paper success | "
+              "time ratio |", "|" + "---|" * 14]
+    ratios = []
+    first = {}
+    for r in rows:
+        first.setdefault(r["dataset"], len(first))
+    for key in sorted(groups, key=lambda t: (first[t[0]], ("ML", "CL", "MLCL").index(t[1]),
+                                             t[2])):
+        rs = groups[key]
+        ds, kind, total = key
+        p = paper.get(key, {})
+        mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+        t = mean([r["seconds"] for r in rs])
+        succ = sum(r["status"] == "optimal" and (r["max_nodes"] is None or r["nodes"] <=
+                                                 r["max_nodes"]) for r in rs) / len(rs)
+        rg = [r["root_gap"] for r in rs if r["root_gap"] is not None]
+        ratio = t / p["time"] if p.get("time") else None
+        if ratio is not None:
+            ratios.append(ratio)
+        lines.append(
+            f"| {ds} | {kind} {total} | {len(rs)} | {mean([r['root_size'] for r in rs]):.1f} | "
+            f"{_f(mean(rg), '{:.4%}') if rg else '-'} | {mean([r['nodes'] for r in rs]):.1f} | "
+            f"{t:.1f} | {succ:.0%} | {_f(p.get('size'), '{:.1f}')} | "
+            f"{_f(p.get('root_gap'), '{:.3%}')} | {_f(p.get('nodes'), '{:.1f}')} | "
+            f"{_f(p.get('time'), '{:.1f}')} | {p.get('success', '-')} | "
+            f"{_f(ratio, '{:.2f}')} |")
+    lines.append("")
+    if ratios:
+        lines.append(f"Median ratio of our wall time (2-core machine) to the paper's 16-core "
+                     f"time over {len(ratios)} dataset/mix groups: "
+                     f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max "
+                     f"{max(ratios):.2f}).")
+    n_opt = sum(r["status"] == "optimal" for r in rows)
+    lines.append(f"{n_opt} of {len(rows)} instances optimal (gap <= tol).")
+    if flags:
+        lines.append("Flagged against the heuristics benchmark: " + ", ".join(flags))
+    elif hub:
+        lines.append("No certified lower bound exceeds a heuristic's feasible value, and no "
+                     "objective is worse than the best heuristic value beyond 1e-4.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
+                    help="comma list (default: iris,wine,seeds,connectionist)")
+    ap.add_argument("--seeds", default="0", help="constraint draws, comma list (default: 0)")
+    ap.add_argument("--mixes", default=None, help="ML, CL and/or MLCL (default: all)")
+    ap.add_argument("--time-limit", type=float, default=600.0, help="per instance (s)")
+    ap.add_argument("--max-nodes", type=int, default=200, help="paper: 200 (0 = none)")
+    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
+                    help=f"results file, JSON lines (default: {DEFAULT_OUT.relative_to(ROOT)})")
+    ap.add_argument("--summary", type=pathlib.Path, default=None,
+                    help="also write the report as Markdown to this file")
+    ap.add_argument("--summary-only", action="store_true", help="report the results file only")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="stop starting new instances after this many seconds in all")
+    args = ap.parse_args(argv)
+    args.max_nodes = args.max_nodes or None
+    seeds = {int(s) for s in args.seeds.split(",")}
+    mixes = set(args.mixes.split(",")) if args.mixes else None
+    chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes)
+    done = load_done(args.out)
+    if not args.summary_only:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        t_all = time.time()
+        for ds, path, _ml, _cl, _seed in chosen:
+            key = f"{ds}/{path.stem}"
+            if key in done:
+                continue
+            if args.budget is not None and time.time() - t_all > args.budget:
+                print(f"budget of {args.budget:.0f} s used: stopping before {key}")
+                break
+            print(f"{key} ...", end=" ", flush=True)
+            try:
+                row = run_one(ds, path, args)
+            except KeyboardInterrupt:
+                print("interrupted; rerun to resume")
+                break
+            row.update(machine={"python": platform.python_version(),
+                                "cpus": os.cpu_count(), "platform": platform.platform()},
+                       command=" ".join(["python", "benchmarks/bench_solve.py",
+                                         *(argv if argv is not None else sys.argv[1:])]))
+            with open(args.out, "a") as fh:
+                fh.write(json.dumps({k: _clean(v) for k, v in row.items()}) + "\n")
+            done[key] = row
+            print(f"{row['status']} gap {row['gap']:.2e} nodes {row['nodes']} "
+                  f"{row['seconds']:.1f} s", flush=True)
+    keys = [f"{ds}/{p.stem}" for ds, p, *_ in chosen]
+    rows = [done[k] for k in keys if k in done]
+    for r in rows:  # JSON null back to inf for the report
+        for key in ("root_gap", "gap", "objective", "lower_bound", "root_lb"):
+            if r.get(key) is None:
+                r[key] = math.inf if key != "root_lb" else -math.inf
+    text = report(rows)
+    print(text)
+    if args.summary:
+        args.summary.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,454 @@
+"""The solver's front door: :func:`solve`, its :class:`Result` and the estimator.
+
+``pcsos.solve(X, k, ml, cl)`` runs the SDP branch-and-cut (:mod:`pcsos.tree` over
+:mod:`pcsos.node`) and returns a SciPy ``OptimizeResult``-like :class:`Result`. Infeasible
+constraints are a normal outcome of ``solve`` (``status='infeasible'``, the explanation in
+``message``, the conflicting pairs in ``infeasible_pairs``); malformed input raises
+:class:`~pcsos.errors.InputError`. :class:`PCSOSClustering` wraps it as a scikit-learn
+estimator; its ``fit`` raises :class:`~pcsos.errors.InfeasibleError` instead, since it has
+no labels to set.
+
+Threads: nodes run on a pool of ``workers`` threads. The numeric work releases the GIL,
+and the BLAS threads of the process are capped at ``cores // workers`` while the pool runs
+(threadpoolctl limits are process-wide), except for the root node, which runs alone and may
+use every core.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.node import NodeData, NodeOptions, process_node
+from pcsos.problem import Instance, Problem, make_instance, sse
+from pcsos.tree import ORDERS, NodeEvent, branch_and_bound, relative_gap
+
+__all__ = ["solve", "solve_instance", "Result", "PCSOSClustering", "ProgressPrinter"]
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`solve` (SciPy ``OptimizeResult``-like: ``status`` + ``message``).
+
+    labels : (n,) int array, the best clustering found (None if none).
+    objective : its SSE, computed from the original data (inf if none).
+    lower_bound : certified lower bound on the optimal SSE (inf when infeasible).
+    gap : certified relative gap (objective - lower_bound) / objective.
+    status : 'optimal', 'node_limit', 'time_limit', 'interrupted', 'infeasible' or
+        'unresolved' (nodes that failed numerically keep the gap open).
+    message : a sentence saying why it stopped (for 'infeasible': the explanation).
+    nodes : nodes processed; seconds : wall time.
+    root_lower_bound, root_gap, root_size : the root's bound, gap and SDP size (s).
+    log : per-node rows (dicts; the keys of the pc-sos-sdp log table and more).
+    infeasible_pairs : conflicting pairs (original indices) when infeasible.
+    """
+
+    labels: np.ndarray | None
+    objective: float
+    lower_bound: float
+    gap: float
+    status: str
+    message: str
+    nodes: int = 0
+    seconds: float = 0.0
+    root_lower_bound: float = -math.inf
+    root_gap: float = math.inf
+    root_size: int = 0
+    log: list[dict] = field(default_factory=list, repr=False)
+    infeasible_pairs: list = field(default_factory=list, repr=False)
+    n: int = 0
+    k: int = 0
+
+    @property
+    def success(self) -> bool:
+        """True when the clustering is certified optimal within the tolerance."""
+        return self.status == "optimal"
+
+    def __getitem__(self, key: str):  # OptimizeResult-style access
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]
+
+    def to_dict(self, log: bool = False) -> dict:
+        """The fields as a dict (the per-node log only when ``log``)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "log"}
+        out["success"] = self.success
+        if log:
+            out["log"] = self.log
+        return out
+
+
+def solve(X, k: int, ml=(), cl=(), **options) -> Result:
+    """Solve constrained MSSC to certified optimality by SDP branch-and-cut.
+
+    ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices. Options
+    (keyword only; see :func:`solve_instance`): ``tol`` (1e-4), ``max_nodes`` (None),
+    ``time_limit`` (seconds, None), ``workers`` (CPU count), ``heuristic``
+    ('ipc-kmeans'), ``heuristic_options``, ``sdp_backend`` ('admm'), ``sdp_options``,
+    ``cp_settings``, ``feasibility_backend`` ('highs'), ``seed``, ``order``
+    ('best' | 'depth' | 'breadth'), ``executor``, ``callback``, ``stop_event``,
+    ``verbose``. Raises :class:`InputError` for malformed input; infeasible constraints give
+    ``status='infeasible'``.
+    """
+    return solve_instance(make_instance(X, k, ml, cl), **options)
+
+
+def solve_instance(
+    instance: Instance,
+    *,
+    tol: float = 1e-4,
+    max_nodes: int | None = None,
+    time_limit: float | None = None,
+    workers: int | None = None,
+    threads: int | None = None,
+    root_threads: int | None = None,
+    heuristic: str = "ipc-kmeans",
+    heuristic_options: dict | None = None,
+    heuristic_time_limit: float | None = None,
+    sdp_backend: str = "admm",
+    sdp_options: dict | None = None,
+    cp_settings: Any = None,
+    feasibility_backend: str = "highs",
+    seed: int | None = None,
+    order: str = "best",
+    executor: Executor | None = None,
+    callback: Callable[[dict], None] | None = None,
+    stop_event: threading.Event | None = None,
+    verbose: bool = False,
+) -> Result:
+    """:func:`solve` on a validated :class:`Instance` (e.g. from :func:`make_instance`).
+
+    ``callback(row)`` receives every node's log row (a dict) in the calling thread;
+    ``stop_event`` (a threading.Event) stops the search like Ctrl-C; ``executor`` replaces
+    the default thread pool (any ``concurrent.futures.Executor``, e.g. a process pool);
+    ``verbose`` prints a progress line per node on stderr. ``threads``: BLAS threads per
+    job (default ``max(1, cores // workers)``); ``root_threads``: for the root, which runs
+    alone (default: ``threads``; more only pays on an otherwise idle machine, since
+    multi-threaded BLAS on small matrices collapses when the cores are shared).
+    """
+    _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
+                   feasibility_backend, seed)
+    for name, v in (("threads", threads), ("root_threads", root_threads)):
+        if v is not None and (isinstance(v, bool) or not float(v).is_integer() or v < 1):
+            raise InputError(f"{name} must be a positive integer, got {v!r}", source=name)
+    from threadpoolctl import threadpool_limits
+
+    cores = os.cpu_count() or 1
+    per_job = threads if threads is not None else max(1, cores // int(workers or cores))
+    with threadpool_limits(limits=int(per_job), user_api="blas"):
+        return _solve(instance, tol=tol, max_nodes=max_nodes, time_limit=time_limit,
+                      workers=workers, threads=threads, root_threads=root_threads,
+                      heuristic=heuristic, heuristic_options=heuristic_options,
+                      heuristic_time_limit=heuristic_time_limit, sdp_backend=sdp_backend,
+                      sdp_options=sdp_options, cp_settings=cp_settings,
+                      feasibility_backend=feasibility_backend, seed=seed, order=order,
+                      executor=executor, callback=callback, stop_event=stop_event,
+                      verbose=verbose)
+
+
+def _solve(instance, *, tol, max_nodes, time_limit, workers, threads, root_threads,
+           heuristic, heuristic_options, heuristic_time_limit, sdp_backend, sdp_options,
+           cp_settings, feasibility_backend, seed, order, executor, callback, stop_event,
+           verbose) -> Result:
+    t0 = time.time()
+    n, k = instance.n, instance.k
+    cores = os.cpu_count() or 1
+    workers = int(workers) if workers is not None else cores
+    threads = int(threads) if threads is not None else max(1, cores // workers)
+    root_threads = int(root_threads) if root_threads is not None else threads
+    base = dict(n=n, k=k)
+    # ---------------------------------------------------------------- root preprocessing
+    try:
+        problem = Problem.from_instance(instance)
+    except InfeasibleError as exc:
+        return Result(None, math.inf, math.inf, math.inf, "infeasible", str(exc),
+                      seconds=time.time() - t0, infeasible_pairs=list(exc.pairs), **base)
+    from pcsos.feasibility import check_problem
+
+    try:
+        fz = check_problem(problem, feasibility_backend, time_limit=time_limit)
+    except KeyboardInterrupt:
+        return Result(None, math.inf, -math.inf, math.inf, "interrupted",
+                      "interrupted during the feasibility check", seconds=time.time() - t0,
+                      root_size=problem.s, **base)
+    if fz.feasible is False:
+        return Result(None, math.inf, math.inf, math.inf, "infeasible", fz.message,
+                      seconds=time.time() - t0, infeasible_pairs=list(fz.pairs),
+                      root_size=problem.s, **base)
+    if fz.feasible is None:
+        return Result(None, math.inf, -math.inf, math.inf, "time_limit",
+                      "the time limit stopped the feasibility check", root_size=problem.s,
+                      seconds=time.time() - t0, **base)
+    witness = fz.labels
+    from pcsos.cuts.loop import CuttingPlaneSettings
+
+    if cp_settings is None or isinstance(cp_settings, dict):
+        cp = dict(cp_settings or {})
+        cp.setdefault("prune_tol", tol)  # the loop stops once the node can be pruned
+        try:
+            cp_settings = CuttingPlaneSettings(**cp)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"invalid cutting-plane settings: {exc}",
+                             source="cp_settings") from None
+    else:  # a CuttingPlaneSettings: the loop must stop where the tree prunes
+        import dataclasses
+
+        cp_settings = dataclasses.replace(cp_settings, prune_tol=tol)
+    options = NodeOptions(
+        tol=tol, heuristic=heuristic, heuristic_options=dict(heuristic_options or {}),
+        heuristic_time_limit=heuristic_time_limit, sdp_backend=sdp_backend,
+        sdp_options=dict(sdp_options or {}), cp_settings=cp_settings,
+        feasibility_backend=feasibility_backend, seed=seed,
+        blas_threads=threads, root_blas_threads=root_threads)
+    root = NodeData(problem, known_feasible=True, hint=witness)
+    rows: list[dict] = []
+    logger = _RowBuilder(rows, callback, ProgressPrinter() if verbose else None)
+    remaining = None if time_limit is None else max(1e-3, time_limit - (time.time() - t0))
+    # the feasibility witness is a clustering: the first incumbent, so that even a stop
+    # during the root returns one
+    start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
+    tr = branch_and_bound(process_node, root, options=options, executor=executor,
+                          workers=workers, tol=tol, max_nodes=max_nodes, time_limit=remaining,
+                          order=order, callback=logger, stop_event=stop_event,
+                          incumbent=start)
+    labels = tr.solution
+    objective = tr.objective
+    if labels is not None:
+        labels = _canonical(np.asarray(labels, dtype=np.int64))
+        objective = sse(instance.X, labels)  # recomputed once more from the data
+    # as in the paper: the incumbent after the root against the root's bound
+    root_gap = (relative_gap(rows[0]["gub"], rows[0]["lb"])
+                if rows and math.isfinite(rows[0]["gub"]) else math.inf)
+    res = Result(labels, float(objective), float(tr.lower_bound), float(tr.gap), tr.status,
+                 tr.message, nodes=tr.nodes, seconds=time.time() - t0,
+                 root_lower_bound=float(tr.root_bound), root_gap=float(root_gap),
+                 root_size=problem.s, log=rows, **base)
+    if labels is None and tr.status == "infeasible":
+        res.message = "no feasible clustering exists (every branch is infeasible)"
+    if verbose:
+        ProgressPrinter.summary(res)
+    return res
+
+
+def _canonical(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0..k-1 in order of first appearance (results become comparable)."""
+    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inv.ravel()]
+
+
+def _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
+                   feasibility_backend, seed) -> None:
+    if not (isinstance(tol, (int, float)) and 0 <= tol < 1):
+        raise InputError(f"tol must be a number in [0, 1), got {tol!r}", source="tol")
+    if max_nodes is not None and (not float(max_nodes).is_integer() or max_nodes < 1):
+        raise InputError(f"max_nodes must be a positive integer, got {max_nodes!r}",
+                         source="max_nodes")
+    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+        raise InputError(f"time_limit must be > 0 seconds, got {time_limit!r}",
+                         source="time_limit")
+    if workers is not None and (not float(workers).is_integer() or workers < 1):
+        raise InputError(f"workers must be a positive integer, got {workers!r}",
+                         source="workers")
+    if order not in ORDERS:
+        raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}",
+                         source="order")
+    from pcsos.heuristics import get_heuristic
+
+    get_heuristic(heuristic)  # raises InputError naming the available ones
+    if feasibility_backend not in ("highs", "gurobi"):
+        raise InputError(f"feasibility_backend must be 'highs' or 'gurobi', got "
+                         f"{feasibility_backend!r}", source="feasibility_backend")
+    from pcsos.bounds import BACKENDS
+
+    if sdp_backend not in BACKENDS:
+        raise InputError(f"unknown SDP backend {sdp_backend!r}; choose one of "
+                         f"{', '.join(BACKENDS)}", source="sdp_backend")
+    if seed is not None and not (isinstance(seed, (int, np.integer)) and seed >= 0):
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}", source="seed")
+
+
+class _RowBuilder:
+    """Turns tree events into pc-sos-sdp log rows (node ids in order of completion)."""
+
+    def __init__(self, rows: list[dict], callback, printer):
+        self.rows = rows
+        self.callback = callback
+        self.printer = printer
+        self.ids: dict[int, int] = {}
+
+    def __call__(self, ev: NodeEvent) -> None:
+        nid = len(self.rows)
+        self.ids[ev.node_id] = nid
+        row = dict(ev.row)
+        row.update(node=nid, node_parent=self.ids.get(ev.parent_id, -1), lb=ev.bound,
+                   lb_parent=ev.parent_bound, gub=ev.incumbent, improved=ev.improved,
+                   node_gap=ev.node_gap, gap=ev.gap, open=ev.open, depth=ev.depth,
+                   global_lb=ev.global_bound, elapsed=ev.seconds)
+        if ev.parent_id < 0:
+            row["lb_parent"] = -math.inf
+        self.rows.append(row)
+        if self.printer is not None:
+            self.printer(row)
+        if self.callback is not None:
+            self.callback(row)
+
+
+class ProgressPrinter:
+    """A MIP-style progress table on a stream (stderr by default), throttled to ~1 line/s
+    except for lines where the incumbent improved (marked ``*``)."""
+
+    HEADER = (f"{'':1}{'Nodes':>7} {'Open':>6} {'Depth':>5} {'Best bound':>14} "
+              f"{'Incumbent':>14} {'Gap':>9} {'Time':>8}")
+
+    def __init__(self, stream=None, interval: float = 1.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.last = -math.inf
+        self.started = False
+
+    def __call__(self, row: dict) -> None:
+        now = time.time()
+        if not (row.get("improved") or row["node"] == 0 or now - self.last >= self.interval):
+            return
+        self.last = now
+        if not self.started:
+            self.stream.write(self.HEADER + "\n")
+            self.started = True
+        gap = row["gap"]
+        gap_s = f"{100 * gap:8.4f}%" if math.isfinite(gap) else f"{'-':>9}"
+        mark = "*" if row.get("improved") else " "
+        self.stream.write(f"{mark}{row['node'] + 1:7d} {row['open']:6d} {row['depth']:5d} "
+                          f"{row['global_lb']:14.6f} {row['gub']:14.6f} {gap_s} "
+                          f"{row['elapsed']:7.1f}s\n")
+        self.stream.flush()
+
+    @staticmethod
+    def summary(res: Result, stream=None) -> None:
+        stream = stream if stream is not None else sys.stderr
+        gap_s = f"{100 * res.gap:.4f}%" if math.isfinite(res.gap) else "-"
+        stream.write(f"{res.status}: objective {res.objective:.6f}, lower bound "
+                     f"{res.lower_bound:.6f}, gap {gap_s}, {res.nodes} nodes, "
+                     f"{res.seconds:.1f} s ({res.message})\n")
+        stream.flush()
+
+
+class PCSOSClustering:
+    """Scikit-learn style estimator: exact constrained k-means (minimum SSE) with ML/CL pairs.
+
+    Parameters mirror :func:`solve`: ``n_clusters``, ``tol``, ``max_nodes``, ``time_limit``,
+    ``workers``, ``heuristic``, ``sdp_backend``, ``feasibility_backend``, ``random_state``
+    (an int seed), ``verbose``. After :meth:`fit`: ``labels_``, ``cluster_centers_``,
+    ``inertia_`` (the SSE), ``lower_bound_``, ``gap_``, ``n_nodes_``, ``status_``,
+    ``result_`` (the full :class:`Result`), ``n_features_in_``.
+    """
+
+    def __init__(self, n_clusters: int = 8, *, tol: float = 1e-4, max_nodes: int | None = None,
+                 time_limit: float | None = None, workers: int | None = None,
+                 heuristic: str = "ipc-kmeans", sdp_backend: str = "admm",
+                 feasibility_backend: str = "highs", random_state: int | None = None,
+                 verbose: bool = False):
+        self.n_clusters = n_clusters
+        self.tol = tol
+        self.max_nodes = max_nodes
+        self.time_limit = time_limit
+        self.workers = workers
+        self.heuristic = heuristic
+        self.sdp_backend = sdp_backend
+        self.feasibility_backend = feasibility_backend
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor parameters (scikit-learn protocol)."""
+        return {name: getattr(self, name) for name in (
+            "n_clusters", "tol", "max_nodes", "time_limit", "workers", "heuristic",
+            "sdp_backend", "feasibility_backend", "random_state", "verbose")}
+
+    def set_params(self, **params) -> PCSOSClustering:
+        """Set constructor parameters (scikit-learn protocol); unknown names raise."""
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for PCSOSClustering")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self.get_params().items()
+                   if v != _DEFAULTS.get(k, object())}
+        return f"PCSOSClustering({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    def fit(self, X, y=None, *, ml=None, cl=None) -> PCSOSClustering:
+        """Solve on X with the must-link / cannot-link pairs; returns self.
+
+        ``y`` is ignored (scikit-learn convention); pairs are keyword-only so that they are
+        never mistaken for ``y``.
+
+        Raises :class:`InputError` for malformed input and :class:`InfeasibleError` when the
+        constraints admit no clustering into ``n_clusters`` non-empty clusters. A stop at a
+        limit still sets every attribute (``status_`` and ``gap_`` say how good it is).
+        """
+        seed = self.random_state
+        if isinstance(seed, np.random.RandomState | np.random.Generator):
+            raise InputError("random_state must be an int or None", source="random_state")
+        res = solve(X, self.n_clusters, ml if ml is not None else (),
+                    cl if cl is not None else (), tol=self.tol, max_nodes=self.max_nodes,
+                    time_limit=self.time_limit, workers=self.workers,
+                    heuristic=self.heuristic, sdp_backend=self.sdp_backend,
+                    feasibility_backend=self.feasibility_backend, seed=seed,
+                    verbose=self.verbose)
+        if res.status == "infeasible":
+            raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
+        if res.labels is None:
+            raise InfeasibleError(f"no clustering found before the solver stopped "
+                                  f"({res.status}: {res.message})", reason=res.status)
+        Xa = np.asarray(X, dtype=np.float64)
+        if Xa.ndim == 1:
+            Xa = Xa[:, None]
+        self.result_ = res
+        self.labels_ = res.labels
+        self.cluster_centers_ = np.vstack([Xa[res.labels == h].mean(axis=0)
+                                           for h in range(self.n_clusters)])
+        self.inertia_ = res.objective
+        self.lower_bound_ = res.lower_bound
+        self.gap_ = res.gap
+        self.n_nodes_ = res.nodes
+        self.status_ = res.status
+        self.n_features_in_ = Xa.shape[1]
+        return self
+
+    def fit_predict(self, X, y=None, *, ml=None, cl=None) -> np.ndarray:
+        """:meth:`fit` then return ``labels_``."""
+        return self.fit(X, ml=ml, cl=cl).labels_
+
+    def predict(self, X) -> np.ndarray:
+        """The nearest cluster centre of each row (constraints do not apply to new points)."""
+        if not hasattr(self, "cluster_centers_"):
+            raise InputError("this PCSOSClustering instance is not fitted yet; call fit first")
+        Xa = np.asarray(X, dtype=np.float64)
+        if Xa.ndim == 1:
+            Xa = Xa[:, None]
+        if Xa.ndim != 2 or Xa.shape[1] != self.n_features_in_:
+            raise InputError(f"X has {Xa.shape[-1]} features, the model was fitted with "
+                             f"{self.n_features_in_}", source="X")
+        d2 = ((Xa[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+        return np.argmin(d2, axis=1)
+
+
+_DEFAULTS = PCSOSClustering().get_params()

@@ -1,0 +1,230 @@
+"""Solve constrained MSSC to certified optimality by SDP branch-and-cut.
+
+Prints a MIP-style progress table (nodes, open nodes, best bound, incumbent, gap) unless
+-q. Ctrl-C (or SIGTERM) stops the search: the best clustering found so far is printed and
+written with its certified gap, status 'interrupted'; a second Ctrl-C aborts at once.
+A time limit or a node limit behaves the same way.
+
+Exit codes: 0 solved, or stopped at a limit / interrupted (status and certified gap in the
+output); 2 invalid input; 3 infeasible constraints (the message names the conflicting
+pairs); 130 interrupted before any clustering was found; 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import signal
+import sys
+import threading
+
+from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.log import GapLog, JsonlLog
+
+_ORDERS = {"best": 0, "depth": 1, "breadth": 2}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``pcsos solve``."""
+    add_instance_arguments(parser)
+    out = parser.add_argument_group("output")
+    out.add_argument("--log", metavar="FILE", help="write the pc-sos-sdp gap log (header, one "
+                     "row per node, footer)")
+    out.add_argument("--jsonl", metavar="FILE", help="write one JSON object per node")
+    out.add_argument("--result", metavar="FILE", help="write the n x k 0/1 assignment matrix "
+                     "(pc-sos-sdp result format)")
+    out.add_argument("--labels", metavar="FILE", help="write one label per line")
+    out.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress table or summary")
+    lim = parser.add_argument_group("limits")
+    lim.add_argument("--tol", type=float, default=1e-4,
+                     help="relative gap tolerance (UB - LB) / UB (default: 1e-4)")
+    lim.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                     help="stop after N nodes (default: none; the paper used 200)")
+    lim.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                     help="stop after this many seconds (default: none)")
+    alg = parser.add_argument_group("algorithm")
+    alg.add_argument("--workers", type=int, default=None,
+                     help="nodes processed in parallel (default: CPU count)")
+    alg.add_argument("--threads", type=int, default=None,
+                     help="BLAS threads per worker (default: cores // workers)")
+    alg.add_argument("--root-threads", type=int, default=None,
+                     help="BLAS threads for the root node, which runs alone (default: "
+                          "--threads; more pays only on an otherwise idle machine)")
+    alg.add_argument("--order", choices=sorted(_ORDERS), default="best",
+                     help="visiting order (default: best-first, ties deeper first)")
+    alg.add_argument("--heuristic", default="ipc-kmeans", metavar="NAME",
+                     help="upper-bound heuristic run at every node (default: ipc-kmeans)")
+    alg.add_argument("--sdp-backend", default="admm", metavar="NAME",
+                     help="SDP backend: admm (default), mosek, scs, clarabel")
+    alg.add_argument("--sdp-tol", type=float, default=1e-5,
+                     help="relative KKT tolerance of the SDP solver (default: 1e-5)")
+    alg.add_argument("--cuts", default="all", metavar="FAMILIES",
+                     help="cut families: all (default), none, or a comma list of pair, "
+                          "triangle, clique")
+    alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"), default="highs",
+                     help="ILP backend of the node feasibility checks (default: highs)")
+    alg.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+
+
+def _settings(args, cp, workers: int) -> dict:
+    """The log header's settings: the reference program's keys, then pcsos's own."""
+    cores = os.cpu_count() or 1
+    threads = args.threads or max(1, cores // workers)
+    return {
+        "BRANCH_AND_BOUND_TOL": args.tol,
+        "BRANCH_AND_BOUND_PARALLEL": workers,
+        "BRANCH_AND_BOUND_MAX_NODES": args.max_nodes if args.max_nodes else "none",
+        "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[args.order],
+        "SDP_SOLVER_SESSION_THREADS_ROOT": args.root_threads or threads,
+        "SDP_SOLVER_SESSION_THREADS": threads,
+        "SDP_SOLVER_BACKEND": args.sdp_backend,
+        "SDP_SOLVER_TOL": args.sdp_tol,
+        "SDP_SOLVER_MAX_CP_ITER_ROOT": cp.max_rounds_root,
+        "SDP_SOLVER_MAX_CP_ITER": cp.max_rounds_child,
+        "SDP_SOLVER_CP_TOL": cp.cp_tol,
+        "SDP_SOLVER_MAX_INEQ": cp.max_cuts,
+        "SDP_SOLVER_INHERIT_PERC": 1.0,
+        "SDP_SOLVER_EPS_INEQ": cp.eps_violation,
+        "SDP_SOLVER_EPS_ACTIVE": cp.eps_active,
+        "SDP_SOLVER_MAX_PAIR_INEQ": cp.max_collected["pair"],
+        "SDP_SOLVER_PAIR_PERC": cp.fraction["pair"],
+        "SDP_SOLVER_MAX_TRIANGLE_INEQ": cp.max_collected["triangle"],
+        "SDP_SOLVER_TRIANGLE_PERC": cp.fraction["triangle"],
+        "CUTS": ",".join(cp.families) if cp.families else "none",
+        "HEURISTIC": args.heuristic,
+        "FEASIBILITY_BACKEND": args.feasibility_backend,
+        "TIME_LIMIT": args.time_limit if args.time_limit else "none",
+        "SEED": args.seed,
+    }
+
+
+class _Interrupt:
+    """First SIGINT/SIGTERM: ask the solver to stop (it returns its best solution).
+    Second SIGINT: the default behaviour (KeyboardInterrupt)."""
+
+    def __init__(self, quiet: bool):
+        self.event = threading.Event()
+        self.quiet = quiet
+        self.saved: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.event.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.event.set()
+        if not self.quiet:
+            sys.stderr.write("\npcsos solve: stop requested; finishing with the best "
+                             "clustering found (Ctrl-C again to abort)\n")
+            sys.stderr.flush()
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """Solve, write the requested files, print the summary; see the module doc for codes."""
+    from pcsos.api import ProgressPrinter, solve_instance
+    from pcsos.cuts.loop import CuttingPlaneSettings
+    from pcsos.io import write_labels, write_result_matrix
+
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")
+    inst, info = load_instance(args)
+    workers = args.workers or (os.cpu_count() or 1)
+    try:
+        cp = CuttingPlaneSettings(families=args.cuts, prune_tol=args.tol)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"invalid --cuts {args.cuts!r}: {exc}", source="--cuts") from None
+    settings = _settings(args, cp, workers)
+    gap_log = GapLog(args.log) if args.log else None
+    jsonl = JsonlLog(args.jsonl) if args.jsonl else None
+    printer = None if args.quiet else ProgressPrinter(sys.stdout)
+    sums = {"ineq": 0.0, "cp_iter": 0.0}
+    try:
+        if gap_log is not None:
+            gap_log.header(info["data"], inst.n, inst.d, inst.k, info["constraints"],
+                           args.log, settings)
+        if not args.quiet:
+            print(f"pcsos solve: n = {inst.n}, d = {inst.d}, k = {inst.k}, "
+                  f"{len(inst.ml)} ML, {len(inst.cl)} CL, {workers} worker(s)")
+            sys.stdout.flush()
+
+        def on_row(row: dict) -> None:
+            sums["ineq"] += row.get("pair", 0.0) + row.get("triangle", 0.0) + \
+                row.get("clique", 0.0)
+            sums["cp_iter"] += row.get("cp_iter", 0)
+            if gap_log is not None:
+                gap_log.row(row)
+            if jsonl is not None:
+                jsonl.record(row)
+            if printer is not None:
+                printer(row)
+
+        with _Interrupt(args.quiet) as intr:
+            res = solve_instance(
+                inst, tol=args.tol, max_nodes=args.max_nodes, time_limit=args.time_limit,
+                workers=workers, threads=args.threads, root_threads=args.root_threads,
+                heuristic=args.heuristic, sdp_backend=args.sdp_backend,
+                sdp_options={"tol": args.sdp_tol}, cp_settings=cp,
+                feasibility_backend=args.feasibility_backend, seed=args.seed,
+                order=args.order, callback=on_row, stop_event=intr.event)
+        if gap_log is not None:
+            if res.status == "infeasible" and not res.log:
+                gap_log.line(f"Infeasibility: {res.message}")
+            nn = max(1, res.nodes)
+            gap_log.footer(wall_time=res.seconds, n_nodes=res.nodes,
+                           avg_ineq=sums["ineq"] / nn, avg_cp_iter=sums["cp_iter"] / nn,
+                           root_gap=res.root_gap if math.isfinite(res.root_gap) else 0.0,
+                           gap=res.gap if math.isfinite(res.gap) else 0.0,
+                           best=res.objective,
+                           extra={"STATUS": res.status, "LOWER_BOUND": f"{res.lower_bound:.6g}"})
+    finally:
+        for f in (gap_log, jsonl):
+            if f is not None:
+                f.close()
+    if res.labels is not None:
+        if args.result:
+            write_result_matrix(args.result, res.labels, inst.k)
+        if args.labels:
+            write_labels(args.labels, res.labels)
+    if args.json:
+        out = {key: getattr(res, key) for key in (
+            "status", "message", "objective", "lower_bound", "gap", "root_lower_bound",
+            "root_gap", "root_size", "nodes", "seconds", "labels", "n", "k")}
+        out.update(data=info["data"], constraints=info["constraints"],
+                   infeasible_pairs=res.infeasible_pairs, settings=settings,
+                   cp_settings=dataclasses.asdict(cp))
+        write_json(args.json, out)
+    if not args.quiet:
+        _summary(res)
+    if res.status == "infeasible":
+        raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
+    if res.labels is None and res.status == "interrupted":
+        return 130
+    return 0
+
+
+def _summary(res) -> None:
+    gap = f"{100 * res.gap:.4f}%" if math.isfinite(res.gap) else "-"
+    print(f"status:        {res.status} ({res.message})")
+    if res.labels is not None:
+        print(f"objective:     {res.objective:.10g}")
+    print(f"lower bound:   {res.lower_bound:.10g}")
+    print(f"gap:           {gap}")
+    print(f"root:          size {res.root_size}, bound {res.root_lower_bound:.10g}, gap "
+          + (f"{100 * res.root_gap:.4f}%" if math.isfinite(res.root_gap) else "-"))
+    print(f"nodes:         {res.nodes}")
+    print(f"time:          {res.seconds:.2f} s")
+    sys.stdout.flush()
+

@@ -1,0 +1,385 @@
+"""The clustering node of the branch-and-cut tree (spec §5); it knows nothing about queues.
+
+:func:`process_node` is the picklable process function handed to
+:func:`pcsos.tree.branch_and_bound`. On one node it
+
+1. checks feasibility (skipped when the parent's clustering satisfies the node's new
+   constraint, which then proves it feasible);
+2. bounds it with the cutting-plane loop, warm-started from the parent's SDP point and with
+   the parent's cuts inherited; node LB = max(own safe LB, parent LB);
+3. prunes it against the incumbent;
+4. runs the upper-bound heuristic (default ``ipc-kmeans`` initialised from the node's Z);
+5. branches on the pair argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2) into a must-link child
+   (:meth:`Problem.merge`) and a cannot-link child (:meth:`Problem.add_cl`). When the best
+   score is below 1e-5, Z is (numerically) a clustering matrix: its clustering is extracted,
+   its true SSE evaluated from the original data and used as an upper bound, and the node
+   is closed.
+
+A node with s = k super-points has one possible clustering, which is evaluated directly.
+Solutions are original-point labels; objectives are SSEs computed from the original data.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from pcsos.errors import InfeasibleError
+from pcsos.problem import Problem, sse
+from pcsos.tree import Context, NodeOutcome, relative_gap
+
+__all__ = ["NodeData", "NodeOptions", "process_node", "root_node", "clustering_from_Z",
+           "FLAG_SOLVED", "FLAG_FAILED", "FLAG_PARTIAL", "FLAG_INFEASIBLE", "CP_FLAG_INFEASIBLE",
+           "CP_FLAG_PRUNED"]
+
+# FLAG column of the gap log (SDP status of the node), as in the reference program
+FLAG_SOLVED, FLAG_FAILED, FLAG_PARTIAL, FLAG_INFEASIBLE = 0, 1, -1, 2
+# CP_FLAG values this module sets itself (the loop reports the others)
+CP_FLAG_PRUNED, CP_FLAG_INFEASIBLE = 2, 4
+_SDP_FLAGS = {"solved": FLAG_SOLVED, "max_iter": FLAG_PARTIAL, "time_limit": FLAG_PARTIAL,
+              "failed": FLAG_FAILED}
+
+
+@dataclass
+class NodeOptions:
+    """Settings of every node (picklable; shared by all jobs of one solve).
+
+    tol : relative gap tolerance (prune when (UB - LB) / UB <= tol).
+    heuristic, heuristic_options : the upper-bound heuristic by name and its options.
+    heuristic_time_limit : seconds per heuristic call (None: the node's remaining time).
+    sdp_backend, sdp_options : the bounding backend and its options (``solve_sdp``).
+    cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings` or a dict of its fields.
+    feasibility_backend : 'highs' or 'gurobi'.
+    root_heuristic_first : also run the heuristic (without Z) before the root's bound.
+    branch_threshold : below this branching score Z is taken as a clustering matrix.
+    seed : base seed; node t uses ``SeedSequence([seed, t])``.
+    blas_threads, root_blas_threads : BLAS threads per job (the root runs alone).
+    """
+
+    tol: float = 1e-4
+    heuristic: str = "ipc-kmeans"
+    heuristic_options: dict = field(default_factory=dict)
+    heuristic_time_limit: float | None = None
+    root_heuristic_first: bool = True
+    sdp_backend: str = "admm"
+    sdp_options: dict = field(default_factory=dict)
+    cp_settings: Any = None
+    feasibility_backend: str = "highs"
+    branch_threshold: float = 1e-5
+    seed: int | None = None
+    blas_threads: int | None = None
+    root_blas_threads: int | None = None
+
+
+@dataclass
+class NodeData:
+    """One open node: its problem and what it inherits from its parent.
+
+    pair : the parent's super-point pair whose branching created the node ((-1, -1): root).
+    kind : 'root', 'ml' or 'cl'.
+    known_feasible : the parent's clustering satisfies this node (feasibility check skipped).
+    hint : original-point labels feasible for this node (the parent's clustering), or None.
+    """
+
+    problem: Problem
+    cuts: Any = None
+    warm_start: Any = None
+    parent_bound: float = -math.inf
+    pair: tuple[int, int] = (-1, -1)
+    kind: str = "root"
+    known_feasible: bool = False
+    hint: np.ndarray | None = None
+
+
+def root_node(problem: Problem) -> NodeData:
+    """The root's data."""
+    return NodeData(problem)
+
+
+def _seed(options: NodeOptions, ctx: Context):
+    return np.random.SeedSequence([0 if options.seed is None else int(options.seed),
+                                   int(ctx.node_id)])
+
+
+def _blas_limit(options: NodeOptions, ctx: Context):
+    """BLAS threads for this job (see module pcsos.api for the thread-pool policy)."""
+    limit = options.root_blas_threads if ctx.is_root else options.blas_threads
+    if limit is None:
+        return None
+    # in the manager's process the caller has set the pool-wide limit already (threadpoolctl
+    # limits are process-wide, so threads must not each set and restore one); only the root
+    # (which runs alone) and jobs in worker processes set their own
+    if not ctx.is_root and multiprocessing.parent_process() is None:
+        return None
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=int(limit), user_api="blas")
+
+
+def process_node(data: NodeData, ctx: Context) -> NodeOutcome:
+    """Process one node (see the module docstring); the tree's process function."""
+    options: NodeOptions = ctx.options
+    limiter = _blas_limit(options, ctx)
+    try:
+        return _process(data, ctx, options)
+    finally:
+        if limiter is not None:
+            limiter.restore_original_limits()
+
+
+def _row(data: NodeData, **kw) -> dict:
+    row = {"n": data.problem.s, "lb_parent": data.parent_bound, "lb": math.inf,
+           "flag": FLAG_SOLVED, "time": 0.0, "cp_iter": 0, "cp_flag": 0, "cp_ineq": 0,
+           "pair": 0.0, "triangle": 0.0, "clique": 0.0, "ub": math.inf,
+           "i": data.pair[0], "j": data.pair[1], "kind": data.kind}
+    row.update(kw)
+    return row
+
+
+def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
+    t0 = time.perf_counter()
+    problem = data.problem
+    k = problem.k
+    X = problem.instance.X
+    # ------------------------------------------------------------ leaves and trivial nodes
+    if problem.s < k:
+        return NodeOutcome(math.inf, row=_row(data, flag=FLAG_INFEASIBLE,
+                                              cp_flag=CP_FLAG_INFEASIBLE))
+    if problem.s == k:
+        # one clustering left: every super-point is a cluster (CL pairs hold trivially)
+        labels = problem.to_points(np.arange(k))
+        val = sse(X, labels)
+        return NodeOutcome(val, val, labels,
+                           row=_row(data, lb=val, ub=val, time=time.perf_counter() - t0))
+    # ------------------------------------------------------------ 1. feasibility
+    feas_witness = None
+    if not data.known_feasible:
+        from pcsos.feasibility import check_problem
+
+        fz = check_problem(problem, options.feasibility_backend,
+                           time_limit=_finite(ctx.remaining()))
+        if fz.feasible is False:
+            return NodeOutcome(math.inf, row=_row(data, flag=FLAG_INFEASIBLE,
+                                                  cp_flag=CP_FLAG_INFEASIBLE,
+                                                  time=time.perf_counter() - t0,
+                                                  feasibility=fz.reason))
+        if fz.feasible is None:  # stopped by the deadline: nothing proven
+            return NodeOutcome(data.parent_bound, row=_row(
+                data, lb=data.parent_bound, flag=FLAG_PARTIAL, time=time.perf_counter() - t0))
+        feas_witness = fz.labels
+    if ctx.cancelled():
+        return NodeOutcome(data.parent_bound, row=_row(data, lb=data.parent_bound,
+                                                       flag=FLAG_PARTIAL))
+    # ------------------------------------------------------------ 2. bound
+    from pcsos.cuts.loop import cutting_plane_loop
+
+    ub_known = ctx.incumbent
+    best_val, best_labels = math.inf, None
+
+    def consider(labels):
+        nonlocal best_val, best_labels
+        if labels is None:
+            return
+        v = sse(X, labels)
+        if v < best_val:
+            best_val, best_labels = v, np.asarray(labels)
+
+    consider(feas_witness)
+    consider(data.hint)
+    if data.kind == "root" and options.root_heuristic_first:
+        # an upper bound before the root's cutting-plane loop lets the loop stop as soon as
+        # the root can be pruned, and leaves a good clustering even if a limit stops the root
+        from pcsos.heuristics import run_heuristic
+
+        h0 = run_heuristic(options.heuristic, problem, Z=None, seed=_seed(options, ctx),
+                           time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
+                           **_heuristic_options(options, best_labels))
+        if h0.status == "found":
+            consider(h0.labels)
+    sdp_options = dict(options.sdp_options)
+    sdp_options.setdefault("backend", options.sdp_backend)
+    br = cutting_plane_loop(
+        problem, cuts=data.cuts, warm_start=data.warm_start,
+        upper_bound=min(ub_known, best_val), settings=options.cp_settings,
+        root=data.kind == "root", sdp_options=sdp_options,
+        seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
+        callback=_cancel_callback(ctx))
+    lb = max(float(br.lower_bound), data.parent_bound)
+    sdp = br.sdp
+    Z = None if sdp is None else sdp.Z
+    fam = _family_averages(br)
+    row = _row(data, lb=lb, flag=_SDP_FLAGS.get(getattr(sdp, "status", "failed"), FLAG_FAILED),
+               cp_iter=len(br.rounds), cp_flag=int(br.flag),
+               cp_ineq=len(br.cuts) if br.cuts is not None else 0, **fam,
+               sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None))
+    if ctx.cancelled() and getattr(sdp, "status", "") != "solved":
+        # stopped early: keep the (valid) bound, drop the node unresolved
+        row.update(time=time.perf_counter() - t0, ub=best_val)
+        return NodeOutcome(lb, best_val, best_labels, row=row)
+
+    def done(reason: str | None = None) -> NodeOutcome:
+        row.update(time=time.perf_counter() - t0, ub=best_val)
+        if reason:
+            row["closed"] = reason
+        return NodeOutcome(lb, best_val, best_labels, row=row)
+
+    # ------------------------------------------------------------ 3. prune
+    if relative_gap(min(ctx.incumbent, best_val), lb) <= options.tol:
+        row["cp_flag"] = CP_FLAG_PRUNED
+        return done("pruned")
+    if Z is None:
+        return done("no_sdp")
+    # ------------------------------------------------------------ 4. heuristic
+    from pcsos.heuristics import run_heuristic
+
+    hres = run_heuristic(options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
+                         time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
+                         **_heuristic_options(options, best_labels))
+    if hres.status == "found":
+        consider(hres.labels)
+        row["heuristic_ub"] = hres.objective
+    if relative_gap(min(ctx.incumbent, best_val), lb) <= options.tol:
+        return done("pruned")
+    if ctx.cancelled():
+        return done("cancelled")
+    # ------------------------------------------------------------ 5. branch
+    from pcsos._kernels import branching_score
+
+    i, j, score = branching_score(Z)
+    row["score"] = float(score)
+    if score < options.branch_threshold:
+        sl = clustering_from_Z(Z, problem)
+        if sl is not None:
+            consider(problem.to_points(sl))
+            if relative_gap(min(ctx.incumbent, best_val), lb) <= options.tol:
+                row["pruned_by_optimality"] = True
+                return done("clustering_matrix")
+        # Z looks like a clustering matrix but the bound does not close the node (an
+        # inaccurate SDP): branching on any pair is still a valid split, so keep going
+        i, j = _fallback_pair(Z, problem)
+        if i < 0:
+            return done("unresolved")
+    elif _is_cl(problem, i, j):  # cannot happen for an accurate Z (Z_ij = 0 on CL pairs)
+        i, j = _fallback_pair(Z, problem)
+    children = _children(data, problem, br, i, j, lb, best_labels)
+    row.update(time=time.perf_counter() - t0, ub=best_val, branch=(int(i), int(j)))
+    return NodeOutcome(lb, best_val, best_labels, children=children, row=row)
+
+
+def _cap(limit: float | None, remaining: float) -> float | None:
+    """A heuristic's time limit: its own cap and the node's remaining time (None: none)."""
+    rem = _finite(remaining)
+    if limit is None:
+        return rem
+    return limit if rem is None else min(limit, rem)
+
+
+def _heuristic_options(options: NodeOptions, best_labels) -> dict:
+    hopts = dict(options.heuristic_options)
+    if options.heuristic == "ipc-kmeans" and best_labels is not None:
+        hopts.setdefault("init_labels", best_labels)  # a known clustering as one more start
+    return hopts
+
+
+def _finite(x: float) -> float | None:
+    return None if x == math.inf else max(0.0, float(x))
+
+
+def _cancel_callback(ctx: Context):
+    """A loop callback asking to stop once the manager has cancelled (threads) or timed out."""
+    def cb(*_args, **_kw):
+        return bool(ctx.cancelled())
+    return cb
+
+
+def _family_averages(br) -> dict:
+    """Average cuts added per round, per family (PAIR / TRIANGLE / CLIQUE columns)."""
+    out = {"pair": 0.0, "triangle": 0.0, "clique": 0.0}
+    avg = br.avg_added
+    if isinstance(avg, dict):
+        for key in out:
+            out[key] = float(avg.get(key, 0.0))
+    return out
+
+
+def _is_cl(problem: Problem, i: int, j: int) -> bool:
+    if not len(problem.cl):
+        return False
+    a, b = min(i, j), max(i, j)
+    return bool(np.any((problem.cl[:, 0] == a) & (problem.cl[:, 1] == b)))
+
+
+def _fallback_pair(Z: np.ndarray, problem: Problem) -> tuple[int, int]:
+    """The best-scoring pair that is not a cannot-link pair ((-1, -1) when none exists)."""
+    s = problem.s
+    Zs = 0.5 * (Z + Z.T)
+    sq = np.einsum("ij,ij->i", Zs, Zs)
+    D = sq[:, None] + sq[None, :] - 2.0 * (Zs @ Zs.T)
+    score = np.minimum(Zs, D)
+    score[np.tril_indices(s)] = -np.inf
+    if len(problem.cl):
+        score[problem.cl[:, 0], problem.cl[:, 1]] = -np.inf
+    flat = int(np.argmax(score))
+    i, j = divmod(flat, s)
+    if not np.isfinite(score[i, j]):
+        return -1, -1
+    return int(i), int(j)
+
+
+def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
+    """The super-point labels of a (numerical) clustering matrix Z, or None if it is not one.
+
+    In a clustering matrix Z_ij = 1/|C| >= 1/n inside a cluster and 0 across, so the graph
+    Z_ij > 1/(2n) has the clusters as components. Accepted only with exactly k components
+    that satisfy every cannot-link pair of the node.
+    """
+    thr = 0.5 / problem.n
+    Zs = 0.5 * (Z + Z.T)
+    ii, jj = np.nonzero(Zs > thr)
+    g = coo_matrix((np.ones(len(ii)), (ii, jj)), shape=Zs.shape)
+    m, labels = connected_components(g, directed=False)
+    if m != problem.k:
+        return None
+    labels = labels.astype(np.int64)
+    return labels if problem.satisfies(labels) else None
+
+
+def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
+              labels: np.ndarray | None) -> list[tuple[NodeData, float]]:
+    """The must-link and cannot-link children (an infeasible child is not created)."""
+    from pcsos.cuts.loop import inherit_cuts_map
+
+    a, b = min(int(i), int(j)), max(int(i), int(j))
+    pa = pb = None
+    if labels is not None:
+        # the clustering's label of each super-point (all its points share one label)
+        first = np.full(problem.s, problem.n, dtype=np.int64)
+        np.minimum.at(first, problem.point_labels, np.arange(problem.n))
+        pa, pb = labels[first[a]], labels[first[b]]
+    out = []
+    for kind in ("ml", "cl"):
+        try:
+            child = problem.merge(a, b) if kind == "ml" else problem.add_cl(a, b)
+        except InfeasibleError:
+            continue
+        known = pa is not None and ((pa == pb) if kind == "ml" else (pa != pb))
+        cuts, keep = inherit_cuts_map(br.cuts, child)
+        out.append((NodeData(child, cuts, _warm(br, problem, child, keep), lb, (a, b), kind,
+                             bool(known), labels if known else None), lb))
+    return out
+
+
+def _warm(br, parent: Problem, child: Problem, keep: np.ndarray):
+    """The parent's last SDP point mapped onto the child, its cut multipliers by ``keep``."""
+    if br.sdp is None:
+        return None
+    from pcsos.bounds.result import WarmStart
+
+    return WarmStart.transfer(br.sdp, parent, child, cut_keep=keep)

@@ -1,0 +1,487 @@
+"""A generic best-first branch-and-bound manager (minimisation) over a pool of workers.
+
+The manager knows nothing about clustering. It holds the open nodes, hands them to a
+``concurrent.futures.Executor`` and combines what comes back; the work on one node is a
+*process function* ``process(data, context) -> NodeOutcome`` that must be a picklable
+(module-level) function of the node's data, so that a process pool or a cluster executor can
+stand in for the default thread pool (the pybnb split of problem and solver).
+
+Guarantees, whatever makes the search stop (gap tolerance, node limit, time limit, Ctrl-C or
+a stop event): the result holds the best solution found and the *certified* global gap
+``(UB - LB) / |UB|`` where LB is the minimum bound over every node not yet closed (open,
+running, or finished without being resolved).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import os
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Context",
+    "NodeOutcome",
+    "NodeEvent",
+    "TreeResult",
+    "WorkerPool",
+    "branch_and_bound",
+    "relative_gap",
+    "ORDERS",
+    "STATUSES",
+]
+
+ORDERS = ("best", "depth", "breadth")
+STATUSES = ("optimal", "node_limit", "time_limit", "interrupted", "infeasible", "unresolved")
+INF = math.inf
+
+
+def relative_gap(ub: float, lb: float) -> float:
+    """(ub - lb) / |ub|; 0 when lb >= ub, inf when there is no upper bound or ub = 0 < lb gap."""
+    if not math.isfinite(ub):
+        return INF if ub == INF else 0.0
+    if lb >= ub:
+        return (ub - lb) / abs(ub) if ub != 0 else 0.0
+    if ub == 0:
+        return INF
+    return (ub - lb) / abs(ub)
+
+
+class _Incumbent:
+    """The incumbent value shared (by reference) with jobs running in threads of this process."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float):
+        self.value = value
+
+
+class Context:
+    """What a job gets besides its node data: incumbent, deadline, cancellation and options.
+
+    ``incumbent`` reads the live incumbent value when the job runs in a thread of the
+    manager's process (it improves while the job runs); after pickling (process pools) it is
+    the value at submission. ``deadline`` is a ``time.time()`` instant (``inf`` for none)
+    that every job must respect so that a time limit or Ctrl-C returns within seconds;
+    ``cancelled()`` turns true when the manager stops (threads only; processes see their
+    deadline instead). ``is_root`` is true for the first node, which runs alone.
+    """
+
+    def __init__(self, incumbent: float | _Incumbent, deadline: float, options: Any = None,
+                 cancel: threading.Event | None = None, node_id: int = 0, depth: int = 0,
+                 is_root: bool = False):
+        self._inc = incumbent if isinstance(incumbent, _Incumbent) else _Incumbent(incumbent)
+        self._snapshot = self._inc.value
+        self.deadline = deadline
+        self.options = options
+        self._cancel = cancel
+        self.node_id = node_id
+        self.depth = depth
+        self.is_root = is_root
+
+    @property
+    def incumbent(self) -> float:
+        """The best objective value known to the manager (never worse than at submission)."""
+        return min(self._snapshot, self._inc.value)
+
+    def cancelled(self) -> bool:
+        """True when the manager has stopped (interrupt, time limit, limit reached)."""
+        return (self._cancel is not None and self._cancel.is_set()) or time.time() >= self.deadline
+
+    def remaining(self) -> float:
+        """Seconds left until the deadline (``inf`` when there is none; 0 once cancelled)."""
+        if self._cancel is not None and self._cancel.is_set():
+            return 0.0
+        return max(0.0, self.deadline - time.time())
+
+    def __getstate__(self):
+        # Events and the live incumbent cannot cross a process boundary: send a snapshot.
+        state = self.__dict__.copy()
+        state["_inc"] = _Incumbent(self.incumbent)
+        state["_snapshot"] = state["_inc"].value
+        state["_cancel"] = None
+        return state
+
+
+@dataclass
+class NodeOutcome:
+    """What a process function returns for one node.
+
+    bound : the node's lower bound after processing (``inf`` when the node is infeasible).
+    objective, solution : the best feasible solution the node found (``inf`` / None if none).
+    children : ``(child_data, child_bound)`` pairs; child_bound is a valid lower bound for
+        the child (typically the node's bound). A node returned without children is closed:
+        if its bound is not within the tolerance of the incumbent (e.g. a numerical failure
+        or a job stopped by its deadline), the bound stays in the global lower bound, so the
+        certified gap remains honest.
+    row : free-form per-node data for logs (the manager adds ids, incumbent, gap, open).
+    """
+
+    bound: float
+    objective: float = INF
+    solution: Any = None
+    children: Sequence[tuple[Any, float]] = ()
+    row: dict = field(default_factory=dict)
+
+
+@dataclass
+class NodeEvent:
+    """One finished node, as passed to the callback and kept in ``TreeResult.log``."""
+
+    node_id: int
+    parent_id: int
+    depth: int
+    parent_bound: float
+    bound: float
+    objective: float
+    incumbent: float
+    improved: bool
+    global_bound: float
+    gap: float
+    node_gap: float
+    open: int
+    processed: int
+    seconds: float
+    row: dict
+
+
+@dataclass
+class TreeResult:
+    """The outcome of :func:`branch_and_bound`."""
+
+    status: str
+    solution: Any
+    objective: float
+    lower_bound: float
+    gap: float
+    nodes: int
+    seconds: float
+    root_bound: float
+    root_objective: float
+    open_nodes: int
+    log: list[NodeEvent]
+    message: str = ""
+
+
+@dataclass(order=True)
+class _Open:
+    key: tuple
+    node_id: int = field(compare=False)
+    parent_id: int = field(compare=False)
+    depth: int = field(compare=False)
+    bound: float = field(compare=False)
+    data: Any = field(compare=False)
+
+
+class WorkerPool(Executor):
+    """A thread pool whose workers are daemon threads.
+
+    Unlike ``ThreadPoolExecutor`` (whose threads the interpreter joins at exit), a job still
+    running when the search is interrupted can never delay the exit of the program; the job
+    sees the cancellation through its :class:`Context` and stops on its own soon after.
+    """
+
+    def __init__(self, max_workers: int | None = None):
+        self._n = max(1, int(max_workers or os.cpu_count() or 1))
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._shutdown = False
+
+    @property
+    def max_workers(self) -> int:
+        return self._n
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        with self._lock:
+            if self._shutdown:
+                raise RuntimeError("cannot submit after shutdown")
+            fut: Future = Future()
+            self._queue.put((fut, fn, args, kwargs))
+            if len(self._threads) < self._n:
+                t = threading.Thread(target=_worker, args=(weakref.ref(self), self._queue),
+                                     name=f"pcsos-worker-{len(self._threads)}", daemon=True)
+                t.start()
+                self._threads.append(t)
+            return fut
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._shutdown = True
+            if cancel_futures:
+                while True:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is not None:
+                        item[0].cancel()
+            for _ in self._threads:
+                self._queue.put(None)
+        if wait:
+            for t in self._threads:
+                t.join()
+
+
+def _worker(pool_ref, q: queue.SimpleQueue) -> None:
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        fut, fn, args, kwargs = item
+        if not fut.set_running_or_notify_cancel():
+            continue
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: B036 - hand every failure to the manager
+            fut.set_exception(exc)
+        del item, fut
+
+
+def _key(order: str, bound: float, depth: int, node_id: int) -> tuple:
+    if order == "best":      # smallest bound first; ties: deeper first, then older
+        return (bound, -depth, node_id)
+    if order == "depth":     # LIFO: deepest first, newest first among equals
+        return (-depth, -node_id)
+    return (depth, node_id)  # breadth-first: FIFO by level
+
+
+class _Search:
+    """The state of one branch-and-bound run (see :func:`branch_and_bound`)."""
+
+    def __init__(self, order: str, tol: float, incumbent: tuple[float, Any],
+                 callback: Callable[[NodeEvent], None] | None, t0: float):
+        self.order = order
+        self.tol = tol
+        self.inc = _Incumbent(float(incumbent[0]))
+        self.solution = incumbent[1]
+        self.callback = callback
+        self.t0 = t0
+        self.ids = itertools.count()
+        self.heap: list[_Open] = []
+        self.running: dict[Future, _Open] = {}
+        self.unresolved: list[float] = []  # bounds of nodes closed without proof
+        self.closed = INF  # smallest bound of a node pruned within the tolerance
+        self.log: list[NodeEvent] = []
+        self.processed = 0
+        self.root_bound = -INF
+        self.root_objective = INF
+
+    def prunable(self, bound: float) -> bool:
+        return bound == INF or relative_gap(self.inc.value, bound) <= self.tol
+
+    def push(self, data: Any, bound: float, depth: int, parent_id: int) -> None:
+        nid = next(self.ids)
+        heapq.heappush(self.heap, _Open(_key(self.order, bound, depth, nid), nid, parent_id,
+                                        depth, bound, data))
+
+    def global_bound(self) -> float:
+        """The certified lower bound: the minimum bound over open, running, unresolved and
+        pruned nodes (pruned ones lie within the tolerance of the incumbent)."""
+        lbs = ([o.bound for o in self.heap] + [o.bound for o in self.running.values()]
+               + self.unresolved + [self.closed])
+        return min(min(lbs), self.inc.value)
+
+    def close(self, bound: float) -> None:
+        if bound < INF:
+            self.closed = min(self.closed, bound)
+
+    def drop_pruned(self) -> None:
+        keep_u = []
+        for b in self.unresolved:
+            if self.prunable(b):
+                self.close(b)
+            else:
+                keep_u.append(b)
+        self.unresolved = keep_u
+        kept = []
+        for o in self.heap:
+            if self.prunable(o.bound):
+                self.close(o.bound)
+            else:
+                kept.append(o)
+        if len(kept) != len(self.heap):
+            self.heap = kept
+            heapq.heapify(self.heap)
+
+    def absorb(self, node: _Open, out: NodeOutcome) -> None:
+        """Merge a finished node: incumbent, children, log event."""
+        bound = max(float(out.bound), node.bound)  # a child is never below its parent
+        improved = out.solution is not None and out.objective < self.inc.value
+        if improved:
+            self.inc.value = float(out.objective)
+            self.solution = out.solution
+        if node.node_id == 0:
+            self.root_bound = bound
+            self.root_objective = float(out.objective)
+        if out.children:
+            for data, child_bound in out.children:
+                cb = max(float(child_bound), bound)
+                if self.prunable(cb):
+                    self.close(cb)
+                else:
+                    self.push(data, cb, node.depth + 1, node.node_id)
+        elif self.prunable(bound):
+            self.close(bound)
+        else:
+            # closed without children, yet its bound is not within tol of the incumbent
+            # (a numerical failure, or a job stopped by the deadline): keep it in the gap
+            self.unresolved.append(bound)
+        self.drop_pruned()
+        glb = self.global_bound()
+        ub = self.inc.value
+        ev = NodeEvent(node_id=node.node_id, parent_id=node.parent_id, depth=node.depth,
+                       parent_bound=node.bound, bound=bound, objective=float(out.objective),
+                       incumbent=ub, improved=improved, global_bound=glb,
+                       gap=relative_gap(ub, glb) if math.isfinite(ub) else INF,
+                       node_gap=relative_gap(ub, bound) if math.isfinite(ub) else INF,
+                       open=len(self.heap) + len(self.running), processed=self.processed,
+                       seconds=time.time() - self.t0, row=dict(out.row))
+        self.log.append(ev)
+        if self.callback is not None:
+            self.callback(ev)
+
+
+def branch_and_bound(
+    process: Callable[[Any, Context], NodeOutcome],
+    root_data: Any,
+    *,
+    root_bound: float = -INF,
+    options: Any = None,
+    executor: Executor | None = None,
+    workers: int = 1,
+    tol: float = 1e-4,
+    max_nodes: int | None = None,
+    time_limit: float | None = None,
+    order: str = "best",
+    incumbent: tuple[float, Any] = (INF, None),
+    callback: Callable[[NodeEvent], None] | None = None,
+    stop_event: threading.Event | None = None,
+    grace: float = 1.0,
+) -> TreeResult:
+    """Minimise by best-first (or depth-/breadth-first) branch and bound.
+
+    ``process(data, context)`` processes one node and returns a :class:`NodeOutcome`; it runs
+    on ``executor`` (default: a :class:`WorkerPool` of ``workers`` daemon threads, shut down
+    at the end; an executor passed in is left running). At most ``workers`` jobs are in
+    flight at once and the root runs alone. A node whose bound is within ``tol`` (relative)
+    of the incumbent is pruned. Stops when no node is left or the global gap is <= ``tol``
+    (``optimal``, or ``infeasible`` when no solution exists), after ``max_nodes`` processed
+    nodes (``node_limit``, running nodes are finished), at ``time_limit`` seconds
+    (``time_limit``), or on KeyboardInterrupt or ``stop_event`` (``interrupted``); running
+    jobs then get ``grace`` seconds to report before they are abandoned (their bounds stay
+    in the certified gap). ``callback(event)`` runs in the calling thread after every node.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    if max_nodes is not None and max_nodes < 1:
+        raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
+    workers = max(1, int(workers))
+    t0 = time.time()
+    deadline = t0 + time_limit if time_limit is not None else INF
+    own = executor is None
+    pool = WorkerPool(workers) if own else executor
+    cancel = threading.Event()
+    st = _Search(order, tol, incumbent, callback, t0)
+    st.push(root_data, root_bound, 0, -1)
+    status = None
+    try:
+        while status is None:
+            status = _step(st, process, pool, options, cancel, deadline, workers, max_nodes,
+                           stop_event)
+    except KeyboardInterrupt:
+        status = "interrupted"
+    finally:
+        cancel.set()
+        if own:
+            pool.shutdown(wait=False, cancel_futures=True)
+        else:
+            for fut in st.running:
+                fut.cancel()
+    if st.running and status in ("interrupted", "time_limit"):
+        # jobs saw the cancellation / deadline: give them a moment to hand in their work
+        try:
+            done, _ = wait(list(st.running), timeout=grace)
+        except KeyboardInterrupt:
+            done = set()
+        for fut in done:
+            node = st.running.pop(fut)
+            if not fut.cancelled() and fut.exception() is None:
+                st.absorb(node, fut.result())
+    return _result(st, status, tol, max_nodes, time_limit)
+
+
+def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event,
+          deadline: float, workers: int, max_nodes: int | None,
+          stop_event: threading.Event | None) -> str | None:
+    """One round of the main loop: stop tests, submissions, collection. A status stops it."""
+    st.drop_pruned()
+    if not st.heap and not st.running:
+        return "optimal"  # every node closed (_result turns it into infeasible / unresolved)
+    if stop_event is not None and stop_event.is_set():
+        return "interrupted"
+    if time.time() >= deadline:
+        return "time_limit"
+    limit_hit = max_nodes is not None and st.processed >= max_nodes
+    if limit_hit and not st.running:
+        return "node_limit"
+    while st.heap and len(st.running) < workers and not limit_hit:
+        if any(o.node_id == 0 for o in st.running.values()):
+            break  # the root runs alone (it may use every core)
+        node = heapq.heappop(st.heap)
+        ctx = Context(st.inc, deadline, options, cancel, node.node_id, node.depth,
+                      is_root=node.node_id == 0)
+        st.running[pool.submit(process, node.data, ctx)] = node
+        st.processed += 1
+        limit_hit = max_nodes is not None and st.processed >= max_nodes
+        if node.node_id == 0:
+            break
+    if not st.running:
+        return None
+    timeout = min(0.25, max(0.0, deadline - time.time()))
+    done, _ = wait(list(st.running), timeout=timeout, return_when=FIRST_COMPLETED)
+    for fut in done:
+        node = st.running.pop(fut)
+        st.absorb(node, fut.result())  # a failing job is a bug: let it propagate
+    return None
+
+
+def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> TreeResult:
+    ub = st.inc.value
+    st.drop_pruned()
+    lb = st.global_bound()
+    left = len(st.heap) + len(st.running)
+    if status in ("time_limit", "interrupted", "node_limit") and not left and not st.unresolved:
+        status = "optimal"  # the last running jobs closed the tree before the stop
+    if status == "optimal":
+        if not math.isfinite(ub) and not st.unresolved:
+            status, lb = "infeasible", INF
+    gap = relative_gap(ub, lb) if math.isfinite(ub) else INF
+    if status == "optimal" and gap > tol:
+        status = "unresolved"  # only nodes that failed numerically keep the gap open
+    messages = {
+        "optimal": f"optimal within the relative gap tolerance {tol:g} (gap {gap:.3g})",
+        "infeasible": "no feasible solution exists",
+        "node_limit": (f"node limit {max_nodes} reached" if max_nodes
+                       else "stopped with unresolved nodes"),
+        "time_limit": f"time limit of {time_limit:g} s reached" if time_limit else "time limit",
+        "interrupted": "interrupted",
+        "unresolved": (f"{len(st.unresolved)} node(s) could not be resolved numerically; "
+                       f"the gap {gap:.3g} is certified"),
+    }
+    return TreeResult(status=status, solution=st.solution, objective=ub, lower_bound=lb,
+                      gap=gap, nodes=st.processed, seconds=time.time() - st.t0,
+                      root_bound=st.root_bound, root_objective=st.root_objective,
+                      open_nodes=left, log=st.log, message=messages[status])

@@ -1,0 +1,172 @@
+"""pcsos.solve options and Result, and the PCSOSClustering estimator."""
+
+from __future__ import annotations
+
+import math
+import threading
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+
+import pcsos.api as api
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.problem import pairs_satisfied, sse
+
+WEAK = {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}}
+
+
+def _blobs(seed=0, n_per=10, k=3, d=2, scale=0.5):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=6.0, size=(k, d))
+    y = np.repeat(np.arange(k), n_per)
+    return centres[y] + rng.normal(scale=scale, size=(k * n_per, d)), y
+
+
+def _uniform(n=24, seed=0):
+    return np.random.default_rng(seed).uniform(size=(n, 2))
+
+
+def test_result_fields_and_access():
+    X, _ = _blobs()
+    res = api.solve(X, 3, ml=[(0, 1)], cl=[(0, 10)], workers=1, seed=0)
+    assert res.status == "optimal" and res.success
+    assert res["objective"] == res.objective == pytest.approx(sse(X, res.labels))
+    assert res.lower_bound <= res.objective and 0 <= res.gap <= 1e-4
+    assert res.root_size == 29 and res.root_lower_bound <= res.lower_bound + 1e-9
+    assert res.nodes == len(res.log) and res.seconds > 0
+    assert res.labels[0] == 0 and set(res.labels) == {0, 1, 2}  # canonical labels
+    assert pairs_satisfied(res.labels, np.array([[0, 1]]), np.array([[0, 10]]))
+    d = res.to_dict()
+    assert "log" not in d and d["success"] is True and "log" in res.to_dict(log=True)
+    assert {"node", "node_parent", "lb", "ub", "gub", "gap", "open"} <= set(res.log[0])
+
+
+def test_unconstrained_matches_sklearn_kmeans():
+    """An independent reference: on separated blobs k-means finds the optimum."""
+    sklearn = pytest.importorskip("sklearn.cluster")
+    X, _ = _blobs(seed=3, n_per=15, k=4)
+    km = sklearn.KMeans(4, n_init=20, random_state=0).fit(X)
+    res = api.solve(X, 4, workers=1, seed=0)
+    assert res.status == "optimal"
+    assert res.objective <= km.inertia_ * (1 + 1e-9)
+    assert res.objective == pytest.approx(km.inertia_, rel=1e-4)
+
+
+@pytest.mark.parametrize("order", ["best", "depth", "breadth"])
+def test_orders_agree_with_brute_force(order):
+    X = _uniform(9, seed=4)
+    ml, cl = [(0, 1)], [(2, 3), (4, 5)]
+    opt, _ = brute_force(X, 3, ml, cl)
+    res = api.solve(X, 3, ml, cl, order=order, workers=2, seed=0, **WEAK)
+    assert res.status == "optimal" and res.objective <= opt * (1 + 1e-4)
+    assert res.lower_bound <= opt + 1e-9
+
+
+def test_process_pool_gives_the_same_answer():
+    X = _uniform(16, seed=1)
+    r1 = api.solve(X, 3, workers=2, seed=0, **WEAK)
+    with ProcessPoolExecutor(2) as ex:
+        r2 = api.solve(X, 3, workers=2, seed=0, executor=ex, **WEAK)
+    assert r1.status == r2.status == "optimal"
+    assert r2.objective == pytest.approx(r1.objective, rel=1e-4)
+
+
+def test_infeasible_is_a_status_with_an_explanation():
+    X = _uniform(8)
+    res = api.solve(X, 2, ml=[(0, 1), (1, 2)], cl=[(0, 2)])
+    assert res.status == "infeasible" and res.labels is None and not res.success
+    assert "(0, 2)" in res.message and res.infeasible_pairs
+    assert math.isinf(res.objective)
+    res = api.solve(X, 3, ml=[(0, 1), (2, 3), (4, 5), (6, 7), (1, 2), (5, 6)])
+    assert res.status == "infeasible"  # 2 super-points < k = 3
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"tol": -1}, {"tol": 2.0}, {"max_nodes": 0}, {"time_limit": 0}, {"workers": 0},
+    {"order": "random"}, {"heuristic": "no-such"}, {"feasibility_backend": "cplex"},
+    {"sdp_backend": "sdpnal"}, {"threads": 0}, {"seed": -3},
+    {"cp_settings": {"no_such_setting": 1}},
+])
+def test_bad_options_raise_input_error(kwargs):
+    with pytest.raises(InputError):
+        api.solve(_uniform(6), 2, **kwargs)
+
+
+def test_bad_data_raises_input_error():
+    X = _uniform(6)
+    X[2, 1] = np.nan
+    with pytest.raises(InputError, match="row 2"):
+        api.solve(X, 2)
+    with pytest.raises(InputError):
+        api.solve(_uniform(6), 0)
+    with pytest.raises(InputError):
+        api.solve(_uniform(6), 2, ml=[(0, 9)])
+
+
+def test_limits_and_stop_event_return_certified_gaps():
+    X = _uniform(30, seed=2)
+    res = api.solve(X, 4, tol=1e-12, max_nodes=4, workers=1, seed=0, **WEAK)
+    assert res.status == "node_limit" and res.nodes == 4
+    assert res.labels is not None and res.lower_bound <= res.objective
+    assert res.gap == pytest.approx((res.objective - res.lower_bound) / res.objective)
+    ev = threading.Event()
+    rows = []
+
+    def cb(row):
+        rows.append(row)
+        if len(rows) == 3:
+            ev.set()
+
+    res = api.solve(X, 4, tol=1e-12, workers=2, seed=0, stop_event=ev, callback=cb, **WEAK)
+    assert res.status == "interrupted" and res.labels is not None
+    assert res.lower_bound <= res.objective and len(rows) >= 3
+    res = api.solve(X, 4, tol=1e-12, time_limit=1.0, workers=2, seed=0, **WEAK)
+    assert res.status == "time_limit" and res.seconds < 4.0
+    assert res.labels is not None and res.lower_bound <= res.objective
+
+
+def test_verbose_prints_progress(capsys):
+    X, _ = _blobs()
+    api.solve(X, 3, verbose=True, workers=1)
+    err = capsys.readouterr().err
+    assert "Incumbent" in err and "optimal" in err
+
+
+# ------------------------------------------------------------------ estimator
+def test_estimator_fit_sets_attributes_and_returns_self():
+    X, y = _blobs(seed=1)
+    est = api.PCSOSClustering(3, random_state=0, workers=1)
+    assert est.fit(X, ml=[(0, 1)], cl=[(0, 10)]) is est
+    assert est.labels_.shape == (30,) and est.status_ == "optimal"
+    assert est.inertia_ == pytest.approx(sse(X, est.labels_))
+    assert est.lower_bound_ <= est.inertia_ and est.gap_ <= 1e-4 and est.n_nodes_ >= 1
+    assert est.cluster_centers_.shape == (3, 2) and est.n_features_in_ == 2
+    for h in range(3):
+        np.testing.assert_allclose(est.cluster_centers_[h], X[est.labels_ == h].mean(axis=0))
+    # predict: nearest centre; on the training blobs it reproduces the labels
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+    np.testing.assert_array_equal(est.fit_predict(X), est.labels_)
+
+
+def test_estimator_params_and_errors():
+    est = api.PCSOSClustering(2, tol=1e-3)
+    assert est.get_params()["tol"] == 1e-3 and "tol=0.001" in repr(est)
+    assert est.set_params(n_clusters=3) is est and est.n_clusters == 3
+    with pytest.raises(ValueError):
+        est.set_params(bogus=1)
+    with pytest.raises(InputError):
+        est.predict(_uniform(3))  # not fitted
+    with pytest.raises(InfeasibleError):
+        api.PCSOSClustering(2).fit(_uniform(6), ml=[(0, 1), (1, 2)], cl=[(0, 2)])
+    est = api.PCSOSClustering(2, workers=1).fit(_blobs(k=2)[0])
+    with pytest.raises(InputError):
+        est.predict(np.zeros((2, 5)))
+
+
+def test_estimator_clones_with_sklearn():
+    base = pytest.importorskip("sklearn.base")
+    est = api.PCSOSClustering(4, tol=1e-3, random_state=7)
+    clone = base.clone(est)
+    assert clone.get_params() == est.get_params() and clone is not est

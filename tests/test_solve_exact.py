@@ -1,0 +1,85 @@
+"""Acceptance 1: pcsos.solve against brute-force enumeration on 210 random tiny instances.
+
+n <= 10, k = 2..4, random ML/CL pairs (some instances infeasible). Three option sets, so
+that the tree itself is exercised and not only a tight root bound:
+
+* ``default``: the solver's defaults (cuts, IPC-k-means);
+* ``weak``: no cuts and a loose SDP tolerance, so that nodes branch (up to ~20 nodes);
+* ``no_heuristic``: no cuts and a heuristic that never finds anything, so that upper bounds
+  come only from the feasibility witness, from clustering matrices extracted from Z, from
+  leaves (s = k) and from the parents' clusterings passed down.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+from conftest import random_instance
+
+import pcsos.api as api
+from pcsos.heuristics import HeuristicResult, register_heuristic
+from pcsos.problem import pairs_satisfied, sse
+
+TOL = 1e-4
+
+
+def _nothing(problem, Z, rng, deadline, **options):
+    return HeuristicResult(status="no_solution")
+
+
+try:
+    register_heuristic("test-nothing", _nothing)
+except Exception:  # already registered by an earlier import of this module
+    pass
+
+OPTIONS = {
+    "default": {},
+    "weak": {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}},
+    "no_heuristic": {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3},
+                     "heuristic": "test-nothing"},
+}
+CASES = ([("default", s) for s in range(70)] + [("weak", s) for s in range(70)]
+         + [("no_heuristic", s) for s in range(70)])
+
+
+def _instance(seed: int):
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(4, 11))
+    k = min(int(rng.integers(2, 5)), n)
+    X, ml, cl = random_instance(rng, n, d=int(rng.integers(1, 4)),
+                                n_ml=int(rng.integers(0, 4)), n_cl=int(rng.integers(0, 7)))
+    return X, k, ml, cl
+
+
+@pytest.mark.parametrize("mode,seed", CASES)
+def test_solve_matches_brute_force(mode, seed):
+    X, k, ml, cl = _instance(seed)
+    opt, _ = brute_force(X, k, ml, cl)
+    res = api.solve(X, k, ml, cl, workers=1, seed=0, **OPTIONS[mode])
+    if math.isinf(opt):
+        assert res.status == "infeasible", res
+        assert res.labels is None and res.message
+        return
+    assert res.status == "optimal", res
+    labels = res.labels
+    assert len(np.unique(labels)) == k and labels.min() == 0 and labels.max() == k - 1
+    assert pairs_satisfied(labels, np.array(ml).reshape(-1, 2), np.array(cl).reshape(-1, 2))
+    assert res.objective == pytest.approx(sse(X, labels), rel=1e-12, abs=1e-12)
+    # within the tolerance of the optimum, and the certified bound never above it
+    assert res.objective <= opt + TOL * abs(opt) + 1e-9
+    assert res.lower_bound <= opt + 1e-9 * max(1.0, abs(opt))
+    assert res.gap <= TOL
+    assert res.nodes == len(res.log) >= 1
+
+
+def test_some_cases_branch_and_some_are_infeasible():
+    """Guard against a test set that never exercises the tree or the infeasible path."""
+    n_inf = sum(math.isinf(brute_force(*_instance(s)[:2], *_instance(s)[2:])[0])
+                for s in range(40))
+    assert n_inf >= 5
+    nodes = [api.solve(*_instance(s)[:2], *_instance(s)[2:], workers=1, seed=0,
+                       **OPTIONS["weak"]).nodes for s in range(12)]
+    assert sum(n > 1 for n in nodes) >= 2, nodes

@@ -1,0 +1,83 @@
+"""The clustering node (pcsos.node) on hand-made problems."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pcsos.node import NodeData, NodeOptions, clustering_from_Z, process_node
+from pcsos.problem import Problem, make_instance, sse
+from pcsos.tree import Context
+
+
+def _problem(X, k, ml=(), cl=()):
+    return Problem.from_instance(make_instance(X, k, ml, cl))
+
+
+def _ctx(options=None, incumbent=math.inf, node_id=0):
+    return Context(incumbent, math.inf, options or NodeOptions(seed=0), node_id=node_id,
+                   is_root=node_id == 0)
+
+
+def _clustering_matrix(labels, e):
+    labels = np.asarray(labels)
+    sizes = np.bincount(labels, weights=e)
+    same = labels[:, None] == labels[None, :]
+    return np.where(same, 1.0 / sizes[labels][:, None], 0.0)
+
+
+def test_clustering_from_Z_reads_a_clustering_matrix():
+    X = np.arange(12, dtype=float)[:, None]
+    p = _problem(X, 3, ml=[(0, 1)], cl=[(2, 3)])
+    labels = np.array([0, 0, 1, 0, 1, 1, 2, 2, 2, 2, 1])  # s = 11 super-points
+    Z = _clustering_matrix(labels, p.e)
+    got = clustering_from_Z(Z + 1e-7, p)
+    assert got is not None
+    np.testing.assert_array_equal(got[:, None] == got[None, :],
+                                  labels[:, None] == labels[None, :])
+    assert clustering_from_Z(_clustering_matrix(np.r_[labels[:-1], 3], p.e), p) is None  # k=4
+    bad = labels.copy()
+    a, b = p.cl[0]
+    bad[b] = bad[a]  # puts the cannot-link pair's super-points together
+    assert clustering_from_Z(_clustering_matrix(bad, p.e), p) is None
+
+
+def test_leaf_with_s_equal_k_is_evaluated_directly():
+    X = np.array([[0.0], [0.1], [5.0], [5.2], [9.0]])
+    p = _problem(X, 3, ml=[(0, 1), (2, 3)])
+    assert p.s == 3
+    out = process_node(NodeData(p, known_feasible=True), _ctx(node_id=5))
+    assert out.bound == out.objective == pytest.approx(sse(X, out.solution))
+    assert not out.children
+
+
+def test_infeasible_node_has_infinite_bound():
+    X = np.arange(6, dtype=float)[:, None]
+    p = _problem(X, 3, cl=[(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)])  # K4, k = 3
+    out = process_node(NodeData(p, kind="cl"), _ctx(node_id=3))
+    assert out.bound == math.inf and out.solution is None and out.row["flag"] == 2
+
+
+def test_root_branches_with_valid_children():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(14, 2))
+    p = _problem(X, 3)
+    opts = NodeOptions(seed=0, cp_settings=None, sdp_options={"tol": 1e-3})
+    from pcsos.cuts.loop import CuttingPlaneSettings
+
+    opts.cp_settings = CuttingPlaneSettings(families="none")
+    out = process_node(NodeData(p), _ctx(opts))
+    assert out.solution is not None and out.objective == pytest.approx(sse(X, out.solution))
+    assert out.bound <= out.objective
+    assert len(out.children) == 2
+    (ml, b1), (cl, b2) = out.children
+    assert b1 == b2 == out.bound
+    assert ml.kind == "ml" and ml.problem.s == p.s - 1
+    assert cl.kind == "cl" and len(cl.problem.cl) == len(p.cl) + 1
+    a, b = ml.pair
+    lab = out.solution
+    # exactly one child is proven feasible by the node's clustering, the one it satisfies
+    assert ml.known_feasible == (lab[a] == lab[b]) and cl.known_feasible == (lab[a] != lab[b])
+    assert (ml.hint is not None) == ml.known_feasible
