@@ -28,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+from paper_figures import paper_table
 from threadpoolctl import threadpool_limits
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -143,22 +144,9 @@ def bench_kernels(args) -> dict:
 
 # ---------------------------------------------------------------------- root loop
 def paper_root_gaps() -> dict:
-    """(table, dataset, count) -> root gap in %, from ../shared/docs/benchmarks.md."""
-    path = SHARED / "docs" / "benchmarks.md"
-    if not path.exists():
-        return {}
-    table, out = None, {}
-    for line in path.read_text().splitlines():
-        if line.startswith("ML only"):
-            table = "ml"
-        elif line.startswith("CL only"):
-            table = "cl"
-        elif line.startswith("ML and CL"):
-            table = "mlcl"
-        m = re.match(r"\|\s*(\w+)\s*\|\s*(\d+)\s*\|\s*[\d.]+\s*\|\s*([\d.]+)%", line)
-        if table and m:
-            out[(table, m.group(1), int(m.group(2)))] = float(m.group(3))
-    return out
+    """(table, dataset, count) -> root gap in %, from the paper's Tables 2-4."""
+    return {(table.lower(), ds, total): round(100 * row["root_gap"], 6)
+            for (ds, table, total), row in paper_table().items()}
 
 
 def _mix(fname: str) -> tuple[str, int, int]:

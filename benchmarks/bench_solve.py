@@ -31,10 +31,11 @@ import statistics
 import sys
 import time
 
+from paper_figures import paper_table
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 INSTANCES = SHARED / "instances"
-PAPER = SHARED / "docs" / "benchmarks.md"
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "bench_solve.jsonl"
 HEUR = ROOT / "benchmarks" / "results" / "bench_heuristics.json"
 DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
@@ -116,36 +117,6 @@ def _clean(obj):
 
 
 # ---------------------------------------------------------------------- paper figures
-def paper_table() -> dict[tuple[str, str, int], dict]:
-    """{(dataset, 'ML'|'CL'|'MLCL', total): {size, root_gap, nodes, time, success}}."""
-    out: dict = {}
-    if not PAPER.exists():
-        return out
-    table = None
-    for line in PAPER.read_text().splitlines():
-        if line.startswith("ML only"):
-            table = "ML"
-        elif line.startswith("CL only"):
-            table = "CL"
-        elif line.startswith("ML and CL"):
-            table = "MLCL"
-        elif line.startswith("#"):
-            table = None
-        if table is None or not line.startswith("|"):
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) < 7 or not cells[1].isdigit():
-            continue
-        try:
-            out[(cells[0], table, int(cells[1]))] = {
-                "size": float(cells[2]), "root_gap": float(cells[3].rstrip("%")) / 100,
-                "nodes": float(cells[4]), "time": float(cells[5]),
-                "success": cells[6]}
-        except ValueError:
-            continue
-    return out
-
-
 def heuristic_ubs() -> dict[str, float]:
     """Best feasible value per instance found by the heuristics benchmark (if present)."""
     if not HEUR.exists():
