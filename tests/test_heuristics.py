@@ -298,3 +298,23 @@ def test_entry_point_plugin_is_discovered(tmp_path, monkeypatch):
     res = run_heuristic("toy-first-fit", p, seed=0)
     assert res.status == "found" and res.stats["plugin"] == "toy"
     assert res.labels[0] != res.labels[1]
+
+
+def test_ipc_kmeans_kcenter_start_is_valid_and_never_worse_than_alone():
+    """The k-center start is one extra start: the result obeys every pair, and adding it to
+    the same k-means++ starts can only keep or lower the SSE."""
+    import numpy as np
+
+    from pcsos.heuristics import run_heuristic
+    from pcsos.problem import Problem, make_instance, pairs_satisfied
+
+    rng = np.random.default_rng(3)
+    X = np.r_[rng.normal(0, 1, (15, 2)), rng.normal(4, 1, (15, 2)), rng.normal((0, 5), 1, (15, 2))]
+    ml, cl = [(0, 1), (20, 21)], [(0, 20), (1, 40), (30, 44)]
+    prob = Problem.from_instance(make_instance(X, 3, ml, cl))
+    plain = run_heuristic("ipc-kmeans", prob, seed=0, n_init=3)
+    both = run_heuristic("ipc-kmeans", prob, seed=0, n_init=3, kcenter_start=True)
+    assert both.status == "found"
+    assert pairs_satisfied(both.labels, prob.instance.ml, prob.instance.cl)
+    assert len(set(both.labels.tolist())) == 3
+    assert both.objective <= plain.objective + 1e-9 * plain.objective

@@ -58,7 +58,8 @@ def sdp_centres(problem, Z: np.ndarray, rng: np.random.Generator, *, n_init: int
 def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
                init: str = "auto", n_init: int = 10, sdp_n_init: int = 50,
                max_iter: int = 100, tol: float = 1e-6, backend: str = "highs",
-               centres=None, init_labels=None, **_ignored) -> HeuristicResult:
+               centres=None, init_labels=None, kcenter_start: bool = False,
+               **_ignored) -> HeuristicResult:
     """IPC-k-means on a node's super-point problem (see module doc).
 
     Options: ``init`` = ``'auto'`` (SDP when Z is given, else k-means++), ``'sdp'`` or
@@ -66,7 +67,9 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     which makes one start); ``sdp_n_init`` k-means restarts on the centroid estimates;
     ``max_iter`` assignments per start; ``tol`` the relative |dSSE| stop;
     ``backend`` the assignment MILP backend; ``centres`` (k x d, original coordinates) or
-    ``init_labels`` (original-point labels, e.g. an incumbent) as one extra start, run first.
+    ``init_labels`` (original-point labels, e.g. an incumbent) as one extra start, run first;
+    ``kcenter_start`` adds one start from the cluster means of the constrained k-center
+    2-approximation (:func:`pcsos.kcenter.kcenter_centres`), which respects the node's pairs.
     """
     if _ignored:
         raise InputError(f"unknown ipc-kmeans option(s): {', '.join(sorted(_ignored))}")
@@ -97,6 +100,14 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         Xc = problem.instance.X - mean
         ones = np.ones(problem.n)
         starts.append(lambda: centres_of(lab, Xc, ones, k))
+    if kcenter_start:
+        from pcsos.kcenter import kcenter_centres  # the k-center mode is optional here
+
+        rem = deadline.remaining()
+        # a spawned stream leaves rng's own draws (the k-means++ starts) unchanged
+        kc_seed = int(rng.spawn(1)[0].integers(2**31))
+        starts.append(lambda: kcenter_centres(problem, seed=kc_seed,
+                                              time_limit=10.0 if rem is None else max(1.0, rem)))
     use_sdp = Z is not None and init in ("auto", "sdp")
     if use_sdp:
         starts.append(lambda: sdp_centres(problem, Z, rng, n_init=sdp_n_init,
