@@ -205,6 +205,8 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
             consider(h0.labels)
     sdp_options = dict(options.sdp_options)
     sdp_options.setdefault("backend", options.sdp_backend)
+    # lets Ctrl-C / a time limit end a long SDP solve within one iteration
+    sdp_options["should_stop"] = ctx.cancelled
     br = cutting_plane_loop(
         problem, cuts=data.cuts, warm_start=data.warm_start,
         upper_bound=min(ub_known, best_val), settings=options.cp_settings,

@@ -413,3 +413,15 @@ def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch):
     ent = solve_sdp(mc, tol=1e-8)
     assert ent.status == lu.status == "solved"
     assert ent.sdp_value == pytest.approx(lu.sdp_value, rel=1e-6)
+
+
+def test_should_stop_ends_the_solve_with_a_valid_bound():
+    """The cancel hook stops the ADMM at the next iteration; the bound stays valid."""
+    rng = np.random.default_rng(7)
+    X, ml, cl, prob = _problem(rng, 9, 3, n_cl=3)
+    model = SDPModel.from_problem(prob)
+    calls = []
+    res = solve_sdp(model, tol=1e-12, should_stop=lambda: calls.append(1) or len(calls) >= 3)
+    assert res.status == "time_limit" and res.iterations == 3
+    opt, _ = brute_force(X, 3, ml, cl)
+    assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)

@@ -369,6 +369,7 @@ class _Anderson:
 
 def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = None,
                time_limit: float | None = None, warm_start: WarmStart | None = None,
+               should_stop=None,
                eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,
                check_every: int = 10, sigma0: float | None = None,
                anderson: int | None = None, sigma_ratio: float | None = None) -> SDPResult:
@@ -378,7 +379,8 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
     residual and the relative primal-dual gap are all below ``tol`` and the safe bound is
     within ``gap_tol`` (default ``tol``) of the primal objective relative to
     max(1, |objective|); else with 'max_iter' (``max_iter``, default 20 000) or
-    'time_limit' (``time_limit`` seconds of wall clock). ``anderson``: memory of the
+    'time_limit' (``time_limit`` seconds of wall clock, or ``should_stop()`` returned True:
+    a cancel hook polled once per iteration). ``anderson``: memory of the
     safeguarded Anderson acceleration of the iteration (default ``ANDERSON_MEM``, half of it
     when s > ``ANDERSON_LARGE_S``; 0 = plain sGS-ADMM). ``sigma_ratio``: sigma is rebalanced
     when the mean ratio of the primal to the dual residual leaves [1/r, r] (default
@@ -537,6 +539,9 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
             next_check = it + check_every
         if time_limit is not None and time.perf_counter() - t_start > time_limit:
             status, message = "time_limit", f"time limit {time_limit} s reached"
+            break
+        if should_stop is not None and should_stop():
+            status, message = "time_limit", "stopped on request (should_stop)"
             break
         # ---- sigma adaptation (balance residuals, ADMM convention: dual residual of the
         # dual problem = our primal infeasibility)
