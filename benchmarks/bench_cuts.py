@@ -256,7 +256,7 @@ def bench_root(args) -> list:
 
 
 def report() -> str:
-    """Markdown tables of the stored results (what docs/bench_cuts.md quotes)."""
+    """Markdown tables of the stored results (what docs/benchmarks.md (Cutting planes) quotes)."""
     data = json.loads(RESULTS.read_text())
     lines = []
     kern = data.get("kernels")

@@ -7,7 +7,7 @@ IPC-k-means (k-means++, 100 starts), BLPKM-CC (100 random starts) and COP-k-mean
 
 Writes benchmarks/results/bench_heuristics.json (rewritten after every instance, so a
 partial run keeps its results) and prints a summary; ``--markdown`` prints the tables of
-docs/bench_heuristics.md from an existing JSON file.
+docs/benchmarks.md (Upper-bound heuristics) from an existing JSON file.
 
     python benchmarks/bench_heuristics.py                 # the full run
     python benchmarks/bench_heuristics.py --quick         # iris + wine only, fewer starts
@@ -153,7 +153,7 @@ def save(out, path):
 
 
 def markdown(path):
-    """The tables of docs/bench_heuristics.md from the JSON results."""
+    """The tables of docs/benchmarks.md (Upper-bound heuristics) from the JSON results."""
     out = json.loads(pathlib.Path(path).read_text())
     labels = [m["label"] for m in out["methods"]]
     short = {lab: lab.split(" ")[0] for lab in labels}

@@ -35,7 +35,8 @@ def branching_score(Z, method: str = "gram") -> tuple[int, int, float]:
     """The branching pair argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2) and its score.
 
     ``method="gram"`` forms G = Z Z^T with one BLAS product and scans it in compiled code
-    (O(s^2) after the product; the faster choice for s >= ~200, see docs/bench_cuts.md);
+    (O(s^2) after the product; the faster choice for s >= ~200, see the cutting-plane
+    section of docs/benchmarks.md);
     ``"direct"`` sums each distance in compiled code, skipping pairs whose Z_ij cannot win.
     Returns ``(i, j, score)`` with i < j, or ``(-1, -1, -inf)`` when s < 2. Ties go to the
     first pair in row-major order. Z is symmetrised first when it is not symmetric.

@@ -57,9 +57,9 @@ DIRECT_MAX_CUTS = 2000  # above: CG on the u Schur complement (sparse LU fill ex
 ENTRY_DENSE_MAX = 2500  # up to this many touched entries (and fewer than cuts): Woodbury
 CG_RTOL = 1e-10
 CG_MAXITER = 1000
-# Anderson acceleration (measured on 3 shared instances, docs/bench_bounds.md: memory 10 and
-# a safeguard factor 2 took 1.9-4.7x fewer iterations than the plain sGS-ADMM; factor 1
-# rejected one step in 8 on k = 2 instances)
+# Anderson acceleration (measured on 3 shared instances, SDP section of docs/benchmarks.md:
+# memory 10 and a safeguard factor 2 took 1.9-4.7x fewer iterations than the plain
+# sGS-ADMM; factor 1 rejected one step in 8 on k = 2 instances)
 ANDERSON_MEM = 10
 # the acceleration is memory-bound (two columns of 2 s^2 doubles per step): above this s its
 # memory is halved (at s = 425, memory 10 cost 7 ms of a 17-23 ms iteration, memory 5 about
