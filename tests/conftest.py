@@ -30,3 +30,18 @@ def random_instance(rng: np.random.Generator, n: int, d: int = 2, n_ml: int = 0,
             out.append((int(i), int(j)))
         return out
     return X, pairs(n_ml), pairs(n_cl)
+
+
+def planted_pairs(rng: np.random.Generator, truth: np.ndarray, n_ml: int, n_cl: int):
+    """Random ML / CL pairs that agree with the labelling ``truth`` (so always feasible)."""
+    n = len(truth)
+    ml, cl = [], []
+    while len(ml) < n_ml:
+        i, j = rng.choice(n, 2, replace=False)
+        if truth[i] == truth[j]:
+            ml.append((int(i), int(j)))
+    while len(cl) < n_cl:
+        i, j = rng.choice(n, 2, replace=False)
+        if truth[i] != truth[j]:
+            cl.append((int(i), int(j)))
+    return ml, cl

@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 import pytest
 from bruteforce import feasible_partitions
+from conftest import planted_pairs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,15 +94,7 @@ def _problem(rng, n, k, n_ml, n_cl):
     """A random feasible instance: pairs drawn from a hidden labelling."""
     X = rng.normal(size=(n, 2))
     hidden = rng.permutation(np.r_[np.arange(k), rng.integers(0, k, n - k)])
-    ml, cl = [], []
-    while len(ml) < n_ml:
-        i, j = rng.choice(n, 2, replace=False)
-        if hidden[i] == hidden[j]:
-            ml.append((int(i), int(j)))
-    while len(cl) < n_cl:
-        i, j = rng.choice(n, 2, replace=False)
-        if hidden[i] != hidden[j]:
-            cl.append((int(i), int(j)))
+    ml, cl = planted_pairs(rng, hidden, n_ml, n_cl)
     return Problem.from_instance(make_instance(X, k, ml, cl)), hidden
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import random_instance
+from conftest import planted_pairs, random_instance
 
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.heuristics import (
@@ -46,15 +46,7 @@ def planted_instance(rng, n, k, n_ml, n_cl, d=2):
     truth = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
     rng.shuffle(truth)
     X = rng.normal(size=(n, d)) + truth[:, None] * 1.5
-    ml, cl = [], []
-    while len(ml) < n_ml:
-        i, j = rng.choice(n, 2, replace=False)
-        if truth[i] == truth[j]:
-            ml.append((int(i), int(j)))
-    while len(cl) < n_cl:
-        i, j = rng.choice(n, 2, replace=False)
-        if truth[i] != truth[j]:
-            cl.append((int(i), int(j)))
+    ml, cl = planted_pairs(rng, truth, n_ml, n_cl)
     return X, ml, cl
 
 
