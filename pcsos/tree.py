@@ -428,12 +428,15 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
           stop_event: threading.Event | None) -> str | None:
     """One round of the main loop: stop tests, submissions, collection. A status stops it."""
     st.drop_pruned()
-    if not st.heap and not st.running:
-        return "optimal"  # every node closed (_result turns it into infeasible / unresolved)
+    # the stop tests come first: a job that saw the deadline hands in an unfinished node,
+    # and an empty queue after it means "stopped", not "closed" (_result still calls a tree
+    # that closed completely before the stop optimal)
     if stop_event is not None and stop_event.is_set():
         return "interrupted"
     if time.time() >= deadline:
         return "time_limit"
+    if not st.heap and not st.running:
+        return "optimal"  # every node closed (_result turns it into infeasible / unresolved)
     limit_hit = max_nodes is not None and st.processed >= max_nodes
     if limit_hit and not st.running:
         return "node_limit"

@@ -203,3 +203,18 @@ def _late_leaf(data, ctx: Context) -> NodeOutcome:
 def test_a_tree_closed_at_the_deadline_is_optimal():
     res = branch_and_bound(_late_leaf, None, time_limit=0.3)
     assert res.status == "optimal" and res.solution == "leaf" and res.gap == 0.0
+
+
+
+def test_a_node_stopped_early_leaves_the_stop_status():
+    # the job sees the stop and hands in an unfinished node before the manager looks: the
+    # queue is then empty, yet the tree is not closed
+    stop = threading.Event()
+
+    def stopped_leaf(data, ctx: Context) -> NodeOutcome:
+        stop.set()
+        return NodeOutcome(bound=0.5, objective=1.0, solution="leaf")
+
+    res = branch_and_bound(stopped_leaf, None, stop_event=stop)
+    assert res.status == "interrupted" and res.solution == "leaf"
+    assert res.lower_bound == 0.5 and res.gap == pytest.approx(0.5)
