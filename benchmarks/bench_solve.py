@@ -51,8 +51,11 @@ def mix_of(ml: int, cl: int) -> tuple[str, int]:
     return "MLCL", ml + cl
 
 
-def instances(datasets, seeds, mixes=None):
-    """(dataset, path, ml, cl, seed) for every constraint file chosen, in a stable order."""
+def instances(datasets, seeds, mixes=None, names=None):
+    """(dataset, path, ml, cl, seed) for every constraint file chosen, in a stable order.
+
+    ``names``: only these instances ('dataset/ml_0_cl_50_0'), in addition to the filters.
+    """
     out = []
     for ds in datasets:
         folder = INSTANCES / ds / "constraints"
@@ -67,6 +70,8 @@ def instances(datasets, seeds, mixes=None):
             if seed not in seeds:
                 continue
             if mixes and mix_of(ml, cl)[0] not in mixes:
+                continue
+            if names and f"{ds}/{path.stem}" not in names:
                 continue
             out.append((ds, path, ml, cl, seed))
     order = {ds: i for i, ds in enumerate(datasets)}  # datasets in the order given
@@ -217,6 +222,9 @@ def main(argv=None) -> int:
                     help="comma list (default: iris,wine,seeds,connectionist)")
     ap.add_argument("--seeds", default="0", help="constraint draws, comma list (default: 0)")
     ap.add_argument("--mixes", default=None, help="ML, CL and/or MLCL (default: all)")
+    ap.add_argument("--instances", default=None,
+                    help="comma list of 'dataset/ml_A_cl_B_S' names (default: every one chosen "
+                         "by --datasets, --seeds and --mixes)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="per instance (s)")
     ap.add_argument("--max-nodes", type=int, default=200, help="paper: 200 (0 = none)")
     ap.add_argument("--tol", type=float, default=1e-4)
@@ -233,7 +241,10 @@ def main(argv=None) -> int:
     args.max_nodes = args.max_nodes or None
     seeds = {int(s) for s in args.seeds.split(",")}
     mixes = set(args.mixes.split(",")) if args.mixes else None
-    chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes)
+    names = set(args.instances.split(",")) if args.instances else None
+    if names:  # the datasets of the named instances, in the order named
+        args.datasets = ",".join(dict.fromkeys(n.split("/")[0] for n in args.instances.split(",")))
+    chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names)
     done = load_done(args.out)
     if not args.summary_only:
         args.out.parent.mkdir(parents=True, exist_ok=True)

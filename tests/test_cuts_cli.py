@@ -43,3 +43,25 @@ def test_bound_cli_cuts(tiny_files, tmp_path, capsys, mode):
 def test_bound_cli_rejects_bad_cut_settings(tiny_files):
     data, cons = tiny_files
     assert main(["bound", str(data), "-k", "3", "--cuts", "all", "--cut-fraction", "2"]) == 2
+
+
+@pytest.mark.parametrize("command", ["bound", "solve"])
+@pytest.mark.parametrize("option, value, name", [("--cut-fraction", "2", "fraction"),
+                                                 ("--eps-active", "-1", "eps_active"),
+                                                 ("--cut-violation", "nan", "eps_violation"),
+                                                 ("--max-rounds", "0", "max_rounds")])
+def test_cli_rejects_bad_cut_settings(tiny_files, capsys, command, option, value, name):
+    data, cons = tiny_files
+    assert main([command, str(data), "-k", "3", "--cuts", "all", option, value]) == 2
+    assert name in capsys.readouterr().err
+
+
+def test_solve_cli_passes_cut_settings_to_the_loop(tiny_files, tmp_path):
+    data, cons = tiny_files
+    out = tmp_path / "r.json"
+    assert main(["solve", str(data), "-c", str(cons), "-k", "3", "-q", "--json", str(out),
+                 "--eps-active", "1e-3", "--max-rounds-child", "7", "--max-cuts", "500",
+                 "--cut-violation", "2e-4", "--loose-tol", "0"]) == 0
+    cp = json.loads(out.read_text())["cp_settings"]
+    assert cp["eps_active"] == 1e-3 and cp["max_rounds_child"] == 7
+    assert cp["max_cuts"] == 500 and cp["eps_violation"] == 2e-4 and cp["loose_tol"] is None

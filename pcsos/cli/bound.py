@@ -15,7 +15,13 @@ import time
 
 from pcsos.bounds import BACKENDS, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.eig import eig_methods
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import (
+    add_cut_arguments,
+    add_instance_arguments,
+    cut_settings,
+    load_instance,
+    write_json,
+)
 from pcsos.problem import Problem
 
 CUT_MODES = ("all", "pair", "triangle", "clique", "none")
@@ -27,22 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cuts", choices=CUT_MODES, default="none",
                         help="cutting planes at the root: all, one family, or none (default: "
                              "none, the plain SDP)")
-    cp = parser.add_argument_group("cutting-plane loop (with --cuts other than none)")
-    cp.add_argument("--max-rounds", type=int, default=80, metavar="N",
-                    help="SDP solves at most (default 80, as pc-sos-sdp's root)")
-    cp.add_argument("--cp-tol", type=float, default=1e-6,
-                    help="stop when the bound improves by less than this, relatively "
-                         "(default 1e-6)")
-    cp.add_argument("--loose-tol", type=float, default=1e-3, metavar="T",
-                    help="solve the intermediate rounds to this KKT tolerance, the last "
-                         "ones to --tol (default 1e-3; 0 = every round to --tol)")
-    cp.add_argument("--cut-violation", type=float, default=1e-4, metavar="EPS",
-                    help="separate cuts violated by more than this (default 1e-4)")
-    cp.add_argument("--cut-fraction", type=float, default=0.05, metavar="F",
-                    help="share of the collected pair/triangle cuts added per round, most "
-                         "violated first (default 0.05)")
-    cp.add_argument("--max-collected", type=int, default=100_000, metavar="N",
-                    help="violated cuts collected per family and round (default 100000)")
+    add_cut_arguments(parser, children=False)
+    cp = parser.add_argument_group("root options (with --cuts other than none)")
     cp.add_argument("--upper-bound", type=float, default=float("inf"), metavar="SSE",
                     help="a known SSE: stop once (UB - LB)/UB <= --prune-tol")
     cp.add_argument("--prune-tol", type=float, default=1e-4,
@@ -81,18 +73,9 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
     from dataclasses import replace
 
-    from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
-    from pcsos.errors import InputError
+    from pcsos.cuts.loop import cutting_plane_loop
 
-    try:
-        settings = CuttingPlaneSettings(
-            families=args.cuts, eps_violation=args.cut_violation,
-            max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
-            fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
-            max_rounds_root=args.max_rounds, cp_tol=args.cp_tol, prune_tol=args.prune_tol,
-            loose_tol=args.loose_tol or None)
-    except ValueError as exc:
-        raise InputError(str(exc), source="cutting-plane settings") from None
+    settings = cut_settings(args, args.cuts, args.prune_tol)
     sdp_options = {"backend": args.backend, "tol": args.tol, "max_iter": args.max_iter,
                    "threads": args.threads, "eig": args.eig, "verbose": args.verbose}
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,

@@ -17,7 +17,8 @@ from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data
 from pcsos.problem import Instance, make_instance
 
-__all__ = ["add_instance_arguments", "load_instance", "write_json", "jsonable"]
+__all__ = ["add_cut_arguments", "add_instance_arguments", "cut_settings", "load_instance",
+           "write_json", "jsonable"]
 
 
 def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +32,61 @@ def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", "--k", metavar="K", type=int, default=None,
                         help="number of clusters; default: the k of an 'n d k' header or "
                              "max + 1 of a CSV class column")
+
+
+def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> None:
+    """Add the cutting-plane loop's settings (``children``: also the per-node round limit).
+
+    The defaults are read from :class:`~pcsos.cuts.loop.CuttingPlaneSettings`, so the CLI
+    and the API cannot disagree.
+    """
+    from pcsos.cuts.loop import CuttingPlaneSettings
+
+    d = CuttingPlaneSettings()
+    g = parser.add_argument_group("cutting-plane loop")
+    g.add_argument("--max-rounds", type=int, default=d.max_rounds_root, metavar="N",
+                   help=f"SDP solves at the root at most (default {d.max_rounds_root})")
+    if children:
+        g.add_argument("--max-rounds-child", type=int, default=d.max_rounds_child,
+                       metavar="N",
+                       help=f"SDP solves at other nodes at most (default {d.max_rounds_child})")
+    g.add_argument("--cp-tol", type=float, default=d.cp_tol,
+                   help=f"stop when the bound improves by less than this, relatively "
+                        f"(default {d.cp_tol:g})")
+    g.add_argument("--loose-tol", type=float, default=d.loose_tol, metavar="T",
+                   help=f"solve the intermediate rounds to this KKT tolerance, the last ones "
+                        f"to the SDP tolerance (default {d.loose_tol:g}; 0 = every round tight)")
+    g.add_argument("--cut-violation", type=float, default=d.eps_violation, metavar="EPS",
+                   help=f"separate cuts violated by more than this (default {d.eps_violation:g})")
+    g.add_argument("--eps-active", type=float, default=d.eps_active, metavar="EPS",
+                   help=f"keep a cut while its slack is at most this (default {d.eps_active:g})")
+    g.add_argument("--cut-fraction", type=float, default=d.fraction["triangle"], metavar="F",
+                   help=f"share of the collected pair/triangle cuts added per round, most "
+                        f"violated first (default {d.fraction['triangle']:g})")
+    g.add_argument("--max-collected", type=int, default=d.max_collected["triangle"],
+                   metavar="N", help=f"violated cuts collected per family and round "
+                                     f"(default {d.max_collected['triangle']})")
+    g.add_argument("--max-cuts", type=int, default=d.max_cuts, metavar="N",
+                   help=f"cuts in the model at most (default {d.max_cuts})")
+
+
+def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
+    """The :class:`~pcsos.cuts.loop.CuttingPlaneSettings` of ``add_cut_arguments``' options
+    (an :class:`InputError` naming the settings when they are invalid)."""
+    from pcsos.cuts.loop import CuttingPlaneSettings
+
+    kw = {}
+    if hasattr(args, "max_rounds_child"):
+        kw["max_rounds_child"] = args.max_rounds_child
+    try:
+        return CuttingPlaneSettings(
+            families=families, eps_violation=args.cut_violation, eps_active=args.eps_active,
+            max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
+            fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
+            max_cuts=args.max_cuts, max_rounds_root=args.max_rounds, cp_tol=args.cp_tol,
+            prune_tol=prune_tol, loose_tol=args.loose_tol or None, **kw)
+    except (ValueError, TypeError) as exc:
+        raise InputError(str(exc), source="cutting-plane settings") from None
 
 
 def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:

@@ -20,7 +20,13 @@ import signal
 import sys
 import threading
 
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import (
+    add_cut_arguments,
+    add_instance_arguments,
+    cut_settings,
+    load_instance,
+    write_json,
+)
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.log import GapLog, JsonlLog
 
@@ -68,6 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"), default="highs",
                      help="ILP backend of the node feasibility checks (default: highs)")
     alg.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    add_cut_arguments(parser, children=True)
 
 
 def _settings(args, cp, workers: int) -> dict:
@@ -135,17 +142,13 @@ class _Interrupt:
 def run(args: argparse.Namespace) -> int:
     """Solve, write the requested files, print the summary; see the module doc for codes."""
     from pcsos.api import ProgressPrinter, solve_instance
-    from pcsos.cuts.loop import CuttingPlaneSettings
     from pcsos.io import write_labels, write_result_matrix
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")
     inst, info = load_instance(args)
     workers = args.workers or (os.cpu_count() or 1)
-    try:
-        cp = CuttingPlaneSettings(families=args.cuts, prune_tol=args.tol)
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"invalid --cuts {args.cuts!r}: {exc}", source="--cuts") from None
+    cp = cut_settings(args, args.cuts, args.tol)
     settings = _settings(args, cp, workers)
     gap_log = GapLog(args.log) if args.log else None
     jsonl = JsonlLog(args.jsonl) if args.jsonl else None
