@@ -44,7 +44,9 @@ FLAG_SOLVED, FLAG_FAILED, FLAG_PARTIAL, FLAG_INFEASIBLE = 0, 1, -1, 2
 # CP_FLAG values this module sets itself (the loop reports the others)
 CP_FLAG_PRUNED, CP_FLAG_INFEASIBLE = 2, 4
 _SDP_FLAGS = {"solved": FLAG_SOLVED, "max_iter": FLAG_PARTIAL, "time_limit": FLAG_PARTIAL,
-              "failed": FLAG_FAILED}
+              "failed": FLAG_FAILED,
+              # stopped once the safe bound pruned the node: what the node needed is solved
+              "target": FLAG_SOLVED}
 
 
 @dataclass

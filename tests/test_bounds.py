@@ -425,3 +425,27 @@ def test_should_stop_ends_the_solve_with_a_valid_bound():
     assert res.status == "time_limit" and res.iterations == 3
     opt, _ = brute_force(X, 3, ml, cl)
     assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
+
+
+def test_bound_target_stops_once_the_safe_bound_reaches_it(medium):
+    P, model, r0 = medium
+    # a target a little below the optimum: reached before full accuracy, and honoured
+    target = r0.lower_bound - 1e-3 * abs(r0.lower_bound)
+    early = solve_sdp(model, tol=1e-8, bound_target=target)
+    assert early.status == "target" and early.lower_bound >= target
+    full = solve_sdp(model, tol=1e-8)
+    assert full.status == "solved" and early.iterations < full.iterations
+    # a target above the SDP optimum is never reached: the solve ends as usual
+    above = solve_sdp(model, tol=1e-5, bound_target=r0.sdp_value + 1.0)
+    assert above.status == "solved" and above.lower_bound < r0.sdp_value + 1.0
+
+
+def test_loop_stops_the_solve_at_the_pruning_bound(medium):
+    from pcsos.cuts.loop import PRUNED, CuttingPlaneSettings, cutting_plane_loop
+
+    P, model, r0 = medium
+    ub = r0.sdp_value * (1 + 5e-5)  # prunes within 1e-4 with no cut
+    br = cutting_plane_loop(P, upper_bound=ub, settings=CuttingPlaneSettings(loose_tol=None),
+                            sdp_options={"tol": 1e-8})
+    assert br.flag == PRUNED and br.n_rounds == 1 and br.sdp.status == "target"
+    assert (ub - br.lower_bound) / ub <= 1e-4

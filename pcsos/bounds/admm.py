@@ -372,7 +372,8 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
                should_stop=None,
                eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,
                check_every: int = 10, sigma0: float | None = None,
-               anderson: int | None = None, sigma_ratio: float | None = None) -> SDPResult:
+               anderson: int | None = None, sigma_ratio: float | None = None,
+               bound_target: float | None = None) -> SDPResult:
     """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
 
     Stops with status 'solved' when the relative primal residual, the relative dual
@@ -384,7 +385,10 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
     safeguarded Anderson acceleration of the iteration (default ``ANDERSON_MEM``, half of it
     when s > ``ANDERSON_LARGE_S``; 0 = plain sGS-ADMM). ``sigma_ratio``: sigma is rebalanced
     when the mean ratio of the primal to the dual residual leaves [1/r, r] (default
-    ``SIGMA_RATIO``; the earlier version used 3).
+    ``SIGMA_RATIO``; the earlier version used 3). ``bound_target``: stop with status
+    'target' as soon as the safe bound reaches this value (a node that the incumbent prunes
+    needs no more accuracy); the safe bound is then evaluated, at most every
+    ``check_every`` iterations, once the dual objective has passed the target.
     """
     t_start = time.perf_counter()
     eig = eigmod.resolve(eig)
@@ -418,6 +422,9 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
     it = 0
     prim_acc = dual_acc = 0.0
     next_check = 0
+    next_target = 0
+    # the target in the scaled objective, for the cheap test on the dual objective
+    target_sc = None if bound_target is None else float(bound_target) / sc.scale
     nonneg = sc.nonneg
     iu, ju = np.triu_indices(s)
     tri = iu * s + ju
@@ -537,6 +544,14 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
                 status, message = "solved", "relative KKT residuals and safe-bound gap below tol"
                 break
             next_check = it + check_every
+        if target_sc is not None and dobj >= target_sc and it >= next_target:
+            # the dual objective says the bound may prune: the safe bound decides
+            Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
+            lb = safe_lower_bound(model, yz, y_cl, uz, Nz)
+            if lb >= bound_target:
+                status, message = "target", f"safe bound reached the target {bound_target:.10g}"
+                break
+            next_target = it + check_every
         if time_limit is not None and time.perf_counter() - t_start > time_limit:
             status, message = "time_limit", f"time limit {time_limit} s reached"
             break

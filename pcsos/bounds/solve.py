@@ -29,7 +29,7 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
               max_iter: int | None = None, time_limit: float | None = None,
               warm_start: SDPResult | WarmStart | None = None, threads: int | None = None,
               eig: str = "auto", verbose: bool = False, should_stop=None,
-              **options) -> SDPResult:
+              bound_target: float | None = None, **options) -> SDPResult:
     """Solve the node relaxation ``model`` and return an :class:`SDPResult` with a safe bound.
 
     ``backend``: 'admm' (default, :func:`pcsos.bounds.admm.solve_admm`), 'mosek' (interior
@@ -40,7 +40,9 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
     for this call (None leaves the process setting). ``eig``: eigensolver name
     (:mod:`pcsos.bounds.eig`). ``should_stop``: a callable polled once per ADMM iteration;
     True ends the solve with status 'time_limit' (a cancel hook for the tree; the other
-    backends ignore it). Extra ``options`` go to the backend.
+    backends ignore it). ``bound_target``: the ADMM stops with status 'target' once its
+    safe bound reaches this value, e.g. the value below which the incumbent prunes the node
+    (the other backends ignore it). Extra ``options`` go to the backend.
     Raises :class:`~pcsos.errors.BackendUnavailableError` when a backend is missing.
     """
     if backend not in BACKENDS:
@@ -57,7 +59,8 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
             from pcsos.bounds.admm import solve_admm
             return solve_admm(model, tol=tol, max_iter=max_iter, time_limit=time_limit,
                               warm_start=warm_start, eig=eig, verbose=verbose,
-                              should_stop=should_stop, **options)
+                              should_stop=should_stop, bound_target=bound_target,
+                              **options)
         if backend == "mosek":
             from pcsos.bounds.mosek_backend import solve_mosek
             return solve_mosek(model, tol=tol, time_limit=time_limit, verbose=verbose,

@@ -239,6 +239,10 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         loose = loose_ok and len(rounds) + 1 < max_rounds
         kw = dict(opts)
         kw["tol"] = st.loose_tol if loose else tight_tol
+        if math.isfinite(upper_bound) and upper_bound != 0:
+            # the solve may stop as soon as its safe bound prunes the node (a hair inside
+            # the pruning test below, so that a bound at the target always passes it)
+            kw["bound_target"] = upper_bound - 0.999 * st.prune_tol * abs(upper_bound)
         if math.isfinite(left):
             own = kw.get("time_limit")
             kw["time_limit"] = left if own is None else min(left, float(own))
