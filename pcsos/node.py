@@ -223,7 +223,7 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
                cp_iter=len(br.rounds), cp_flag=int(br.flag),
                cp_ineq=len(br.cuts) if br.cuts is not None else 0, **fam,
                sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None))
-    if ctx.cancelled() and getattr(sdp, "status", "") != "solved":
+    if ctx.cancelled() and getattr(sdp, "status", "") not in ("solved", "target"):
         # stopped early: keep the (valid) bound, drop the node unresolved
         row.update(time=time.perf_counter() - t0, ub=best_val)
         return NodeOutcome(lb, best_val, best_labels, row=row)

@@ -534,11 +534,12 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
             print(f"it {it:5d}  pobj {pobj * sc.scale:.8e}  dobj {dobj * sc.scale:.8e}  "
                   f"pinf {pinf:.2e}  dinf {dinf:.2e}  gap {relgap:.2e}  sigma {sigma:.2e}  "
                   f"rank {rank}" + (f"  aa_rej {aa.rejected}" if aa is not None else ""))
+        lb_now = None  # the safe bound of this iterate, when one of the tests computed it
         if max(pinf, dinf, relgap) < tol and it >= next_check:
             # the safe bound costs an eigendecomposition: checked as soon as the KKT test
             # passes, then at most every check_every iterations while its gap is too wide
             Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
-            lb = safe_lower_bound(model, yz, y_cl, uz, Nz)
+            lb = lb_now = safe_lower_bound(model, yz, y_cl, uz, Nz)
             val = model.objective(Z)
             if abs(val - lb) <= gap_tol * max(1.0, abs(val)):
                 status, message = "solved", "relative KKT residuals and safe-bound gap below tol"
@@ -546,8 +547,9 @@ def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = Non
             next_check = it + check_every
         if target_sc is not None and dobj >= target_sc and it >= next_target:
             # the dual objective says the bound may prune: the safe bound decides
-            Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
-            lb = safe_lower_bound(model, yz, y_cl, uz, Nz)
+            if lb_now is None:
+                Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
+                lb = lb_now = safe_lower_bound(model, yz, y_cl, uz, Nz)
             if lb >= bound_target:
                 status, message = "target", f"safe bound reached the target {bound_target:.10g}"
                 break

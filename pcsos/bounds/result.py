@@ -11,7 +11,8 @@ from pcsos.problem import Problem
 
 __all__ = ["SDPResult", "WarmStart", "STATUSES"]
 
-STATUSES = ("solved", "max_iter", "time_limit", "failed")
+# "target": stopped once the safe bound reached a caller's target (solve_sdp bound_target)
+STATUSES = ("solved", "target", "max_iter", "time_limit", "failed")
 
 
 @dataclass(eq=False)
@@ -49,6 +50,7 @@ class SDPResult:
 
     @property
     def success(self) -> bool:
+        """Solved to the tolerance ('target' is not: its Z is an unconverged iterate)."""
         return self.status == "solved"
 
     def summary(self) -> dict:

@@ -36,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cut_arguments(parser, children=False)
     cp = parser.add_argument_group("root options (with --cuts other than none)")
     cp.add_argument("--upper-bound", type=float, default=float("inf"), metavar="SSE",
-                    help="a known SSE: stop once (UB - LB)/UB <= --prune-tol")
+                    help="a known SSE: stop once (UB - LB)/UB <= --prune-tol (the last "
+                         "solve stops there, status 'target': its SDP objective is then that "
+                         "of an unconverged iterate; the safe bound is valid)")
     cp.add_argument("--prune-tol", type=float, default=1e-4,
                     help="pruning tolerance for --upper-bound (default 1e-4)")
     cp.add_argument("--seed", type=int, default=0,

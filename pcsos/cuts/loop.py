@@ -94,6 +94,8 @@ class CuttingPlaneSettings:
             raise ValueError("max_rounds_root and max_rounds_child must be >= 1")
         if self.max_cuts < 0:
             raise ValueError("max_cuts must be >= 0")
+        if self.loose_tol is not None and not self.loose_tol >= 0:
+            raise ValueError(f"loose_tol must be >= 0 or None, got {self.loose_tol}")
         for name in ("eps_violation", "eps_active", "cp_tol", "prune_tol"):
             if not getattr(self, name) >= 0:  # also rejects NaN
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
