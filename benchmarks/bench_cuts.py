@@ -2,6 +2,7 @@
 
     python benchmarks/bench_cuts.py kernels [--s 800] [--repeat 3]
     python benchmarks/bench_cuts.py root [--datasets iris,wine] [--mixes ml_50_cl_0,...]
+                                         [--instances heart/ml_0_cl_100_0,...]
                                          [--draw 0] [--time-limit 120] [--budget 3600]
 
 ``kernels``: full triangle scans on s x s matrices on one core (BLAS and kernel single
@@ -11,12 +12,14 @@ with an upper bound from IPC-k-means (no SDP start, then again from the loop's Z
 bound, gap, cut counts, rounds, seconds, SDP iterations of the warm rounds against the cold
 root solve, and the paper's root gap (``../shared/docs/benchmarks.md``) beside it.
 Results are merged into ``benchmarks/results/bench_cuts.json`` (one section per command);
-``root`` writes after every instance so a time-boxed run keeps what it finished.
+``root`` writes after every instance so a time-boxed run keeps what it finished; runs with
+different ``--section`` may share the file at once (it is written under a lock).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -40,12 +43,16 @@ DATASETS = ("iris", "wine", "connectionist", "seeds", "heart", "vertebral", "ECG
 
 # ---------------------------------------------------------------------- results file
 def _save(section: str, payload) -> None:
+    # read-modify-write under an exclusive lock: two `root` runs with different --section
+    # (one per core) may share the file
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[section] = payload
-    tmp = RESULTS.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=_jsonable))
-    os.replace(tmp, RESULTS)
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        data[section] = payload
+        tmp = RESULTS.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, default=_jsonable))
+        os.replace(tmp, RESULTS)
 
 
 def _jsonable(o):
@@ -174,7 +181,11 @@ def bench_root(args) -> list:
     rows.extend(prev)
     t_all = time.perf_counter()
     jobs = []
-    for ds in datasets:
+    if args.instances:
+        for item in args.instances.split(","):
+            ds, stem = item.split("/")
+            jobs.append((ds, inst_dir / ds / "constraints" / f"{stem}.txt"))
+    for ds in datasets if not args.instances else ():
         for f in sorted((inst_dir / ds / "constraints").glob(f"*_{args.draw}.txt")):
             if args.mixes and not any(f.name.startswith(m + "_") for m in args.mixes.split(",")):
                 continue
@@ -205,7 +216,7 @@ def bench_root(args) -> list:
             max_rounds_root=args.max_rounds,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.fraction, "triangle": args.fraction},
-            loose_tol=args.loose_tol or None)
+            loose_tol=args.loose_tol or None, loose_gap_factor=args.loose_gap_factor or None)
         sdp_opts = {"threads": args.threads, "tol": args.tol}
         loop = cutting_plane_loop(prob, upper_bound=ub, settings=settings, root=True,
                                   sdp_options=sdp_opts, seed=0, time_limit=args.time_limit)
@@ -247,7 +258,8 @@ def bench_root(args) -> list:
                             "time_limit": args.time_limit, "threads": args.threads,
                             "tol": args.tol, "max_rounds": args.max_rounds,
                             "fraction": args.fraction, "max_collected": args.max_collected,
-                            "loose_tol": args.loose_tol})
+                            "loose_tol": args.loose_tol,
+                            "loose_gap_factor": args.loose_gap_factor})
         print(f"{ds:13s} {f.name:22s} s={prob.s:3d} gap {row['root_gap_pct']:.4f}% "
               f"(paper {row['paper_root_gap_pct']}%) rounds {loop.n_rounds} flag {loop.flag} "
               f"cuts {loop.cuts.m} its cold {row['cold_root_iterations']} warm avg "
@@ -323,6 +335,12 @@ def main(argv=None) -> int:
     r.add_argument("--tol", type=float, default=1e-5)
     r.add_argument("--loose-tol", type=float, default=1e-3,
                    help="KKT tolerance of the intermediate rounds (0 = all rounds at --tol)")
+    r.add_argument("--loose-gap-factor", type=float, default=0.1,
+                   help="intermediate rounds' tolerance at most this times the gap "
+                        "(0 = --loose-tol alone)")
+    r.add_argument("--instances", default=None,
+                   help="comma list of dataset/file-stem, e.g. heart/ml_0_cl_100_0 "
+                        "(instead of --datasets/--mixes)")
     r.add_argument("--cold-check", action="store_true",
                    help="also solve the last round's model cold (iterations comparison)")
     r.add_argument("--smallest-first", action="store_true",

@@ -7,6 +7,7 @@ i and j share cluster C, |C| counting original points), independently of the cod
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -15,8 +16,9 @@ from conftest import planted_pairs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pcsos.bounds import SDPModel
 from pcsos.cuts.cutset import CLIQUE, PAIR, TRIANGLE, CutSet
-from pcsos.cuts.loop import inherit_cuts, inherit_cuts_map
+from pcsos.cuts.loop import CuttingPlaneSettings, inherit_cuts, inherit_cuts_map
 from pcsos.cuts.separation import (
     clique_rhs,
     cut_keys,
@@ -322,3 +324,52 @@ def test_cuts_separated_at_an_sdp_solution_are_violated_there():
         assert res.cuts.m == sum(res.found.values())
         found += res.cuts.m
     assert found > 0  # the plain relaxation is not a clustering matrix on these instances
+
+
+def test_round_tolerance_rule():
+    from pcsos.cuts.loop import _round_tol
+
+    assert _round_tol(1e-3, 1e-5, 0.1, math.inf) == 1e-3  # no incumbent: the cap
+    assert _round_tol(1e-3, 1e-5, None, 0.002) == 1e-3  # no gap factor: the cap
+    assert _round_tol(1e-3, 1e-5, 0.1, 0.002) == pytest.approx(2e-4)
+    assert _round_tol(1e-3, 1e-5, 0.1, 1e-5) == 1e-5  # never below the SDP tolerance
+    assert _round_tol(1e-3, 1e-5, 0.1, -1.0) == 1e-5  # bound above the incumbent
+    with pytest.raises(ValueError, match="loose_gap_factor"):
+        CuttingPlaneSettings(loose_gap_factor=-1.0)
+
+
+def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
+    """Every round's tolerance is at most loose_tol and gap_factor x the gap before it, the
+    loosest tolerance allowed never increases, and a loop that ends on its own (no
+    incumbent prune, no limit) ends with a round solved at the SDP tolerance."""
+    import pcsos.bounds as bounds
+    from pcsos.cuts.loop import BOUND_WORSE, NO_CUT, TOLERANCE, cutting_plane_loop
+
+    X, k, ml, cl = _tiny(3, n=10, n_ml=0, n_cl=1)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    tols, bounds_seen = [], []
+    real = bounds.solve_sdp
+
+    def spy(model, **kw):
+        tols.append(kw["tol"])
+        res = real(model, **kw)
+        bounds_seen.append(res.lower_bound)
+        return res
+
+    monkeypatch.setattr(bounds, "solve_sdp", spy)
+    tight, loose = 1e-6, 1e-2
+    ub = 1.05 * real(SDPModel.from_problem(prob), tol=1e-8).sdp_value  # a 5 % gap
+    cps = CuttingPlaneSettings(loose_tol=loose, loose_gap_factor=0.1, cp_tol=1e-9,
+                               max_rounds_root=30)
+    res = cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0,
+                             sdp_options={"tol": tight, "max_iter": 5000})
+    assert len(tols) == res.n_rounds
+    best = -math.inf
+    for t, lb in zip(tols, bounds_seen):
+        gap = (ub - best) / ub
+        assert tight <= t <= loose
+        assert t == tight or t <= 0.1 * gap + 1e-15
+        best = max(best, lb)
+    assert tols[0] == pytest.approx(loose) and min(tols) < loose  # it did tighten
+    if res.flag in (NO_CUT, TOLERANCE, BOUND_WORSE):
+        assert tols[-1] == tight

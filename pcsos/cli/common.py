@@ -56,6 +56,10 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
     g.add_argument("--loose-tol", type=float, default=d.loose_tol, metavar="T",
                    help=f"solve the intermediate rounds to this KKT tolerance, the last ones "
                         f"to the SDP tolerance (default {d.loose_tol:g}; 0 = every round tight)")
+    g.add_argument("--loose-gap-factor", type=float, default=d.loose_gap_factor, metavar="F",
+                   help=f"with an incumbent, an intermediate round's tolerance is at most F "
+                        f"times the node's relative gap (default {d.loose_gap_factor:g}; "
+                        f"0 = --loose-tol alone)")
     g.add_argument("--cut-violation", type=float, default=d.eps_violation, metavar="EPS",
                    help=f"separate cuts violated by more than this (default {d.eps_violation:g})")
     g.add_argument("--eps-active", type=float, default=d.eps_active, metavar="EPS",
@@ -84,7 +88,8 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
             max_cuts=args.max_cuts, max_rounds_root=args.max_rounds, cp_tol=args.cp_tol,
-            prune_tol=prune_tol, loose_tol=args.loose_tol or None, **kw)
+            prune_tol=prune_tol, loose_tol=args.loose_tol or None,
+            loose_gap_factor=args.loose_gap_factor or None, **kw)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), source="cutting-plane settings") from None
 

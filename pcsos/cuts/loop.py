@@ -27,6 +27,8 @@ __all__ = ["CP_FLAGS", "BoundResult", "CuttingPlaneSettings", "RoundStats",
 # codes for limits the reference code does not have.
 BOUND_WORSE, SDP_FAILED, ROUND_LIMIT, NO_CUT, CUT_LIMIT, PRUNED, TOLERANCE = -3, -2, -1, 0, 1, 2, 3
 TIME_LIMIT, CALLBACK_STOP = -4, -5
+# a loose round that would end the loop divides the loosest tolerance by 1/TIGHTEN
+TIGHTEN = 0.1
 CP_FLAGS = {
     BOUND_WORSE: "bound got worse", SDP_FAILED: "SDP failed", ROUND_LIMIT: "round limit",
     NO_CUT: "no violated cut", CUT_LIMIT: "cut limit", PRUNED: "node pruned",
@@ -80,6 +82,7 @@ class CuttingPlaneSettings:
     cp_tol: float = 1e-6
     prune_tol: float = 1e-4
     loose_tol: float | None = 1e-3
+    loose_gap_factor: float | None = 0.1
 
     def __post_init__(self):
         self.families = parse_families(self.families)
@@ -96,6 +99,9 @@ class CuttingPlaneSettings:
             raise ValueError("max_cuts must be >= 0")
         if self.loose_tol is not None and not self.loose_tol >= 0:
             raise ValueError(f"loose_tol must be >= 0 or None, got {self.loose_tol}")
+        if self.loose_gap_factor is not None and not self.loose_gap_factor >= 0:
+            raise ValueError(f"loose_gap_factor must be >= 0 or None, "
+                             f"got {self.loose_gap_factor}")
         for name in ("eps_violation", "eps_active", "cp_tol", "prune_tol"):
             if not getattr(self, name) >= 0:  # also rejects NaN
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -192,6 +198,15 @@ def _solver():
     return SDPModel, WarmStart, solve_sdp
 
 
+def _round_tol(cap: float, tight: float, gap_factor: float | None, gap: float) -> float:
+    """The KKT tolerance of the next round: ``cap``, or ``gap_factor`` times the node's
+    relative gap when that is smaller, never below the SDP tolerance ``tight``."""
+    tol = cap
+    if gap_factor and math.isfinite(gap):
+        tol = min(tol, gap_factor * max(gap, 0.0))
+    return max(tol, tight)
+
+
 def _relgap(ub: float, lb: float) -> float:
     return (ub - lb) / abs(ub) if math.isfinite(ub) and ub != 0 else math.inf
 
@@ -231,16 +246,20 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     added_tot = {f: 0 for f in FAMILIES}
     n_sep = 0
     tight_tol = float(opts.get("tol", 1e-5))
-    loose_ok = bool(st.families) and st.loose_tol is not None and st.loose_tol > tight_tol
+    # the loosest tolerance the next rounds may use; it only ever decreases
+    cap = (st.loose_tol if st.families and st.loose_tol is not None else tight_tol)
+    cap = max(cap, tight_tol)
     while True:
         left = deadline - time.perf_counter()
         if left <= 0:
             flag = TIME_LIMIT
             break
         # the last round the limit allows is always solved tightly
-        loose = loose_ok and len(rounds) + 1 < max_rounds
+        tol_r = tight_tol if len(rounds) + 1 >= max_rounds else _round_tol(
+            cap, tight_tol, st.loose_gap_factor, _relgap(upper_bound, best))
+        loose = tol_r > tight_tol
         kw = dict(opts)
-        kw["tol"] = st.loose_tol if loose else tight_tol
+        kw["tol"] = tol_r
         if math.isfinite(upper_bound) and upper_bound != 0:
             # the solve may stop as soon as its safe bound prunes the node (a hair inside
             # the pruning test below, so that a bound at the target always passes it)
@@ -280,9 +299,11 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         if stop is None:
             stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats)
         if loose and stop in (NO_CUT, CUT_LIMIT, TOLERANCE, BOUND_WORSE):
-            # a loose round would end the loop: re-solve this model tightly, warm, and let
-            # the tight rounds decide
-            loose_ok = False
+            # a loose round would end the loop: re-solve this model warm at a tighter
+            # tolerance (at the SDP tolerance in the end) and let those rounds decide
+            cap = tol_r * TIGHTEN
+            if cap < 2.0 * tight_tol:
+                cap = tight_tol
             ws = res
             prev = -math.inf
             if callback is not None and callback(stats):
