@@ -371,15 +371,22 @@ def test_cuts_iterative_linear_solver_matches_direct(monkeypatch):
     direct = solve_sdp(mc, tol=1e-8)
     monkeypatch.setattr(admm, "DIRECT_MAX_CUTS", 0)
     monkeypatch.setattr(admm, "ENTRY_DENSE_MAX", 0)
+    monkeypatch.setattr(admm, "ENTRY_SPARSE_MAX", 0)
+    assert admm._Scaled(mc).ksolver == "cg"
     cg = solve_sdp(mc, tol=1e-8)
     assert cg.status == direct.status == "solved"
     assert cg.sdp_value == pytest.approx(direct.sdp_value, rel=1e-6)
     assert cg.lower_bound <= direct.sdp_value + 1e-6 * abs(direct.sdp_value)
 
 
-def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch):
-    """The Woodbury (entry-space) factorisation of the (y, u) system gives the LU path's
-    solution of the linear system, and the same SDP."""
+@pytest.mark.parametrize("entry_solver, limits", [
+    ("entry_dense", {}),
+    ("entry_lu", {"ENTRY_DENSE_MAX": 0, "DIRECT_MAX_CUTS": 0}),
+])
+def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch, entry_solver, limits):
+    """The Woodbury (entry-space) factorisations of the (y, u) system, dense Cholesky or
+    sparse LU of I + B_E^T B_E, give the cut-space LU's solution of the linear system (and
+    solve it, checked by operators), and the same SDP."""
     import pcsos.bounds.admm as admm
 
     rng = np.random.default_rng(302)
@@ -389,16 +396,24 @@ def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch):
     # many cuts on few entries: more cuts than touched entries
     cuts = _violated_triangles(r0.Z, 400)
     mc = model.with_cuts(cuts)
-    sc_e = admm._Scaled(mc)
-    assert sc_e.entry_space and sc_e.BE.shape[1] < cuts.m
+    with monkeypatch.context() as mp:
+        for name, value in limits.items():
+            mp.setattr(admm, name, value)
+        sc_e = admm._Scaled(mc)
+    assert sc_e.ksolver == entry_solver and sc_e.BE.shape[1] < cuts.m
     monkeypatch.setattr(admm, "ENTRY_DENSE_MAX", 0)
     sc_lu = admm._Scaled(mc)
-    assert not sc_lu.entry_space and sc_lu.direct
+    assert sc_lu.ksolver == "cut_lu"
     r1, r2 = rng.normal(size=P.s + 1), rng.normal(size=cuts.m)
     ye, ue = sc_e.solve_yu(r1, r2)
     yl, ul = sc_lu.solve_yu(r1, r2)
     np.testing.assert_allclose(ye, yl, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(ue, ul, rtol=1e-8, atol=1e-10)
+    H = sc_e.Hs.toarray()
+    np.testing.assert_allclose(sc_e.A(sc_e.A_adj(ye)) + H.T @ ue, r1,
+                               atol=1e-8 * np.abs(r1).max())
+    np.testing.assert_allclose(H @ ye + sc_e.BE @ (sc_e.BET @ ue) + ue, r2,
+                               atol=1e-8 * np.abs(r2).max())
     # the folded upper-triangle B_E has the Gram matrix of the full s^2-column B
     np.testing.assert_allclose((sc_lu.BE @ sc_lu.BET).toarray(), (sc_lu.B @ sc_lu.B.T).toarray(),
                                atol=1e-12)
@@ -409,7 +424,9 @@ def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch):
     np.testing.assert_allclose(AAy + H.T @ ue, r1, atol=1e-8 * np.abs(r1).max())
     np.testing.assert_allclose(H @ ye + Ku, r2, atol=1e-8 * np.abs(r2).max())
     lu = solve_sdp(mc, tol=1e-8)
-    monkeypatch.setattr(admm, "ENTRY_DENSE_MAX", 2500)
+    monkeypatch.undo()
+    for name, value in limits.items():
+        monkeypatch.setattr(admm, name, value)
     ent = solve_sdp(mc, tol=1e-8)
     assert ent.status == lu.status == "solved"
     assert ent.sdp_value == pytest.approx(lu.sdp_value, rel=1e-6)

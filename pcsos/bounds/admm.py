@@ -19,8 +19,10 @@ with step 1.618 sigma. Every block step is closed form:
 - (y, u): one linear system [A A*, A B̂*; B̂ A*, B̂ B̂* + I], whose A A* part has the closed
   form inverse below (Sherman-Morrison on |f|²/2 I + f f^T/2 bordered by the trace row)
   and which, with cuts, is factored once per cut set: by Woodbury in the space of the
-  matrix entries the cuts touch when they are fewer than the cuts (dense Cholesky), else
-  sparse LU up to ``DIRECT_MAX_CUTS`` cuts, else CG on the u Schur complement;
+  matrix entries the cuts touch when they are few and fewer than the cuts (dense
+  Cholesky), else a sparse LU of K up to ``DIRECT_MAX_CUTS`` cuts, else by Woodbury with
+  a sparse LU of the entry-space Gram matrix up to ``ENTRY_SPARSE_MAX`` entries, else CG
+  on the u Schur complement;
 - S: the PSD projection, i.e. one symmetric eigendecomposition, of which only the
   positive part of the (low-rank, about k) complement is needed (:mod:`pcsos.bounds.eig`).
 
@@ -53,8 +55,14 @@ SIGMA_EVERY = 10
 # block order: "NS" = (N, v) first, then the sGS group (y,u) -> S -> (y,u); "SN" = S first,
 # then (y,u) -> (N,v) -> (y,u). NS took fewer iterations on 4 of 5 shared instances.
 ORDER = "NS"
-DIRECT_MAX_CUTS = 2000  # above: CG on the u Schur complement (sparse LU fill explodes)
+DIRECT_MAX_CUTS = 2000  # up to this many cuts: sparse LU of K in the cut space
 ENTRY_DENSE_MAX = 2500  # up to this many touched entries (and fewer than cuts): Woodbury
+# above both, the sparse LU of the entry-space Gram matrix G = I + B_E^T B_E, up to this many
+# touched entries, else CG. The entry graph of triangle cuts fills in far less than the cut
+# graph: computers ml_0_cl_250_0 (s = 318) with 9 548 cuts on 8 973 entries, G factored in
+# 0.07 s to 264 000 nonzeros, one solve 0.4 ms against 77 CG steps of 0.15-0.3 ms; 75 000
+# cuts on 31 000 entries: 5.7 s, 4.9 million nonzeros, 22 ms a solve (machine loaded)
+ENTRY_SPARSE_MAX = 40000
 # an inexact (y, u) step only slows the ADMM (the residuals and the safe bound are those of
 # the step actually taken): 1e-7 took the same iterations as 1e-10 with a third fewer CG
 # steps (computers ml_0_cl_250_0, 9 548 cuts: 671 vs 674 iterations to 1e-5, 26.0 vs 35.6 s;
@@ -168,20 +176,33 @@ class _Scaled:
         self.BE = BU[:, used].tocsr()
         self.BET = self.BE.T.tocsr()
         n_e = self.BE.shape[1]
-        # entry space: K^-1 = I - B_E (I + B_E^T B_E)^-1 B_E^T (Woodbury), one dense Cholesky
-        # of order |E|; the cuts of a cutting-plane round concentrate on few entries (1 349
-        # entries for the 5 000 most violated triangles at s = 100)
-        self.entry_space = n_e <= ENTRY_DENSE_MAX and n_e < self.m
-        self.direct = self.m <= DIRECT_MAX_CUTS or self.entry_space
+        # entry space: K^-1 = I - B_E G^-1 B_E^T with G = I + B_E^T B_E (Woodbury): a dense
+        # Cholesky of G when the cuts of a round concentrate on few entries (1 349 entries
+        # for the 5 000 most violated triangles at s = 100), a sparse LU of G for large cut
+        # sets, a sparse LU of K itself for a few cuts on many entries, else CG
+        if n_e <= ENTRY_DENSE_MAX and n_e < self.m:
+            self.ksolver = "entry_dense"
+        elif self.m <= DIRECT_MAX_CUTS:
+            self.ksolver = "cut_lu"
+        elif n_e <= ENTRY_SPARSE_MAX:
+            self.ksolver = "entry_lu"
+        else:
+            self.ksolver = "cg"
+        self.entry_space = self.ksolver in ("entry_dense", "entry_lu")
+        self.direct = self.ksolver != "cg"
+        self.KinvH = None
         if not self.direct:
             return
         # (y, u) system [AA*, H^T; H, K]: factor K = B̂B̂* + I (SPD) once and the dense
         # (s+1) x (s+1) Schur complement AA* - H^T K^-1 H once per cut set.
-        H = self.Hs.toarray()
-        if self.entry_space:
+        if self.ksolver == "entry_dense":
             G = (self.BET @ self.BE).toarray()
             G[np.arange(n_e), np.arange(n_e)] += 1.0
             self.E_cho = _cho(G)
+        elif self.ksolver == "entry_lu":
+            G = (self.BET @ self.BE).tocsc() + sp.identity(n_e, format="csc")
+            self.E_lu = spla.splu(G, permc_spec="MMD_AT_PLUS_A",
+                                  options={"SymmetricMode": True})
         else:
             K = (self.BE @ self.BET).tocsc() + sp.identity(self.m, format="csc")
             self.Klu = spla.splu(K, permc_spec="MMD_AT_PLUS_A")
@@ -191,15 +212,23 @@ class _Scaled:
         AA[np.arange(s), np.arange(s)] += 0.5 * self.n
         AA[:s, s] = AA[s, :s] = f
         AA[s, s] = s
-        KinvH = self._Ksolve(np.asfortranarray(H))
-        self.core_cho = _cho(AA - H.T @ KinvH)  # Schur complement on y, SPD
-        self.KinvH = KinvH
-        self.H = H
+        if self.ksolver == "entry_lu":
+            # H^T K^-1 H = H^T H - X^T G^-1 X with X = B_E^T H (|E| x (s+1)); K^-1 H itself
+            # (cuts x (s+1), dense) is not kept: u takes a second solve instead
+            X = np.asfortranarray((self.BET @ self.Hs).toarray())
+            HtKH = (self.HsT @ self.Hs).toarray() - X.T @ self.E_lu.solve(X)
+        else:
+            H = np.asfortranarray(self.Hs.toarray())
+            self.KinvH = self._Ksolve(H)
+            HtKH = H.T @ self.KinvH
+        self.core_cho = _cho(AA - HtKH)  # Schur complement on y, SPD
 
     def _Ksolve(self, r: np.ndarray) -> np.ndarray:
         """K^-1 r for K = B̂B̂* + I (a vector or a block of columns)."""
-        if self.entry_space:
+        if self.ksolver == "entry_dense":
             return r - self.BE @ _cho_solve(self.E_cho, self.BET @ r)
+        if self.ksolver == "entry_lu":
+            return r - self.BE @ self.E_lu.solve(np.asarray(self.BET @ r))
         return self.Klu.solve(r)
 
     def _schur_u(self, u: np.ndarray) -> np.ndarray:
@@ -214,8 +243,11 @@ class _Scaled:
         if self.direct:
             # Schur complement on y: (AA* - H^T K^-1 H) y = r1 - H^T K^-1 r2
             Kr2 = self._Ksolve(r2)
-            y = _cho_solve(self.core_cho, r1 - self.H.T @ Kr2)
-            u = Kr2 - self.KinvH @ y
+            y = _cho_solve(self.core_cho, r1 - self.HsT @ Kr2)
+            if self.KinvH is not None:
+                u = Kr2 - self.KinvH @ y
+            else:
+                u = self._Ksolve(r2 - self.Hs @ y)
             return y, u
         # eliminate y in closed form and solve the SPD u system by CG, warm-started from
         # the previous solution (consecutive right-hand sides are close)
