@@ -95,9 +95,12 @@ def main(argv=None) -> int:
                     help="root cutting-plane loop on these instances (iterations per round)")
     ap.add_argument("--cp-time-limit", type=float, default=300.0)
     ap.add_argument("--linsolve-cuts", type=int, nargs="*", default=[],
-                    help="on the first --warm instance: ms per iteration of 100 warm "
-                         "iterations with this many cuts, entry-space (Woodbury) (y, u) "
-                         "solver against the sparse LU (<= 2000 cuts) / CG path")
+                    help="ms per iteration of 100 warm iterations with this many cuts (the "
+                         "most violated triangles at the root), for each (y, u) solver of "
+                         "the ADMM: entry-space dense Cholesky, cut-space sparse LU, "
+                         "entry-space sparse LU, CG")
+    ap.add_argument("--linsolve-instance", default=None,
+                    help="instance of --linsolve-cuts (default: the first --warm one)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_sdp.json"))
     args = ap.parse_args(argv)
     if not SHARED.is_dir():
@@ -195,30 +198,47 @@ def main(argv=None) -> int:
         print(f"warm {inst}: {cuts.m} cuts, warm {w.iterations} it vs cold {c.iterations} it "
               f"(ratio {entry['ratio']:.2f}); bound {r0.lower_bound:.8g} -> {w.lower_bound:.8g}",
               flush=True)
-    if args.linsolve_cuts and args.warm:
+    if args.linsolve_cuts:
         import pcsos.bounds.admm as admm
-        ds, name = args.warm[0].split("/")
+        inst = args.linsolve_instance or args.warm[0]
+        ds, name = inst.split("/")
         P, r0 = results.get((ds, name), (None, None))
         if P is None:
             P = load(ds, name)
             r0 = solve_sdp(SDPModel.from_problem(P), tol=args.tol)
-        entry_max = admm.ENTRY_DENSE_MAX
+        limits = ("ENTRY_DENSE_MAX", "DIRECT_MAX_CUTS", "ENTRY_SPARSE_MAX")
+        saved = {k: getattr(admm, k) for k in limits}
+        big = 10**9
+        # the module limits that make _Scaled pick each (y, u) solver
+        force = {"entry_dense": (big, 0, 0), "cut_lu": (0, big, 0),
+                 "entry_lu": (0, 0, big), "cg": (0, 0, 0)}
         for m in args.linsolve_cuts:
             cuts = top_triangles(r0.Z, m)
             mc = SDPModel.from_problem(P, cuts)
-            row = {"instance": args.warm[0], "s": P.s, "cuts": cuts.m,
-                   "entries": int(admm._Scaled(mc).BE.shape[1])}
-            for label, emax in (("entry_space", entry_max), ("lu_or_cg", 0)):
-                admm.ENTRY_DENSE_MAX = emax
-                w = solve_sdp(mc, tol=args.tol, max_iter=100,
-                              warm_start=WarmStart.for_cuts(r0, n_new=cuts.m))
+            sc = admm._Scaled(mc)
+            n_e = int(sc.BE.shape[1])
+            row = {"instance": inst, "s": P.s, "cuts": cuts.m, "entries": n_e,
+                   "default_solver": sc.ksolver}
+            for label, values in force.items():
+                if label == "entry_dense" and not (n_e < cuts.m and n_e <= 6000):
+                    continue  # applies to fewer entries than cuts; dense G beyond 6000 is slow
+                if label == "cut_lu" and cuts.m > 5000:
+                    continue  # fill-in of the cut-space LU explodes
+                for k, v in zip(limits, values):
+                    setattr(admm, k, v)
+                try:
+                    w = solve_sdp(mc, tol=args.tol, max_iter=100,
+                                  warm_start=WarmStart.for_cuts(r0, n_new=cuts.m))
+                finally:
+                    for k, v in saved.items():
+                        setattr(admm, k, v)
                 row[label + "_ms_per_it"] = 1e3 * w.seconds / w.iterations
                 row[label + "_lower_bound"] = w.lower_bound
-            admm.ENTRY_DENSE_MAX = entry_max
             out.setdefault("linsolve", []).append(row)
-            print(f"linsolve {args.warm[0]} {cuts.m} cuts ({row['entries']} entries): "
-                  f"entry space {row['entry_space_ms_per_it']:.1f} ms/it, LU/CG "
-                  f"{row['lu_or_cg_ms_per_it']:.1f} ms/it (100 warm iterations incl. setup)",
+            print(f"linsolve {inst} {cuts.m} cuts ({n_e} entries, default "
+                  f"{row['default_solver']}): " + ", ".join(
+                      f"{lab} {row[lab + '_ms_per_it']:.1f} ms/it" for lab in force
+                      if lab + "_ms_per_it" in row) + " (100 warm iterations incl. setup)",
                   flush=True)
     for inst in args.cp:
         from pcsos.cuts.loop import cutting_plane_loop

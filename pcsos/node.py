@@ -214,7 +214,7 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
         upper_bound=min(ub_known, best_val), settings=options.cp_settings,
         root=data.kind == "root", sdp_options=sdp_options,
         seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
-        callback=_cancel_callback(ctx))
+        callback=_cancel_callback(ctx), known_bound=data.parent_bound)
     lb = max(float(br.lower_bound), data.parent_bound)
     sdp = br.sdp
     Z = None if sdp is None else sdp.Z

@@ -379,11 +379,12 @@ def test_cuts_iterative_linear_solver_matches_direct(monkeypatch):
     assert cg.lower_bound <= direct.sdp_value + 1e-6 * abs(direct.sdp_value)
 
 
-@pytest.mark.parametrize("entry_solver, limits", [
-    ("entry_dense", {}),
-    ("entry_lu", {"ENTRY_DENSE_MAX": 0, "DIRECT_MAX_CUTS": 0}),
+@pytest.mark.parametrize("entry_solver, limits, n_cuts", [
+    ("entry_dense", {}, 400),
+    ("entry_lu", {"ENTRY_DENSE_MAX": 0, "DIRECT_MAX_CUTS": 0}, 400),
+    ("entry_lu", {"ENTRY_DENSE_MAX": 0, "DIRECT_MAX_CUTS": 0}, 12),  # more entries than cuts
 ])
-def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch, entry_solver, limits):
+def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch, entry_solver, limits, n_cuts):
     """The Woodbury (entry-space) factorisations of the (y, u) system, dense Cholesky or
     sparse LU of I + B_E^T B_E, give the cut-space LU's solution of the linear system (and
     solve it, checked by operators), and the same SDP."""
@@ -393,14 +394,15 @@ def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch, entry_solver, li
     X, ml, cl, P = _problem(rng, 16, 3, 1, 2, d=2)
     model = SDPModel.from_problem(P)
     r0 = solve_sdp(model, tol=1e-8)
-    # many cuts on few entries: more cuts than touched entries
-    cuts = _violated_triangles(r0.Z, 400)
+    # 400: many cuts on few entries (more cuts than touched entries); 12: the other way
+    cuts = _violated_triangles(r0.Z, n_cuts)
     mc = model.with_cuts(cuts)
     with monkeypatch.context() as mp:
         for name, value in limits.items():
             mp.setattr(admm, name, value)
         sc_e = admm._Scaled(mc)
-    assert sc_e.ksolver == entry_solver and sc_e.BE.shape[1] < cuts.m
+    assert sc_e.ksolver == entry_solver
+    assert (sc_e.BE.shape[1] < cuts.m) == (n_cuts == 400)
     monkeypatch.setattr(admm, "ENTRY_DENSE_MAX", 0)
     sc_lu = admm._Scaled(mc)
     assert sc_lu.ksolver == "cut_lu"

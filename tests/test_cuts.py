@@ -373,3 +373,33 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
     assert tols[0] == pytest.approx(loose) and min(tols) < loose  # it did tighten
     if res.flag in (NO_CUT, TOLERANCE, BOUND_WORSE):
         assert tols[-1] == tight
+
+
+def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
+    """A child's loop starts from its parent's bound: with the gap it leaves, the first
+    round is solved to 0.1 x that gap, not to loose_tol."""
+    import pcsos.bounds as bounds
+    from pcsos.cuts.loop import cutting_plane_loop
+
+    X, k, ml, cl = _tiny(3, n=10, n_ml=0, n_cl=1)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    real = bounds.solve_sdp
+    val = real(SDPModel.from_problem(prob), tol=1e-8).sdp_value
+    tols = []
+
+    def spy(model, **kw):
+        tols.append(kw["tol"])
+        return real(model, **kw)
+
+    monkeypatch.setattr(bounds, "solve_sdp", spy)
+    cps = CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=2)
+    ub = 1.05 * val
+    cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0,
+                       sdp_options={"tol": 1e-6, "max_iter": 5000})
+    assert tols[0] == pytest.approx(1e-2)
+    tols.clear()
+    known = 0.995 * val  # a valid bound below the node's SDP value, gap about 5.2 %
+    res = cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0, known_bound=known,
+                             sdp_options={"tol": 1e-6, "max_iter": 5000})
+    assert tols[0] == pytest.approx(0.1 * (ub - known) / ub)
+    assert res.lower_bound < ub  # the known bound only steers tolerances

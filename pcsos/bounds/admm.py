@@ -128,6 +128,7 @@ class _Scaled:
         else:
             self.cut_norm = np.ones(0)
             self.l = np.zeros(0)
+            self.ksolver, self.direct, self.entry_space = "none", True, False
 
     # ---------------------------------------------------------------- operators
     def A(self, M: np.ndarray) -> np.ndarray:
@@ -156,8 +157,9 @@ class _Scaled:
         return np.concatenate([yr, [y0]])
 
     def _factor_cuts(self):
-        """Prepare the (y, u) solve: H = B̂ A* (m x (s+1), sparse) and, for moderate m, a
-        direct factorisation; for many cuts a warm-started CG on the u Schur complement."""
+        """Prepare the (y, u) solve: H = B̂ A* (m x (s+1), sparse) and the solver of
+        K = B̂B̂* + I picked by the sizes (``ksolver``: 'entry_dense', 'cut_lu', 'entry_lu' or
+        'cg', see below) with, for the direct ones, the Schur complement on y."""
         s = self.s
         # H[t, i] = <B_t, A*(e_i)> = (B_t f)_i for the row sums, H[t, s] = tr B_t
         G = sp.csr_matrix((np.tile(self.f, s), (np.arange(s * s), np.repeat(np.arange(s), s))),
@@ -201,7 +203,8 @@ class _Scaled:
             self.E_cho = _cho(G)
         elif self.ksolver == "entry_lu":
             G = (self.BET @ self.BE).tocsc() + sp.identity(n_e, format="csc")
-            self.E_lu = spla.splu(G, permc_spec="MMD_AT_PLUS_A",
+            # G is SPD (eigenvalues >= 1): diagonal pivots are stable, no row exchanges
+            self.E_lu = spla.splu(G, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                   options={"SymmetricMode": True})
         else:
             K = (self.BE @ self.BET).tocsc() + sp.identity(self.m, format="csc")
@@ -213,8 +216,9 @@ class _Scaled:
         AA[:s, s] = AA[s, :s] = f
         AA[s, s] = s
         if self.ksolver == "entry_lu":
-            # H^T K^-1 H = H^T H - X^T G^-1 X with X = B_E^T H (|E| x (s+1)); K^-1 H itself
-            # (cuts x (s+1), dense) is not kept: u takes a second solve instead
+            # H^T K^-1 H = H^T H - X^T G^-1 X with X = B_E^T H (|E| x (s+1), dense: about
+            # 100 MB at the limit, while factoring); K^-1 H itself (cuts x (s+1), dense) is
+            # not kept: u takes a second solve instead
             X = np.asfortranarray((self.BET @ self.Hs).toarray())
             HtKH = (self.HsT @ self.Hs).toarray() - X.T @ self.E_lu.solve(X)
         else:

@@ -60,12 +60,17 @@ class CuttingPlaneSettings:
     ``max_rounds_root`` / ``max_rounds_child``: SDP solves per node (root / other nodes).
     ``cp_tol``: stop when the bound improves by less than this, relatively.
     ``prune_tol``: stop when (UB - LB) / UB <= this (the branch-and-bound tolerance).
-    ``loose_tol``: rounds are first solved to this relative KKT tolerance instead of the SDP
-    tolerance: their Z only has to be good enough to separate cuts, and their safe bound is
-    valid whatever the accuracy. When a loose round would end the loop (no violated cut,
-    small improvement, round limit), the same model is re-solved warm at the SDP tolerance
-    and the loop goes on from there, so the final bound is as tight as without this
-    setting. ``None`` (or a value not above the SDP tolerance) solves every round tightly.
+    ``loose_tol``: rounds are solved to at most this relative KKT tolerance instead of the
+    SDP tolerance: their Z only has to be good enough to separate cuts, and their safe bound
+    is valid whatever the accuracy. When a loose round would end the loop (no violated cut,
+    cut limit, small or negative improvement), the same model is re-solved warm at a 10x
+    tighter tolerance (``TIGHTEN``; the SDP tolerance in the end) and the loop goes on from
+    there, so the final bound is as tight as without this setting; the last round the limit
+    allows is always tight. ``None`` (or a value not above the SDP tolerance) solves every
+    round tightly.
+    ``loose_gap_factor``: with an incumbent, a round's tolerance is also at most this times
+    the node's relative gap before it (the bound's error, about the tolerance, stays a
+    tenth of what is left to close); ``None`` or 0: ``loose_tol`` alone.
     """
 
     families: str | tuple[str, ...] = "all"
@@ -204,7 +209,8 @@ def _round_tol(cap: float, tight: float, gap_factor: float | None, gap: float) -
     tol = cap
     if gap_factor and math.isfinite(gap):
         tol = min(tol, gap_factor * max(gap, 0.0))
-    return max(tol, tight)
+    # within 2x of the SDP tolerance a loose round would only cost a re-solve
+    return tight if tol < 2.0 * tight else tol
 
 
 def _relgap(ub: float, lb: float) -> float:
@@ -216,8 +222,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
                        settings: CuttingPlaneSettings | None = None, root: bool = True,
                        sdp_options: dict | None = None, seed=None,
                        time_limit: float | None = None,
-                       callback: Callable[[RoundStats], bool | None] | None = None
-                       ) -> BoundResult:
+                       callback: Callable[[RoundStats], bool | None] | None = None,
+                       known_bound: float = -math.inf) -> BoundResult:
     """Run the cutting-plane loop on one node and return its :class:`BoundResult`.
 
     ``cuts``: cuts to start from (e.g. inherited); ``warm_start``: a WarmStart or SDPResult
@@ -226,7 +232,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     ``sdp_options``: passed to ``solve_sdp`` (backend, tol, threads, ...); ``seed``: int or
     Generator for the triangle visiting order; ``time_limit`` (s) covers the whole loop (each
     solve gets the time left); ``callback(stats)`` runs after every round and stops the loop
-    by returning True.
+    by returning True; ``known_bound``: a valid lower bound of the node known beforehand
+    (e.g. its parent's), used only in the gap that sets the rounds' tolerances.
     """
     SDPModel, WarmStart, solve_sdp = _solver()
     st = settings or CuttingPlaneSettings()
@@ -256,7 +263,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             break
         # the last round the limit allows is always solved tightly
         tol_r = tight_tol if len(rounds) + 1 >= max_rounds else _round_tol(
-            cap, tight_tol, st.loose_gap_factor, _relgap(upper_bound, best))
+            cap, tight_tol, st.loose_gap_factor, _relgap(upper_bound, max(best, known_bound)))
         loose = tol_r > tight_tol
         kw = dict(opts)
         kw["tol"] = tol_r
