@@ -216,7 +216,8 @@ def bench_root(args) -> list:
             max_rounds_root=args.max_rounds,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.fraction, "triangle": args.fraction},
-            loose_tol=args.loose_tol or None, loose_gap_factor=args.loose_gap_factor or None)
+            loose_tol=args.loose_tol or None, loose_gap_factor=args.loose_gap_factor or None,
+            prune_tol=args.prune_tol)
         sdp_opts = {"threads": args.threads, "tol": args.tol}
         loop = cutting_plane_loop(prob, upper_bound=ub, settings=settings, root=True,
                                   sdp_options=sdp_opts, seed=0, time_limit=args.time_limit)
@@ -259,7 +260,8 @@ def bench_root(args) -> list:
                             "tol": args.tol, "max_rounds": args.max_rounds,
                             "fraction": args.fraction, "max_collected": args.max_collected,
                             "loose_tol": args.loose_tol,
-                            "loose_gap_factor": args.loose_gap_factor})
+                            "loose_gap_factor": args.loose_gap_factor,
+                            "prune_tol": args.prune_tol})
         print(f"{ds:13s} {f.name:22s} s={prob.s:3d} gap {row['root_gap_pct']:.4f}% "
               f"(paper {row['paper_root_gap_pct']}%) rounds {loop.n_rounds} flag {loop.flag} "
               f"cuts {loop.cuts.m} its cold {row['cold_root_iterations']} warm avg "
@@ -338,6 +340,9 @@ def main(argv=None) -> int:
     r.add_argument("--loose-gap-factor", type=float, default=0.1,
                    help="intermediate rounds' tolerance at most this times the gap "
                         "(0 = --loose-tol alone)")
+    r.add_argument("--prune-tol", type=float, default=1e-4,
+                   help="the loop stops once (UB - LB) / UB <= this (default 1e-4, the "
+                        "solver's); smaller measures how far below it the root gets")
     r.add_argument("--instances", default=None,
                    help="comma list of dataset/file-stem, e.g. heart/ml_0_cl_100_0 "
                         "(instead of --datasets/--mixes)")
