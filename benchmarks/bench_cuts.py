@@ -185,11 +185,13 @@ def bench_root(args) -> list:
         for item in args.instances.split(","):
             ds, stem = item.split("/")
             jobs.append((ds, inst_dir / ds / "constraints" / f"{stem}.txt"))
-    for ds in datasets if not args.instances else ():
-        for f in sorted((inst_dir / ds / "constraints").glob(f"*_{args.draw}.txt")):
-            if args.mixes and not any(f.name.startswith(m + "_") for m in args.mixes.split(",")):
-                continue
-            jobs.append((ds, f))
+    else:
+        for ds in datasets:
+            for f in sorted((inst_dir / ds / "constraints").glob(f"*_{args.draw}.txt")):
+                if args.mixes and not any(f.name.startswith(m + "_")
+                                          for m in args.mixes.split(",")):
+                    continue
+                jobs.append((ds, f))
     if args.smallest_first:
         # cheap: shrinking only; the smallest relaxations first so a time box covers most
         def size(job):

@@ -128,7 +128,12 @@ class _Scaled:
         else:
             self.cut_norm = np.ones(0)
             self.l = np.zeros(0)
-            self.ksolver, self.direct, self.entry_space = "none", True, False
+            self.ksolver = "none"
+
+    @property
+    def direct(self) -> bool:
+        """Whether the (y, u) system is factored (every solver but CG)."""
+        return self.ksolver != "cg"
 
     # ---------------------------------------------------------------- operators
     def A(self, M: np.ndarray) -> np.ndarray:
@@ -190,8 +195,6 @@ class _Scaled:
             self.ksolver = "entry_lu"
         else:
             self.ksolver = "cg"
-        self.entry_space = self.ksolver in ("entry_dense", "entry_lu")
-        self.direct = self.ksolver != "cg"
         self.KinvH = None
         if not self.direct:
             return

@@ -27,7 +27,7 @@ __all__ = ["CP_FLAGS", "BoundResult", "CuttingPlaneSettings", "RoundStats",
 # codes for limits the reference code does not have.
 BOUND_WORSE, SDP_FAILED, ROUND_LIMIT, NO_CUT, CUT_LIMIT, PRUNED, TOLERANCE = -3, -2, -1, 0, 1, 2, 3
 TIME_LIMIT, CALLBACK_STOP = -4, -5
-# a loose round that would end the loop divides the loosest tolerance by 1/TIGHTEN
+# a loose round that would end the loop multiplies the loosest tolerance by this
 TIGHTEN = 0.1
 CP_FLAGS = {
     BOUND_WORSE: "bound got worse", SDP_FAILED: "SDP failed", ROUND_LIMIT: "round limit",
@@ -253,9 +253,9 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     added_tot = {f: 0 for f in FAMILIES}
     n_sep = 0
     tight_tol = float(opts.get("tol", 1e-5))
-    # the loosest tolerance the next rounds may use; it only ever decreases
-    cap = (st.loose_tol if st.families and st.loose_tol is not None else tight_tol)
-    cap = max(cap, tight_tol)
+    # the loosest tolerance the next rounds may use; it only ever decreases (_round_tol
+    # keeps every round at or above the SDP tolerance)
+    cap = st.loose_tol if st.families and st.loose_tol is not None else tight_tol
     while True:
         left = deadline - time.perf_counter()
         if left <= 0:
@@ -309,8 +309,6 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             # a loose round would end the loop: re-solve this model warm at a tighter
             # tolerance (at the SDP tolerance in the end) and let those rounds decide
             cap = tol_r * TIGHTEN
-            if cap < 2.0 * tight_tol:
-                cap = tight_tol
             ws = res
             prev = -math.inf
             if callback is not None and callback(stats):
