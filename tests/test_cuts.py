@@ -178,12 +178,23 @@ def test_triangle_seed_reproducible_and_cap():
     rng = np.random.default_rng(2)
     A = rng.random((40, 40))
     Z = (A + A.T) / 2
-    a = separate_triangles(Z, cap=50, seed=3)
-    b = separate_triangles(Z, cap=50, seed=3)
-    c = separate_triangles(Z, cap=50, seed=4)
+    # "first": a seeded sample of the violated cuts
+    a = separate_triangles(Z, cap=50, seed=3, collect="first")
+    b = separate_triangles(Z, cap=50, seed=3, collect="first")
+    c = separate_triangles(Z, cap=50, seed=4, collect="first")
     assert a.hit_cap and a.found == 50 and a.cuts.m == 50
     np.testing.assert_array_equal(a.cuts.i, b.cuts.i)
     assert not np.array_equal(a.cuts.i, c.cuts.i)
+    # "most" (the default): the 50 most violated of the matrix, whatever the seed
+    every = separate_triangles(Z, cap=10**7, seed=0)
+    assert not every.hit_cap and every.found > 50
+    for seed in (3, 4):
+        m = separate_triangles(Z, cap=50, seed=seed)
+        assert m.hit_cap and m.found == 50 and m.cuts.m == 50
+        np.testing.assert_array_equal(m.violation, every.violation[:50])
+        np.testing.assert_allclose(m.cuts.violation(Z), m.violation, atol=1e-12)
+    with pytest.raises(ValueError, match="collect"):
+        separate_triangles(Z, collect="best")
 
 
 def test_top_k_and_families():
@@ -336,6 +347,8 @@ def test_round_tolerance_rule():
     assert _round_tol(1e-3, 1e-5, 0.1, -1.0) == 1e-5  # bound above the incumbent
     with pytest.raises(ValueError, match="loose_gap_factor"):
         CuttingPlaneSettings(loose_gap_factor=-1.0)
+    with pytest.raises(ValueError, match="collect"):
+        CuttingPlaneSettings(collect="best")
 
 
 def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
@@ -403,3 +416,22 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
                              sdp_options={"tol": 1e-6, "max_iter": 5000})
     assert tols[0] == pytest.approx(0.1 * (ub - known) / ub)
     assert res.lower_bound < ub  # the known bound only steers tolerances
+
+
+@pytest.mark.parametrize("collect", ["most", "first"])
+def test_loop_separates_with_its_collect_setting(monkeypatch, collect):
+    import pcsos.cuts.loop as loop
+
+    X, k, ml, cl = _tiny(3, n=10, n_ml=0, n_cl=1)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    seen = []
+    real = loop.separate
+
+    def spy(Z, **kw):
+        seen.append(kw["collect"])
+        return real(Z, **kw)
+
+    monkeypatch.setattr(loop, "separate", spy)
+    loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(collect=collect,
+                                                                max_rounds_root=3), seed=0)
+    assert seen and set(seen) == {collect}

@@ -66,8 +66,8 @@ def test_solve_cli_passes_cut_settings_to_the_loop(tiny_files, tmp_path):
     assert main(["solve", str(data), "-c", str(cons), "-k", "3", "-q", "--json", str(out),
                  "--eps-active", "1e-3", "--max-rounds-child", "7", "--max-cuts", "500",
                  "--cut-violation", "2e-4", "--loose-tol", "0",
-                 "--loose-gap-factor", "0.5"]) == 0
+                 "--loose-gap-factor", "0.5", "--cut-collect", "first"]) == 0
     cp = json.loads(out.read_text())["cp_settings"]
-    assert cp["loose_gap_factor"] == 0.5
+    assert cp["loose_gap_factor"] == 0.5 and cp["collect"] == "first"
     assert cp["eps_active"] == 1e-3 and cp["max_rounds_child"] == 7
     assert cp["max_cuts"] == 500 and cp["eps_violation"] == 2e-4 and cp["loose_tol"] is None

@@ -36,7 +36,9 @@ def ref_pairs(Z, eps, cap):
     return ci[:cap], cj[:cap], cv[:cap], len(cv) > cap
 
 
-def ref_triangles(Z, eps, cap, order):
+def ref_triangles(Z, eps, cap, order, most=False):
+    """Every violated cut in visiting order, numbered from 1; the first ``cap`` of them, or
+    with ``most`` the ``cap`` most violated (ties: the earlier visited), in visiting order."""
     s = len(Z)
     out_i, out_j, out_h, out_v = [], [], [], []
     jj, hh = np.triu_indices(s, 1)
@@ -49,7 +51,11 @@ def ref_triangles(Z, eps, cap, order):
         out_h.append(hh[hit])
         out_v.append(V[hit])
     cat = [np.concatenate(a) if a else np.zeros(0) for a in (out_i, out_j, out_h, out_v)]
-    return (*(a[:cap] for a in cat), len(cat[3]) > cap)
+    seq = np.arange(1, len(cat[3]) + 1)
+    pick = np.arange(min(cap, len(seq)))
+    if most:
+        pick = np.sort(np.argsort(-cat[3], kind="stable")[:cap])
+    return (*(a[pick] for a in cat), len(cat[3]) > cap, seq[pick])
 
 
 def ref_cliques(Z, q, rhs, eps):
@@ -136,6 +142,14 @@ def _assert_same(got, want):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
+def _in_visiting_order(out):
+    """(i, j, h, violation, hit_cap) of a ``most=True`` scan, sorted by visit number (the
+    kernel returns its heap; the visit numbers skip the cuts its rising threshold skipped,
+    so only their order is compared)."""
+    o = np.argsort(out[5])
+    return (*(a[o] for a in out[:4]), out[4])
+
+
 # ------------------------------------------------------------------ tests
 
 
@@ -154,11 +168,33 @@ def test_triangles_match_reference(name, s, Z, eps):
         _assert_same(separate_triangles(Z, eps, cap, order), ref_triangles(Z, eps, cap, order))
 
 
+@pytest.mark.parametrize("name,s,Z", MATS, ids=IDS)
+@pytest.mark.parametrize("eps", [-1e-12, 1e-4, 0.05])
+def test_most_violated_triangles_match_reference(name, s, Z, eps):
+    # the kernel keeps a heap: its output, put in visiting order, is the reference's
+    order = np.random.default_rng(s + 1).permutation(s).astype(np.int64)
+    for cap in (0, 1, 2, 7, 50, 10**6):
+        _assert_same(_in_visiting_order(separate_triangles(Z, eps, cap, order, True)),
+                     ref_triangles(Z, eps, cap, order, most=True)[:5])
+
+
+def test_most_violated_triangles_break_ties_by_visiting_order():
+    # a constant off-diagonal above the diagonal: every triple is violated by exactly 1/8
+    s = 9
+    Z = np.full((s, s), 0.25)
+    np.fill_diagonal(Z, 0.125)
+    order = np.arange(s, dtype=np.int64)
+    every = ref_triangles(Z, 1e-4, 10**6, order)[3]
+    assert np.sum(every == every.max()) > 5  # the tie decides which 5 are kept
+    _assert_same(_in_visiting_order(separate_triangles(Z, 1e-4, 5, order, True)),
+                 ref_triangles(Z, 1e-4, 5, order, most=True)[:5])
+
+
 def test_triangles_cover_every_rotation_once():
     # with eps below every violation, every (apex, unordered pair) appears exactly once
     s = 6
     Z = np.zeros((s, s))
-    i, j, h, v, full = separate_triangles(Z, -1.0, 10**6, np.arange(s, dtype=np.int64))
+    i, j, h, v, full, _ = separate_triangles(Z, -1.0, 10**6, np.arange(s, dtype=np.int64))
     assert not full
     assert len(i) == s * (s - 1) * (s - 2) // 2
     keys = {(a, min(b, c), max(b, c)) for a, b, c in zip(i, j, h)}

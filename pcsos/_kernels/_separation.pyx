@@ -107,8 +107,33 @@ def separate_pairs(const double[:, ::1] Z, double eps, Py_ssize_t cap):
     return out_i[:m], out_j[:m], out_v[:m], bool(full)
 
 
+cdef inline void _heap_sift_down(double *hv, cnp.int64_t *hq, cnp.int64_t *hi,
+                                  cnp.int64_t *hj, cnp.int64_t *hh, Py_ssize_t m,
+                                  Py_ssize_t p) noexcept nogil:
+    # min-heap on (violation, -visit number): the root is the least violated cut, and among
+    # equally violated ones the one visited last, i.e. the first to give up its place
+    cdef Py_ssize_t c
+    cdef double tv
+    cdef cnp.int64_t t
+    while True:
+        c = 2 * p + 1
+        if c >= m:
+            return
+        if c + 1 < m and (hv[c + 1] < hv[c] or (hv[c + 1] == hv[c] and hq[c + 1] > hq[c])):
+            c += 1
+        if hv[c] < hv[p] or (hv[c] == hv[p] and hq[c] > hq[p]):
+            tv = hv[c]; hv[c] = hv[p]; hv[p] = tv
+            t = hq[c]; hq[c] = hq[p]; hq[p] = t
+            t = hi[c]; hi[c] = hi[p]; hi[p] = t
+            t = hj[c]; hj[c] = hj[p]; hj[p] = t
+            t = hh[c]; hh[c] = hh[p]; hh[p] = t
+            p = c
+        else:
+            return
+
+
 def separate_triangles(const double[:, ::1] Z, double eps, Py_ssize_t cap,
-                       const cnp.int64_t[::1] order):
+                       const cnp.int64_t[::1] order, bint most=False):
     """Violated triangle cuts Z_ii + Z_jh - Z_ij - Z_ih >= 0 (apex i, distinct i, j, h).
 
     Visits the apexes in ``order`` (a permutation of 0..s-1, e.g. drawn from a seeded
@@ -116,8 +141,15 @@ def separate_triangles(const double[:, ::1] Z, double eps, Py_ssize_t cap,
     unordered pairs j < h in row-major order; across all apexes this covers every triple in
     all three rotations. Assumes Z symmetric (reads rows i and j). Returns
     ``(i, j, h, violation, hit_cap)`` with violation ``Z_ij + Z_ih - Z_ii - Z_jh > eps``.
+
+    ``most=False``: the first ``cap`` violated cuts in visiting order, and the scan stops at
+    the next one. ``most=True``: the whole matrix is scanned and the ``cap`` *most violated*
+    cuts are returned (ties: the earlier visited), in no particular order; once more than
+    ``cap`` were seen, the least violated one kept is the filter's threshold, so rows that
+    cannot beat it are skipped. ``hit_cap``: more than ``cap`` violated cuts exist, in both
+    modes. A sixth array, the visit number of each cut, orders ties reproducibly.
     """
-    cdef Py_ssize_t s = _square(Z), a, i, j, h, m = 0
+    cdef Py_ssize_t s = _square(Z), a, a2, i, j, h, m = 0
     if order.shape[0] != s:
         raise ValueError(f"order must have length s = {s}, got {order.shape[0]}")
     if cap < 0:
@@ -133,15 +165,22 @@ def separate_triangles(const double[:, ::1] Z, double eps, Py_ssize_t cap,
     out_j = np.empty(cap, dtype=np.int64)
     out_h = np.empty(cap, dtype=np.int64)
     out_v = np.empty(cap, dtype=np.float64)
-    cdef cnp.int64_t[::1] oi = out_i, oj = out_j, oh = out_h
+    out_q = np.empty(cap, dtype=np.int64)
+    cdef cnp.int64_t[::1] oi = out_i, oj = out_j, oh = out_h, oq = out_q
     cdef double[::1] ov = out_v
     cdef const double *zi
     cdef const double *zj
     cdef double base, v
     cdef double slack = 0.0
+    # ``thr``: a cut is taken when its violation exceeds it (eps, then in ``most`` mode the
+    # least violation kept once the buffer is full and one more violated cut was seen)
+    cdef double thr = eps
+    cdef cnp.int64_t seq = 0
     cdef bint full = False
     if s < 3:
-        return out_i[:0], out_j[:0], out_h[:0], out_v[:0], False
+        return out_i[:0], out_j[:0], out_h[:0], out_v[:0], False, out_q[:0]
+    if cap == 0:
+        most = False  # nothing to keep: both modes stop at the first violated cut
     with nogil:
         # 4 ulps of the largest magnitude a violation is formed from (|base| + 2 max|Z|)
         for i in range(s):
@@ -151,7 +190,7 @@ def separate_triangles(const double[:, ::1] Z, double eps, Py_ssize_t cap,
         slack = 16.0 * 2.220446049250313e-16 * slack
 
         for a in range(s):
-            if full:
+            if full and not most:
                 break
             i = order[a]
             zi = &Z[i, 0]
@@ -160,27 +199,50 @@ def separate_triangles(const double[:, ::1] Z, double eps, Py_ssize_t cap,
                     continue
                 zj = &Z[j, 0]
                 base = zi[j] - zi[i]
-                # count first in a branch-free loop that the compiler vectorises; violated
-                # cuts are rare on most rows, so the collecting loop below seldom runs
-                # filter: skip the pair when even the largest Z_ih - Z_jh cannot reach eps;
+                # filter: skip the pair when even the largest Z_ih - Z_jh cannot pass the
+                # threshold (a branch-free loop that the compiler vectorises; violated cuts
+                # are rare on most rows, so the collecting loop below seldom runs);
                 # ``slack`` covers the rounding difference between base + (Z_ih - Z_jh)
                 # and the exact test's (base + Z_ih) - Z_jh
-                if base + pcsos_max_diff(zi, zj, j + 1, s) <= eps - slack:
+                if base + pcsos_max_diff(zi, zj, j + 1, s) <= thr - slack:
                     continue
                 for h in range(j + 1, s):
                     v = base + zi[h] - zj[h]
-                    if v > eps and h != i:
-                        if m == cap:
+                    if v > thr and h != i:
+                        seq += 1
+                        if m < cap:
+                            oi[m] = i
+                            oj[m] = j
+                            oh[m] = h
+                            ov[m] = v
+                            oq[m] = seq
+                            m += 1
+                            if most and m == cap:
+                                # heapify once the buffer is full
+                                for a2 in range(cap // 2 - 1, -1, -1):
+                                    _heap_sift_down(&ov[0], &oq[0], &oi[0], &oj[0],
+                                                    &oh[0], m, a2)
+                            continue
+                        if not most:
                             full = True
                             break
-                        oi[m] = i
-                        oj[m] = j
-                        oh[m] = h
-                        ov[m] = v
-                        m += 1
-                if full:
+                        if not full:
+                            # the first cut beyond the cap: from now on only cuts more
+                            # violated than the least kept one can enter
+                            full = True
+                            thr = ov[0]
+                            if not v > thr:
+                                continue
+                        ov[0] = v
+                        oq[0] = seq
+                        oi[0] = i
+                        oj[0] = j
+                        oh[0] = h
+                        _heap_sift_down(&ov[0], &oq[0], &oi[0], &oj[0], &oh[0], m, 0)
+                        thr = ov[0]
+                if full and not most:
                     break
-    return out_i[:m], out_j[:m], out_h[:m], out_v[:m], bool(full)
+    return out_i[:m], out_j[:m], out_h[:m], out_v[:m], bool(full), out_q[:m]
 
 
 def separate_cliques(const double[:, ::1] Z, Py_ssize_t q, double rhs, double eps):

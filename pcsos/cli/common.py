@@ -41,6 +41,7 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
     and the API cannot disagree.
     """
     from pcsos.cuts.loop import CuttingPlaneSettings
+    from pcsos.cuts.separation import COLLECT
 
     d = CuttingPlaneSettings()
     g = parser.add_argument_group("cutting-plane loop")
@@ -70,6 +71,10 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
     g.add_argument("--max-collected", type=int, default=d.max_collected["triangle"],
                    metavar="N", help=f"violated cuts collected per family and round "
                                      f"(default {d.max_collected['triangle']})")
+    g.add_argument("--cut-collect", choices=COLLECT, default=d.collect,
+                   help=f"which violated triangles fill --max-collected: the most violated "
+                        f"of the matrix, or the first in a random apex order as in pc-sos-sdp "
+                        f"(default {d.collect})")
     g.add_argument("--max-cuts", type=int, default=d.max_cuts, metavar="N",
                    help=f"cuts in the model at most (default {d.max_cuts})")
 
@@ -87,9 +92,10 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
             families=families, eps_violation=args.cut_violation, eps_active=args.eps_active,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
-            max_cuts=args.max_cuts, max_rounds_root=args.max_rounds, cp_tol=args.cp_tol,
-            prune_tol=prune_tol, loose_tol=args.loose_tol or None,
-            loose_gap_factor=args.loose_gap_factor or None, **kw)
+            collect=args.cut_collect, max_cuts=args.max_cuts,
+            max_rounds_root=args.max_rounds, cp_tol=args.cp_tol, prune_tol=prune_tol,
+            loose_tol=args.loose_tol or None, loose_gap_factor=args.loose_gap_factor or None,
+            **kw)
     except (ValueError, TypeError) as exc:
         raise InputError(str(exc), source="cutting-plane settings") from None
 

@@ -101,6 +101,7 @@ def _settings(args, cp, workers: int) -> dict:
         "SDP_SOLVER_PAIR_PERC": cp.fraction["pair"],
         "SDP_SOLVER_MAX_TRIANGLE_INEQ": cp.max_collected["triangle"],
         "SDP_SOLVER_TRIANGLE_PERC": cp.fraction["triangle"],
+        "TRIANGLE_COLLECT": cp.collect,
         "CUTS": ",".join(cp.families) if cp.families else "none",
         "HEURISTIC": args.heuristic,
         "FEASIBILITY_BACKEND": args.feasibility_backend,

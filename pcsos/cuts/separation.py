@@ -21,8 +21,9 @@ from pcsos._kernels import separate_pairs as _k_pairs
 from pcsos._kernels import separate_triangles as _k_triangles
 from pcsos.cuts.cutset import CutSet
 
-__all__ = ["FAMILIES", "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys", "parse_families",
-           "separate", "separate_cliques", "separate_pairs", "separate_triangles", "top_k"]
+__all__ = ["COLLECT", "FAMILIES", "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys",
+           "parse_families", "separate", "separate_cliques", "separate_pairs",
+           "separate_triangles", "top_k"]
 
 FAMILIES = ("pair", "triangle", "clique")
 
@@ -89,17 +90,27 @@ def separate_pairs(Z, *, eps: float = 1e-4, cap: int = 100_000,
     return FamilyCuts(CutSet.pairs(i[sel], j[sel]), v[sel], len(v), full)
 
 
+COLLECT = ("most", "first")
+
+
 def separate_triangles(Z, *, eps: float = 1e-4, cap: int = 100_000, frac: float = 1.0,
-                       seed=None) -> FamilyCuts:
+                       seed=None, collect: str = "most") -> FamilyCuts:
     """Triangle cuts Z_ii + Z_jh >= Z_ij + Z_ih violated by more than ``eps``.
 
-    The apexes are visited in a random order drawn from ``seed`` (an int, a numpy Generator
-    or None), so a scan stopped at ``cap`` samples the whole matrix rather than its first
-    rows. Keeps the top ``frac`` of the collected cuts.
+    Collects at most ``cap`` violated cuts and keeps the top ``frac`` of them. The apexes
+    are visited in a random order drawn from ``seed`` (an int, a numpy Generator or None).
+    ``collect="most"``: the ``cap`` most violated cuts of the whole matrix (a full scan);
+    ``"first"`` (the pc-sos-sdp code's random sample): the first ``cap`` in visiting
+    order, the scan stopping there.
     """
+    if collect not in COLLECT:
+        raise ValueError(f"collect must be one of {COLLECT}, got {collect!r}")
     Z = as_symmetric(Z)
     order = np.random.default_rng(seed).permutation(len(Z)).astype(np.int64)
-    i, j, h, v, full = _k_triangles(Z, float(eps), int(cap), order)
+    i, j, h, v, full, q = _k_triangles(Z, float(eps), int(cap), order, collect == "most")
+    # visiting order, so that top_k's stable sort breaks ties the same way in both modes
+    o = np.argsort(q, kind="stable")
+    i, j, h, v = i[o], j[o], h[o], v[o]
     sel = top_k(v, frac)
     return FamilyCuts(CutSet.triangles(i[sel], j[sel], h[sel]), v[sel], len(v), full)
 
@@ -138,12 +149,13 @@ class SeparationResult:
 
 def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
              caps: dict[str, int] | None = None, fracs: dict[str, float] | None = None,
-             seed=None) -> SeparationResult:
+             seed=None, collect: str = "most") -> SeparationResult:
     """Separate every selected family from Z (super-point space, n ORIGINAL points).
 
     ``caps`` / ``fracs`` map a family name to its collection cap / kept fraction (defaults,
     as the paper's code: 100 000 and 5 % for pairs and triangles, all cliques). ``seed``
-    drives the triangle visiting order.
+    drives the triangle visiting order; ``collect``: which triangles fill the cap
+    (:func:`separate_triangles`).
     """
     caps = {"pair": 100_000, "triangle": 100_000, **(caps or {})}
     fracs = {"pair": 0.05, "triangle": 0.05, "clique": 1.0, **(fracs or {})}
@@ -155,7 +167,7 @@ def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
             fc = separate_pairs(Z, eps=eps, cap=caps["pair"], frac=fracs["pair"])
         elif fam == "triangle":
             fc = separate_triangles(Z, eps=eps, cap=caps["triangle"], frac=fracs["triangle"],
-                                    seed=seed)
+                                    seed=seed, collect=collect)
         else:
             fc = separate_cliques(Z, k, n, eps=eps, frac=fracs["clique"])
         sets.append(fc.cuts)
