@@ -228,7 +228,7 @@ def bench_root(args) -> list:
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.fraction, "triangle": args.fraction}, collect=args.collect,
             loose_tol=args.loose_tol or None, loose_gap_factor=args.loose_gap_factor or None,
-            prune_tol=args.prune_tol)
+            prune_tol=args.prune_tol, cp_tol=args.cp_tol)
         sdp_opts = {"threads": args.threads, "tol": args.tol}
         loop = cutting_plane_loop(prob, upper_bound=ub, settings=settings, root=True,
                                   sdp_options=sdp_opts, seed=0, time_limit=args.time_limit)
@@ -273,7 +273,7 @@ def bench_root(args) -> list:
                             "collect": args.collect,
                             "loose_tol": args.loose_tol,
                             "loose_gap_factor": args.loose_gap_factor,
-                            "prune_tol": args.prune_tol})
+                            "prune_tol": args.prune_tol, "cp_tol": args.cp_tol})
         print(f"{ds:13s} {f.name:22s} s={prob.s:3d} gap {row['root_gap_pct']:.4f}% "
               f"(paper {row['paper_root_gap_pct']}%) rounds {loop.n_rounds} flag {loop.flag} "
               f"cuts {loop.cuts.m} its cold {row['cold_root_iterations']} warm avg "
@@ -342,6 +342,9 @@ def main(argv=None) -> int:
     r.add_argument("--budget", type=float, default=3600.0, help="total seconds")
     r.add_argument("--max-rounds", type=int, default=80)
     r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--cp-tol", type=float, default=1e-6,
+                   help="the loop stops when a round improves the bound by less than this, "
+                        "relatively (default 1e-6, the paper's)")
     r.add_argument("--collect", choices=("most", "first"), default="most",
                    help="which violated triangles fill --max-collected (default most)")
     r.add_argument("--fraction", type=float, default=0.05,
