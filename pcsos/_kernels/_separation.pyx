@@ -11,7 +11,8 @@ Conventions shared by every kernel here:
   negative (tests use -1e-12 to ask for "every cut that is tight or violated").
 * Collected cuts go into buffers of length ``cap``; a scan stops at the first violated cut
   beyond the cap, and the returned ``hit_cap`` flag is True exactly when more than ``cap``
-  violated cuts exist (the first ``cap`` in visiting order are returned).
+  violated cuts exist (the first ``cap`` in visiting order are returned). The triangle scan
+  can instead keep the ``cap`` most violated of the whole matrix (``most=True``).
 * Loops are plain C loops without the GIL, so several tree workers can separate at once.
 """
 
