@@ -327,6 +327,10 @@ def report() -> str:
 
 
 def main(argv=None) -> int:
+    from pcsos.cuts.loop import CuttingPlaneSettings
+    from pcsos.cuts.separation import COLLECT
+
+    d = CuttingPlaneSettings()  # the loop's defaults, so that the benchmark cannot disagree
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     k = sub.add_parser("kernels", help="triangle scan and branching kernels vs numpy")
@@ -342,11 +346,11 @@ def main(argv=None) -> int:
     r.add_argument("--budget", type=float, default=3600.0, help="total seconds")
     r.add_argument("--max-rounds", type=int, default=80)
     r.add_argument("--threads", type=int, default=1)
-    r.add_argument("--cp-tol", type=float, default=1e-6,
-                   help="the loop stops when a round improves the bound by less than this, "
-                        "relatively (default 1e-6, the paper's)")
-    r.add_argument("--collect", choices=("most", "first"), default="most",
-                   help="which violated triangles fill --max-collected (default most)")
+    r.add_argument("--cp-tol", type=float, default=d.cp_tol,
+                   help=f"the loop stops when a round improves the bound by less than this, "
+                        f"relatively (default {d.cp_tol:g}, the paper's)")
+    r.add_argument("--collect", choices=COLLECT, default=d.collect,
+                   help=f"which violated triangles fill --max-collected (default {d.collect})")
     r.add_argument("--fraction", type=float, default=0.05,
                    help="share of collected pair/triangle cuts added (default 0.05)")
     r.add_argument("--max-collected", type=int, default=100_000,
@@ -357,9 +361,10 @@ def main(argv=None) -> int:
     r.add_argument("--loose-gap-factor", type=float, default=0.1,
                    help="intermediate rounds' tolerance at most this times the gap "
                         "(0 = --loose-tol alone)")
-    r.add_argument("--prune-tol", type=float, default=1e-4,
-                   help="the loop stops once (UB - LB) / UB <= this (default 1e-4, the "
-                        "solver's); smaller measures how far below it the root gets")
+    r.add_argument("--prune-tol", type=float, default=d.prune_tol,
+                   help=f"the loop stops once (UB - LB) / UB <= this (default "
+                        f"{d.prune_tol:g}, the solver's); smaller measures how far below it "
+                        f"the root gets")
     r.add_argument("--instances", default=None,
                    help="comma list of dataset/file-stem, e.g. heart/ml_0_cl_100_0 "
                         "(instead of --datasets/--mixes)")
