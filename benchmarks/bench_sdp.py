@@ -12,7 +12,8 @@ model. Results go to ``benchmarks/results/bench_sdp.json``.
 
 ``--instances`` replaces the sweep by the named instances; ``--baseline`` also runs every
 ADMM solve with the earlier settings (no Anderson acceleration, sigma ratio 3), in the same
-process, for before/after ratios; ``--cp`` runs the root cutting-plane loop
+process, for before/after ratios; ``--bound-match`` times both solvers to a safe bound of
+a given quality (:func:`bound_match`); ``--cp`` runs the root cutting-plane loop
 (:func:`pcsos.cuts.loop.cutting_plane_loop`, default settings, seed 0) on the named
 instances and records the iterations of every round (with ``--baseline`` also with the
 earlier settings).
@@ -73,6 +74,51 @@ def top_triangles(Z: np.ndarray, count: int) -> CutSet:
     return CutSet.triangles(T[order, 0], T[order, 1], T[order, 2])
 
 
+def bound_match(inst: str, args) -> dict:
+    """Seconds each solver needs for a safe bound within a relative gap of the optimum.
+
+    Both the ADMM and SCS solve the root SDP (no cuts) at every ``--match-tols`` tolerance;
+    the reference is the best safe bound of all runs and of an ADMM solve at
+    ``--match-ref-tol`` (every safe bound is <= the SDP optimum, so the gaps measured against
+    it are, if anything, too small, for both solvers alike). For each ``--match-targets``
+    gap the time of a solver is that of its fastest run whose bound is within the gap.
+    """
+    ds, name = inst.split("/")
+    P = load(ds, name)
+    model = SDPModel.from_problem(P)
+    ref = solve_sdp(model, tol=args.match_ref_tol, max_iter=200000)
+    runs = []
+    for backend in ("admm", "scs"):
+        for tol in args.match_tols:
+            r = solve_sdp(model, backend=backend, tol=tol, time_limit=args.scs_time_limit)
+            runs.append({"backend": backend, "tol": tol, "seconds": r.seconds,
+                         "lower_bound": r.lower_bound, "sdp_value": r.sdp_value,
+                         "iterations": r.iterations, "status": r.status})
+            print(f"match {inst} {backend} tol {tol:g}: {r.seconds:.2f}s "
+                  f"lb {r.lower_bound:.10g} {r.status}", flush=True)
+    best = max([ref.lower_bound] + [run["lower_bound"] for run in runs])
+    for run in runs:
+        run["rel_gap"] = (best - run["lower_bound"]) / abs(best)
+    targets = []
+    for eps in args.match_targets:
+        row = {"target": eps}
+        for backend in ("admm", "scs"):
+            ok = [run for run in runs if run["backend"] == backend and run["rel_gap"] <= eps]
+            fastest = min(ok, key=lambda run: run["seconds"]) if ok else None
+            row[backend + "_seconds"] = fastest["seconds"] if fastest else None
+            row[backend + "_tol"] = fastest["tol"] if fastest else None
+        if row["admm_seconds"] and row["scs_seconds"]:
+            row["ratio"] = row["scs_seconds"] / row["admm_seconds"]
+        targets.append(row)
+        print(f"match {inst} gap <= {eps:g}: ADMM {row['admm_seconds']} (tol "
+              f"{row['admm_tol']}), SCS {row['scs_seconds']} (tol {row['scs_tol']}), "
+              f"ratio {row.get('ratio')}", flush=True)
+    return {"instance": inst, "s": P.s, "k": P.k, "reference_bound": best,
+            "reference_admm_bound": ref.lower_bound, "reference_admm_value": ref.sdp_value,
+            "reference_admm_status": ref.status, "reference_admm_seconds": ref.seconds,
+            "runs": runs, "targets": targets}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="*", default=None)
@@ -83,6 +129,16 @@ def main(argv=None) -> int:
     ap.add_argument("--scs-sizes", type=int, nargs="*", default=[100, 150, 200, 250],
                     help="compare with SCS on the instance closest to each of these s")
     ap.add_argument("--scs-time-limit", type=float, default=600.0)
+    ap.add_argument("--bound-match", nargs="*", default=[],
+                    help="time to a certified bound of given quality, ADMM vs SCS, on these "
+                         "instances (see --match-tols, --match-targets)")
+    ap.add_argument("--match-tols", type=float, nargs="*",
+                    default=[1e-4, 3e-5, 1e-5, 3e-6, 1e-6],
+                    help="tolerances at which both solvers run for --bound-match")
+    ap.add_argument("--match-targets", type=float, nargs="*", default=[1e-5, 3e-6],
+                    help="bound qualities (relative gap to the reference) for --bound-match")
+    ap.add_argument("--match-ref-tol", type=float, default=1e-8,
+                    help="ADMM tolerance of the reference solve for --bound-match")
     ap.add_argument("--warm", nargs="*", default=["iris/ml_50_cl_50_0", "wine/ml_50_cl_50_0",
                                                   "heart/ml_50_cl_50_0"])
     ap.add_argument("--first", nargs="*", default=["ECG5000/ml_0_cl_150_0"],
@@ -169,6 +225,8 @@ def main(argv=None) -> int:
         out["scs"].append(entry)
         print(f"SCS {row['instance']}: {sc.seconds:.1f}s ({sc.message}) vs ADMM "
               f"{r.seconds:.1f}s, ratio {entry['ratio']:.1f}", flush=True)
+    for inst in args.bound_match:
+        out.setdefault("bound_match", []).append(bound_match(inst, args))
     for inst in args.warm:
         ds, name = inst.split("/")
         P, r0 = results.get((ds, name), (None, None))
