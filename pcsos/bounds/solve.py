@@ -33,16 +33,17 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
     """Solve the node relaxation ``model`` and return an :class:`SDPResult` with a safe bound.
 
     ``backend``: 'admm' (default, :func:`pcsos.bounds.admm.solve_admm`), 'mosek' (interior
-    point, needs a licence), 'scs' or 'clarabel' (via cvxpy, references). ``tol``: relative
-    KKT tolerance; ``max_iter`` / ``time_limit`` (seconds) cap the run (status 'max_iter' /
-    'time_limit'; the bound stays valid). ``warm_start``: a previous result or a
-    :class:`WarmStart` (ADMM only; see WarmStart for model changes). ``threads``: BLAS threads
-    for this call (None leaves the process setting). ``eig``: eigensolver name
-    (:mod:`pcsos.bounds.eig`). ``should_stop``: a callable polled once per ADMM iteration;
-    True ends the solve with status 'time_limit' (a cancel hook for the tree; the other
-    backends ignore it). ``bound_target``: the ADMM stops with status 'target' once its
-    safe bound reaches this value, e.g. the value below which the incumbent prunes the node
-    (the other backends ignore it). Extra ``options`` go to the backend.
+    point, needs a licence), 'scs' or 'clarabel' (via cvxpy, references). ``tol``: relative KKT
+    tolerance (the safe bound is valid at any accuracy, but may sit more than ``tol`` below the
+    SDP optimum: docs/safe_bound.md); ``max_iter`` / ``time_limit`` (seconds) cap the run
+    (status 'max_iter' / 'time_limit'; the bound stays valid). ``warm_start``: a previous result
+    or a :class:`WarmStart` (ADMM only; see WarmStart for model changes). ``threads``: BLAS
+    threads for this call (None leaves the process setting). ``eig``: eigensolver name
+    (:mod:`pcsos.bounds.eig`). ``should_stop``: a callable polled once per ADMM iteration; True
+    ends the solve with status 'time_limit' (a cancel hook for the tree; the other backends
+    ignore it). ``bound_target``: the ADMM stops with status 'target' once its safe bound
+    reaches this value, e.g. the value below which the incumbent prunes the node (the other
+    backends ignore it). Extra ``options`` go to the backend.
     Raises :class:`~pcsos.errors.BackendUnavailableError` when a backend is missing.
     """
     if backend not in BACKENDS:

@@ -47,7 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="SDP solver: admm (default, built in), mosek (licensed), "
                              "scs or clarabel (via cvxpy, references)")
     parser.add_argument("--tol", type=float, default=1e-5,
-                        help="relative KKT tolerance (default 1e-5)")
+                        help="relative KKT tolerance (default 1e-5); the bound is valid at "
+                             "any tol, but may sit further than tol below the SDP "
+                             "optimum (docs/safe_bound.md)")
     parser.add_argument("--max-iter", type=int, default=None, metavar="N",
                         help="iteration cap of the solver (default: the backend's)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
