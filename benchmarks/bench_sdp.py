@@ -98,7 +98,7 @@ def bound_match(inst: str, args) -> dict:
                   f"lb {r.lower_bound:.10g} {r.status}", flush=True)
     best = max([ref.lower_bound] + [run["lower_bound"] for run in runs])
     for run in runs:
-        run["rel_gap"] = (best - run["lower_bound"]) / abs(best)
+        run["rel_gap"] = (best - run["lower_bound"]) / max(1.0, abs(best))
     targets = []
     for eps in args.match_targets:
         row = {"target": eps}
@@ -107,8 +107,8 @@ def bound_match(inst: str, args) -> dict:
             fastest = min(ok, key=lambda run: run["seconds"]) if ok else None
             row[backend + "_seconds"] = fastest["seconds"] if fastest else None
             row[backend + "_tol"] = fastest["tol"] if fastest else None
-        if row["admm_seconds"] and row["scs_seconds"]:
-            row["ratio"] = row["scs_seconds"] / row["admm_seconds"]
+        both = row["admm_seconds"] is not None and row["scs_seconds"] is not None
+        row["ratio"] = row["scs_seconds"] / max(row["admm_seconds"], 1e-9) if both else None
         targets.append(row)
         print(f"match {inst} gap <= {eps:g}: ADMM {row['admm_seconds']} (tol "
               f"{row['admm_tol']}), SCS {row['scs_seconds']} (tol {row['scs_tol']}), "
