@@ -108,11 +108,17 @@ def separate_pairs(const double[:, ::1] Z, double eps, Py_ssize_t cap):
     return out_i[:m], out_j[:m], out_v[:m], bool(full)
 
 
+cdef inline bint _gives_way(const double *hv, const cnp.int64_t *hq, Py_ssize_t a,
+                           Py_ssize_t b) noexcept nogil:
+    # the heap order (violation, -visit number): cut a gives up its place before cut b when
+    # it is less violated, or equally violated and visited later
+    return hv[a] < hv[b] or (hv[a] == hv[b] and hq[a] > hq[b])
+
+
 cdef inline void _heap_sift_down(double *hv, cnp.int64_t *hq, cnp.int64_t *hi,
                                   cnp.int64_t *hj, cnp.int64_t *hh, Py_ssize_t m,
                                   Py_ssize_t p) noexcept nogil:
-    # min-heap on (violation, -visit number): the root is the least violated cut, and among
-    # equally violated ones the one visited last, i.e. the first to give up its place
+    # min-heap in the order of _gives_way: the root is the first cut to give up its place
     cdef Py_ssize_t c
     cdef double tv
     cdef cnp.int64_t t
@@ -120,9 +126,9 @@ cdef inline void _heap_sift_down(double *hv, cnp.int64_t *hq, cnp.int64_t *hi,
         c = 2 * p + 1
         if c >= m:
             return
-        if c + 1 < m and (hv[c + 1] < hv[c] or (hv[c + 1] == hv[c] and hq[c + 1] > hq[c])):
+        if c + 1 < m and _gives_way(hv, hq, c + 1, c):
             c += 1
-        if hv[c] < hv[p] or (hv[c] == hv[p] and hq[c] > hq[p]):
+        if _gives_way(hv, hq, c, p):
             tv = hv[c]; hv[c] = hv[p]; hv[p] = tv
             t = hq[c]; hq[c] = hq[p]; hq[p] = t
             t = hi[c]; hi[c] = hi[p]; hi[p] = t
