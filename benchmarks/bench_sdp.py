@@ -5,10 +5,13 @@ For the seed-0 draw of every constraint mix of the shared datasets (files
 bound, their relative gap (acceptance 2: <= 1e-5), iterations and seconds. Then the time of
 SCS (via cvxpy, eps_abs = eps_rel = tol) on the smallest instances with s >= 100, and a warm
 re-solve after adding the 1000 most violated triangle cuts against a cold solve of the same
-model. Results go to ``benchmarks/results/bench_sdp.json``.
+model (``--warm-rounds R``: R such rounds, each adding the 1000 most violated triangles
+that the model lacks at the last warm solution). Results go to
+``benchmarks/results/bench_sdp.json``.
 
     python benchmarks/bench_sdp.py [--threads 1] [--datasets iris wine ...] [--budget 1500]
         [--instances iris/ml_50_cl_50_0 ...] [--baseline] [--cp iris/ml_50_cl_50_0 ...]
+        [--warm iris/ml_50_cl_50_0 ...] [--warm-rounds 4]
 
 ``--instances`` replaces the sweep by the named instances; ``--baseline`` also runs every
 ADMM solve with the earlier settings (no Anderson acceleration, sigma ratio 3), in the same
@@ -35,6 +38,7 @@ from threadpoolctl import threadpool_limits
 from pcsos.bounds import SDPModel, WarmStart, solve_sdp
 from pcsos.cli.common import jsonable
 from pcsos.cuts.cutset import CutSet
+from pcsos.cuts.separation import cut_keys
 from pcsos.io import read_constraints, read_data
 from pcsos.problem import Problem, make_instance
 
@@ -72,6 +76,26 @@ def top_triangles(Z: np.ndarray, count: int) -> CutSet:
     T = np.vstack(best)
     order = np.argsort(-V)[:count]
     return CutSet.triangles(T[order, 0], T[order, 1], T[order, 2])
+
+
+def _with_cold_twin(solve, pairs: list):
+    """``solve_sdp`` that also solves every warm-started call cold (same model and options)
+    and appends a record to ``pairs``: warm and cold iterations, tol, the cuts in the model
+    and whether the cut set changed since the previous call (False: the loop's re-solve of
+    the same model at a tighter tolerance). Returns the warm result, so the loop runs as
+    without it."""
+    last = []
+
+    def wrapped(model, *, warm_start=None, **kw):
+        res = solve(model, warm_start=warm_start, **kw)
+        if warm_start is not None:
+            cold = solve(model, **kw)
+            pairs.append({"warm": int(res.iterations), "cold": int(cold.iterations),
+                          "tol": float(kw.get("tol", 0)), "cuts": int(model.cuts.m),
+                          "new_cuts": not last or model.cuts is not last[-1]})
+        last.append(model.cuts)
+        return res
+    return wrapped
 
 
 def bound_match(inst: str, args) -> dict:
@@ -141,6 +165,9 @@ def main(argv=None) -> int:
                     help="ADMM tolerance of the reference solve for --bound-match")
     ap.add_argument("--warm", nargs="*", default=["iris/ml_50_cl_50_0", "wine/ml_50_cl_50_0",
                                                   "heart/ml_50_cl_50_0"])
+    ap.add_argument("--warm-rounds", type=int, default=1,
+                    help="rounds of --warm: each adds the 1000 most violated triangles that "
+                         "the model lacks at the last warm solution and solves warm and cold")
     ap.add_argument("--first", nargs="*", default=["ECG5000/ml_0_cl_150_0"],
                     help="instances run before the others (the s = 500 time target)")
     ap.add_argument("--instances", nargs="*", default=None,
@@ -150,6 +177,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cp", nargs="*", default=[],
                     help="root cutting-plane loop on these instances (iterations per round)")
     ap.add_argument("--cp-time-limit", type=float, default=300.0)
+    ap.add_argument("--cp-cold", action="store_true",
+                    help="with --cp: also solve every warm-started round cold (same model, "
+                         "tolerance and options) and record both iteration counts")
     ap.add_argument("--linsolve-cuts", type=int, nargs="*", default=[],
                     help="ms per iteration of 100 warm iterations with this many cuts (the "
                          "most violated triangles at the root), for each (y, u) solver of "
@@ -233,29 +263,44 @@ def main(argv=None) -> int:
         if P is None:
             P = load(ds, name)
             r0 = solve_sdp(SDPModel.from_problem(P), tol=args.tol)
-        cuts = top_triangles(r0.Z, 1000)
-        mc = SDPModel.from_problem(P, cuts)
-        w = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=cuts.m))
-        c = solve_sdp(mc, tol=args.tol)
-        entry = {"instance": inst, "s": P.s, "cuts": cuts.m, "root_iterations": r0.iterations,
-                 "warm_iterations": w.iterations, "cold_iterations": c.iterations,
-                 "warm_seconds": w.seconds, "cold_seconds": c.seconds,
-                 "ratio": w.iterations / c.iterations, "warm_value": w.sdp_value,
-                 "cold_value": c.sdp_value, "warm_bound": w.lower_bound,
-                 "cold_bound": c.lower_bound, "warm_status": w.status, "cold_status": c.status}
-        if args.baseline:
-            wb = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=cuts.m),
-                           **BASELINE)
-            cb = solve_sdp(mc, tol=args.tol, **BASELINE)
-            entry.update(base_warm_iterations=wb.iterations, base_cold_iterations=cb.iterations,
-                         base_warm_seconds=wb.seconds, base_cold_seconds=cb.seconds,
-                         base_ratio=wb.iterations / cb.iterations)
-            print(f"    earlier settings: warm {wb.iterations} it vs cold {cb.iterations} it",
-                  flush=True)
-        out["warm"].append(entry)
-        print(f"warm {inst}: {cuts.m} cuts, warm {w.iterations} it vs cold {c.iterations} it "
-              f"(ratio {entry['ratio']:.2f}); bound {r0.lower_bound:.8g} -> {w.lower_bound:.8g}",
-              flush=True)
+        cuts = CutSet.empty()
+        for rnd in range(1, args.warm_rounds + 1):
+            # the 1000 most violated triangles at the last solution that the model lacks
+            found = top_triangles(r0.Z, 1000 + cuts.m)
+            if cuts.m:
+                found = found.select(np.flatnonzero(~np.isin(cut_keys(found), cut_keys(cuts))))
+            new = found.select(np.arange(min(1000, found.m)))
+            if not new.m:
+                break
+            cuts = cuts.concat(new) if cuts.m else new
+            mc = SDPModel.from_problem(P, cuts)
+            w = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=new.m))
+            c = solve_sdp(mc, tol=args.tol)
+            entry = {"instance": inst, "s": P.s, "round": rnd, "cuts": cuts.m,
+                     "new_cuts": new.m, "root_iterations": r0.iterations,
+                     "warm_iterations": w.iterations, "cold_iterations": c.iterations,
+                     "warm_seconds": w.seconds, "cold_seconds": c.seconds,
+                     "ratio": w.iterations / c.iterations, "warm_value": w.sdp_value,
+                     "cold_value": c.sdp_value, "warm_bound": w.lower_bound,
+                     "cold_bound": c.lower_bound, "warm_status": w.status,
+                     "cold_status": c.status,
+                     "bound_move": (w.lower_bound - r0.lower_bound) / abs(r0.lower_bound)}
+            if args.baseline:
+                wb = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=new.m),
+                               **BASELINE)
+                cb = solve_sdp(mc, tol=args.tol, **BASELINE)
+                entry.update(base_warm_iterations=wb.iterations,
+                             base_cold_iterations=cb.iterations,
+                             base_warm_seconds=wb.seconds, base_cold_seconds=cb.seconds,
+                             base_ratio=wb.iterations / cb.iterations)
+                print(f"    earlier settings: warm {wb.iterations} it vs cold {cb.iterations} it",
+                      flush=True)
+            out["warm"].append(entry)
+            print(f"warm {inst} round {rnd}: {cuts.m} cuts (+{new.m}), warm {w.iterations} it "
+                  f"vs cold {c.iterations} it (ratio {entry['ratio']:.2f}); bound "
+                  f"{r0.lower_bound:.8g} -> {w.lower_bound:.8g} "
+                  f"({entry['bound_move']:.1e})", flush=True)
+            r0 = w
     if args.linsolve_cuts:
         import pcsos.bounds.admm as admm
         inst = args.linsolve_instance or args.warm[0]
@@ -299,18 +344,33 @@ def main(argv=None) -> int:
                       if lab + "_ms_per_it" in row) + " (100 warm iterations incl. setup)",
                   flush=True)
     for inst in args.cp:
+        import pcsos.bounds
         from pcsos.cuts.loop import cutting_plane_loop
         P = load(*inst.split("/"))
         for label, opts in [("default", {})] + ([("baseline", BASELINE)] if args.baseline
                                                else []):
-            br = cutting_plane_loop(P, sdp_options=dict(opts, tol=args.tol), seed=0,
-                                    time_limit=args.cp_time_limit)
+            pairs = []  # (warm iterations, cold iterations, tol) of each warm-started round
+            if args.cp_cold:
+                pcsos.bounds.solve_sdp = _with_cold_twin(solve_sdp, pairs)
+            try:
+                br = cutting_plane_loop(P, sdp_options=dict(opts, tol=args.tol), seed=0,
+                                        time_limit=args.cp_time_limit)
+            finally:
+                pcsos.bounds.solve_sdp = solve_sdp
             its = [int(st.iterations) for st in br.rounds]
             entry = {"instance": inst, "s": P.s, "settings": label, "rounds": len(its),
                      "iterations": its, "total_iterations": sum(its),
                      "seconds": br.seconds, "lower_bound": br.lower_bound,
                      "message": br.message,
                      "round_seconds": [float(st.seconds) for st in br.rounds]}
+            if args.cp_cold:
+                entry["warm_cold"] = pairs
+                cut_rounds = [q for q in pairs if q["new_cuts"]]
+                if cut_rounds:
+                    ratios = [q["warm"] / q["cold"] for q in cut_rounds]
+                    print(f"cp {inst} [{label}]: warm/cold iterations after adding cuts "
+                          + ", ".join(f"{q['warm']}/{q['cold']}" for q in cut_rounds)
+                          + f" (median ratio {float(np.median(ratios)):.2f})", flush=True)
             out["cp"].append(entry)
             print(f"cp {inst} [{label}]: {len(its)} rounds, {sum(its)} iterations "
                   f"(first {its[0]}, then {its[1:]}), "
