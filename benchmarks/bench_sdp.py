@@ -38,7 +38,7 @@ from threadpoolctl import threadpool_limits
 from pcsos.bounds import SDPModel, WarmStart, solve_sdp
 from pcsos.cli.common import jsonable
 from pcsos.cuts.cutset import CutSet
-from pcsos.cuts.separation import cut_keys
+from pcsos.cuts.separation import drop_known
 from pcsos.io import read_constraints, read_data
 from pcsos.problem import Problem, make_instance
 
@@ -84,7 +84,7 @@ def _with_cold_twin(solve, pairs: list):
     and whether the cut set changed since the previous call (False: the loop's re-solve of
     the same model at a tighter tolerance). Returns the warm result, so the loop runs as
     without it."""
-    last = []
+    last = [None]  # the cut set of the previous call
 
     def wrapped(model, *, warm_start=None, **kw):
         res = solve(model, warm_start=warm_start, **kw)
@@ -92,8 +92,8 @@ def _with_cold_twin(solve, pairs: list):
             cold = solve(model, **kw)
             pairs.append({"warm": int(res.iterations), "cold": int(cold.iterations),
                           "tol": float(kw.get("tol", 0)), "cuts": int(model.cuts.m),
-                          "new_cuts": not last or model.cuts is not last[-1]})
-        last.append(model.cuts)
+                          "new_cuts": model.cuts is not last[0]})
+        last[0] = model.cuts
         return res
     return wrapped
 
@@ -266,13 +266,11 @@ def main(argv=None) -> int:
         cuts = CutSet.empty()
         for rnd in range(1, args.warm_rounds + 1):
             # the 1000 most violated triangles at the last solution that the model lacks
-            found = top_triangles(r0.Z, 1000 + cuts.m)
-            if cuts.m:
-                found = found.select(np.flatnonzero(~np.isin(cut_keys(found), cut_keys(cuts))))
+            found = drop_known(top_triangles(r0.Z, 1000 + cuts.m), cuts)
             new = found.select(np.arange(min(1000, found.m)))
             if not new.m:
                 break
-            cuts = cuts.concat(new) if cuts.m else new
+            cuts = cuts.concat(new)
             mc = SDPModel.from_problem(P, cuts)
             w = solve_sdp(mc, tol=args.tol, warm_start=WarmStart.for_cuts(r0, n_new=new.m))
             c = solve_sdp(mc, tol=args.tol)
@@ -349,7 +347,7 @@ def main(argv=None) -> int:
         P = load(*inst.split("/"))
         for label, opts in [("default", {})] + ([("baseline", BASELINE)] if args.baseline
                                                else []):
-            pairs = []  # (warm iterations, cold iterations, tol) of each warm-started round
+            pairs = []  # one record per warm-started round (see _with_cold_twin)
             if args.cp_cold:
                 pcsos.bounds.solve_sdp = _with_cold_twin(solve_sdp, pairs)
             try:

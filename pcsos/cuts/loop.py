@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from pcsos.cuts.cutset import CutSet
-from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, parse_families, separate
+from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
 from pcsos.problem import Problem
 
 __all__ = ["CP_FLAGS", "BoundResult", "CuttingPlaneSettings", "RoundStats",
@@ -362,11 +362,8 @@ def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng
         active = (slack <= st.eps_active) | (u > st.u_active)
     else:
         active = np.zeros(0, dtype=bool)
-    new = sep.cuts
-    if new.m and old.m:  # a cut already in the model (solved inexactly) is not added twice
-        have = set(cut_keys(old))
-        fresh = np.array([k not in have for k in cut_keys(new)], dtype=bool)
-        new = new.select(fresh)
+    # a cut already in the model (solved inexactly) is not added twice
+    new = drop_known(sep.cuts, old)
     if new.m == 0:
         stats.added = {f: 0 for f in sep.found}
         return NO_CUT, None

@@ -22,7 +22,7 @@ from pcsos._kernels import separate_triangles as _k_triangles
 from pcsos.cuts.cutset import CutSet
 
 __all__ = ["COLLECT", "FAMILIES", "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys",
-           "parse_families", "separate", "separate_cliques", "separate_pairs",
+           "drop_known", "parse_families", "separate", "separate_cliques", "separate_pairs",
            "separate_triangles", "top_k"]
 
 FAMILIES = ("pair", "triangle", "clique")
@@ -198,3 +198,10 @@ def cut_keys(cuts: CutSet) -> np.ndarray:
                    c[a:b].tobytes())
     return keys
 
+
+def drop_known(new: CutSet, old: CutSet) -> CutSet:
+    """The cuts of ``new`` that ``old`` does not hold (compared by :func:`cut_keys`), in order."""
+    if not (new.m and old.m):
+        return new
+    have = set(cut_keys(old))
+    return new.select(np.array([k not in have for k in cut_keys(new)], dtype=bool))
