@@ -4,7 +4,8 @@ Every reader returns a plain dataclass and raises :class:`~pcsos.errors.InputErr
 the file and the 1-based line of the first bad line. Nothing is changed silently: whenever a
 reader has to choose (a header that disagrees with the rows, soft pairs it cannot use, keys
 it does not know), it says what it used in the ``notes`` of its result. Data are never
-rescaled.
+rescaled. Text files are all read by one function (UTF-8, a leading BOM ignored), and a
+message quotes at most about 80 characters of a line or token (:func:`_quote`).
 
 Formats (see ``docs/formats.md``):
 
@@ -92,12 +93,19 @@ class Constraints:
     source: str = ""
 
 
+#: at most this many characters of a line or token are quoted in an error message, so that a
+#: 50 MB line or a row of 10**6 columns is not echoed whole to the terminal
+QUOTE_MAX = 80
+
+
 # --------------------------------------------------------------------------- helpers
 def _read_text(path) -> str:
+    """The whole file as text. Every text format is read through here, so that they all agree
+    on encoding, BOM and decoding errors."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
-            return fh.read()
+            text = fh.read()
     except FileNotFoundError:
         raise InputError("no such file", source=path) from None
     except IsADirectoryError:
@@ -107,6 +115,24 @@ def _read_text(path) -> str:
                          source=path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    # Windows editors and Excel start UTF-8 files with a BOM; left in, it glues onto the first
+    # token ('\ufeff3', '\ufeffML'). Stripped here rather than by encoding="utf-8-sig", which
+    # would shift the byte offset reported for a decoding error by the BOM's 3 bytes.
+    return text.removeprefix("\ufeff")
+
+
+def _quote(text: str, *, quote: bool = True) -> str:
+    """User text for an error message: ``repr(text)`` (or the text as is, ``quote=False``),
+    cut to about QUOTE_MAX characters and then ``... (N characters)``."""
+    show = repr if quote else str
+    width = QUOTE_MAX + (2 if quote else 0)  # the quotes do not count
+    # len(text) first: repr() of a 50 MB line would copy it just to throw it away
+    if len(text) <= QUOTE_MAX and len(show(text)) <= width:
+        return show(text)
+    cut = text[:QUOTE_MAX - 3]
+    while len(show(cut)) > width - 3:  # repr escapes ('\x00') make a character wider
+        cut = cut[:-1]
+    return f"{show(cut)}... ({len(text)} characters)"
 
 
 def _parse_int(token: str) -> int | None:
@@ -121,10 +147,10 @@ def _float_token(token: str, source: str, lineno: int, column: int) -> float:
     try:
         v = float(token)
     except ValueError:
-        raise InputError(f"non-numeric value {token!r} in column {column}",
+        raise InputError(f"non-numeric value {_quote(token)} in column {column}",
                          source=source, line=lineno) from None
     if not math.isfinite(v):
-        raise InputError(f"non-finite value {token!r} in column {column}",
+        raise InputError(f"non-finite value {_quote(token)} in column {column}",
                          source=source, line=lineno)
     return v
 
@@ -174,10 +200,10 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
     htoks = lines[hline].split()
     hvals = [_parse_int(t) for t in htoks]
     if len(htoks) not in (2, 3) or any(v is None for v in hvals):
-        raise InputError(f"bad header {lines[hline].strip()!r}: the first line must be two or "
-                         "three integers 'n d' or 'n d k'", source=source, line=hline + 1)
+        raise InputError(f"bad header {_quote(lines[hline].strip())}: the first line must be "
+                         "two or three integers 'n d' or 'n d k'", source=source, line=hline + 1)
     if any(v < 0 for v in hvals):
-        raise InputError(f"bad header {lines[hline].strip()!r}: negative value",
+        raise InputError(f"bad header {_quote(lines[hline].strip())}: negative value",
                          source=source, line=hline + 1)
     hn, hd = hvals[0], hvals[1]
     hk = hvals[2] if len(hvals) == 3 else None
@@ -213,8 +239,13 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
 
 def _read_csv(source: str, text: str) -> DataFile:
     reader = csv.reader(_io.StringIO(text))
-    lines = [(t + 1, [c.strip() for c in row]) for t, row in enumerate(reader)
-             if any(c.strip() for c in row)]
+    try:
+        lines = [(t + 1, [c.strip() for c in row]) for t, row in enumerate(reader)
+                 if any(c.strip() for c in row)]
+    except csv.Error as exc:
+        # e.g. a field over the csv module's 131072-character limit: bad input, not a crash
+        raise InputError(f"not readable as CSV: {exc}", source=source,
+                         line=reader.line_num) from None
     if not lines:
         raise InputError("empty CSV file", source=source)
     notes: list[str] = []
@@ -246,7 +277,7 @@ def _read_csv(source: str, text: str) -> DataFile:
             if v is None:
                 fv = _float_token(row[class_col], source, lineno, class_col + 1)
                 if not fv.is_integer():
-                    raise InputError(f"class label {row[class_col]!r} is not an integer",
+                    raise InputError(f"class label {_quote(row[class_col])} is not an integer",
                                      source=source, line=lineno)
                 v = int(fv)
             if v < 0:
@@ -261,8 +292,8 @@ def _read_csv(source: str, text: str) -> DataFile:
     else:
         feat = body
         if has_header:
-            notes.append(f"CSV last column {names[-1]!r} is not a class column: every column "
-                         "is a feature")
+            notes.append(f"CSV last column {_quote(names[-1])} is not a class column: every "
+                         "column is a feature")
     if feat and not feat[0][1]:
         raise InputError("CSV has no feature columns", source=source, line=lineno0)
     X = _rows_to_matrix(feat, source)
@@ -284,14 +315,16 @@ def _read_numpy(source: str, ext: str) -> DataFile:
     except FileNotFoundError:
         raise InputError("no such file", source=source) from None
     except (ValueError, OSError) as exc:
-        raise InputError(f"not a readable {ext} file: {exc}", source=source) from None
+        raise InputError(f"not a readable {ext} file: {_quote(str(exc), quote=False)}",
+                         source=source) from None
     classes = None
     if ext == ".npz":
         keys = list(obj.files)
         xkey = next((key for key in ("X", "x", "data") if key in keys), None)
         if xkey is None:
             if len(keys) != 1:
-                raise InputError(f"npz file needs an array 'X' (found {keys})", source=source)
+                raise InputError("npz file needs an array 'X' (found "
+                                 f"{_quote(str(keys), quote=False)})", source=source)
             xkey = keys[0]
         ykey = next((key for key in ("y", "labels", "classes") if key in keys), None)
         X = obj[xkey]
@@ -304,7 +337,8 @@ def _read_numpy(source: str, ext: str) -> DataFile:
             notes.append(f"npz array {ykey!r} read as true labels")
         other = [key for key in keys if key not in (xkey, ykey)]
         if other:
-            notes.append(f"npz arrays ignored: {', '.join(other)}")
+            notes.append("npz arrays ignored: "
+                         + ", ".join(_quote(name, quote=False) for name in other))
         obj.close()
     else:
         X = obj
@@ -348,47 +382,45 @@ def read_constraints(path, n: int | None = None, X: np.ndarray | None = None) ->
 def _read_text_constraints(source: str, text: str, n: int | None, X) -> Constraints:
     out = Constraints(format="text", source=source)
     delta_line = gamma_line = None
+    rng = f"0..{n - 1}" if n is not None else ">= 0"
     for t, raw in enumerate(text.splitlines()):
         lineno = t + 1
         toks = raw.split()
         if not toks:
             continue
         kind = toks[0].upper()
-        shown = raw.strip()
+        problem = None
         if kind in ("ML", "CL"):
-            if len(toks) != 3:
-                raise InputError(f"{kind} needs two indices, got {len(toks) - 1}: {shown!r}",
-                                 source=source, line=lineno)
-            ij = [_parse_int(x) for x in toks[1:]]
-            if any(v is None for v in ij):
-                raise InputError(f"indices must be integers: {shown!r}", source=source,
-                                 line=lineno)
-            i, j = ij
-            if min(i, j) < 0 or (n is not None and max(i, j) >= n):
-                rng = f"0..{n - 1}" if n is not None else ">= 0"
-                raise InputError(f"index out of range {rng}: {shown!r}", source=source,
-                                 line=lineno)
-            if i == j:
-                raise InputError(f"self pair: {shown!r}", source=source, line=lineno)
-            (out.ml if kind == "ML" else out.cl).append((i, j))
+            ij = [_parse_int(x) for x in toks[1:]] if len(toks) == 3 else None
+            if ij is None:
+                problem = f"{kind} needs two indices, got {len(toks) - 1}"
+            elif None in ij:
+                problem = "indices must be integers"
+            elif min(ij) < 0 or (n is not None and max(ij) >= n):
+                problem = f"index out of range {rng}"
+            elif ij[0] == ij[1]:
+                problem = "self pair"
+            else:
+                (out.ml if kind == "ML" else out.cl).append((ij[0], ij[1]))
         elif kind in ("DELTA", "GAMMA"):
-            if len(toks) != 2:
-                raise InputError(f"{kind} needs one number, got {len(toks) - 1}: {shown!r}",
-                                 source=source, line=lineno)
-            v = _float_token(toks[1], source, lineno, 2)
-            if v < 0:
-                raise InputError(f"{kind} must be >= 0: {shown!r}", source=source, line=lineno)
+            v = _float_token(toks[1], source, lineno, 2) if len(toks) == 2 else None
             prev = delta_line if kind == "DELTA" else gamma_line
-            if prev is not None:
-                raise InputError(f"{kind} given twice (first on line {prev}): {shown!r}",
-                                 source=source, line=lineno)
-            if kind == "DELTA":
+            if v is None:
+                problem = f"{kind} needs one number, got {len(toks) - 1}"
+            elif v < 0:
+                problem = f"{kind} must be >= 0"
+            elif prev is not None:
+                problem = f"{kind} given twice (first on line {prev})"
+            elif kind == "DELTA":
                 out.delta, delta_line = v, lineno
             else:
                 out.gamma, gamma_line = v, lineno
         else:
-            raise InputError(f"unknown constraint type {toks[0]!r} (expected ML, CL, DELTA or "
-                             f"GAMMA): {shown!r}", source=source, line=lineno)
+            problem = (f"unknown constraint type {_quote(toks[0])} (expected ML, CL, DELTA or "
+                       "GAMMA)")
+        if problem is not None:
+            # one raise, so every message ends with the offending line, cut by _quote
+            raise InputError(f"{problem}: {_quote(raw.strip())}", source=source, line=lineno)
     if not out.ml and not out.cl and out.delta is None and out.gamma is None:
         out.notes.append("no constraints in the file: the unconstrained problem")
     if out.delta is not None or out.gamma is not None:
@@ -444,24 +476,27 @@ def _read_json_constraints(source: str, text: str, n: int | None) -> Constraints
     if not isinstance(obj, dict):
         raise InputError("the JSON top level must be an object with keys 'ml' and 'cl'",
                          source=source, line=1)
+    rng = f"0..{n - 1}" if n is not None else ">= 0"
     for key in ("ml", "cl"):
         pairs = obj.get(key, [])
+        line = _json_line(text, key)
         if not isinstance(pairs, list):
-            raise InputError(f"{key!r} must be a list of [i, j] pairs", source=source,
-                             line=_json_line(text, key))
+            raise InputError(f"{key!r} must be a list of [i, j] pairs", source=source, line=line)
         for t, p in enumerate(pairs):
-            where = f"{key}[{t}] = {json.dumps(p)}"
-            line = _json_line(text, key)
+            problem = None
             if not (isinstance(p, (list, tuple)) and len(p) == 2):
-                raise InputError(f"{where}: a pair needs two indices", source=source, line=line)
-            if not all(isinstance(v, int) and not isinstance(v, bool) for v in p):
-                raise InputError(f"{where}: indices must be integers", source=source, line=line)
+                problem = "a pair needs two indices"
+            elif not all(isinstance(v, int) and not isinstance(v, bool) for v in p):
+                problem = "indices must be integers"
+            elif min(p) < 0 or (n is not None and max(p) >= n):
+                problem = f"index out of range {rng}"
+            elif p[0] == p[1]:
+                problem = "self pair"
+            if problem is not None:
+                # dumped only on error: one bad element may be a list of 10**6 numbers
+                where = f"{key}[{t}] = {_quote(json.dumps(p), quote=False)}"
+                raise InputError(f"{where}: {problem}", source=source, line=line)
             i, j = p
-            if min(i, j) < 0 or (n is not None and max(i, j) >= n):
-                rng = f"0..{n - 1}" if n is not None else ">= 0"
-                raise InputError(f"{where}: index out of range {rng}", source=source, line=line)
-            if i == j:
-                raise InputError(f"{where}: self pair", source=source, line=line)
             (out.ml if key == "ml" else out.cl).append((i, j))
     for key in SOFT_KEYS:
         val = obj.get(key)
@@ -471,7 +506,7 @@ def _read_json_constraints(source: str, text: str, n: int | None) -> Constraints
                              "pcsos and were NOT used")
     unknown = [key for key in obj if key not in ("ml", "cl", *SOFT_KEYS)]
     if unknown:
-        out.notes.append(f"unknown JSON keys ignored: {', '.join(map(repr, unknown))}")
+        out.notes.append(f"unknown JSON keys ignored: {', '.join(map(_quote, unknown))}")
     if not out.ml and not out.cl:
         out.notes.append("no ml/cl pairs in the file: the unconstrained problem")
     return out
@@ -536,7 +571,7 @@ def read_result_matrix(path) -> np.ndarray:
             raise InputError(f"ragged row: {len(toks)} entries, expected {width}",
                              source=source, line=t + 1)
         if any(x not in ("0", "1") for x in toks) or toks.count("1") != 1:
-            raise InputError(f"a row must hold one 1 and otherwise 0: {raw.strip()!r}",
+            raise InputError(f"a row must hold one 1 and otherwise 0: {_quote(raw.strip())}",
                              source=source, line=t + 1)
         labels.append(toks.index("1"))
     return np.asarray(labels, dtype=np.int64)
@@ -559,7 +594,7 @@ def read_labels(path) -> np.ndarray:
             continue
         v = _parse_int(tok)
         if v is None or v < 0:
-            raise InputError(f"not a non-negative integer label: {tok!r}", source=source,
+            raise InputError(f"not a non-negative integer label: {_quote(tok)}", source=source,
                              line=t + 1)
         out.append(v)
     return np.asarray(out, dtype=np.int64)

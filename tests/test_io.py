@@ -1,6 +1,8 @@
 """pcsos.io: every reader on good and bad files, writers round-trip."""
 
+import codecs
 import json
+import re
 
 import numpy as np
 import pytest
@@ -230,3 +232,99 @@ def test_labels_round_trip(tmp_path, capsys):
     with pytest.raises(InputError) as ei:
         read_labels(_w(tmp_path, "b.txt", "1\nx\n"))
     assert ei.value.line == 2
+
+
+# ------------------------------------------------------------------ byte-order mark
+BOM_CASES = [
+    pytest.param("d.txt", "3 2 2\n1 2\n3 4\n5 6\n", read_data, id="data-n-d-k"),
+    pytest.param("d.txt", "2 3\n1 2 3\n4 5 6\n", read_data, id="data-n-d"),
+    pytest.param("d.csv", "x0,x1,class\n1,2,0\n3,4,1\n", read_data, id="csv"),
+    # without the fix the BOM made '\ufeff1' a non-number: the first row became a header
+    pytest.param("d.csv", "1,2\n3,4\n", read_data, id="csv-no-header"),
+    pytest.param("c.txt", "ML 0 1\nCL 1 2\n", read_constraints, id="ml-cl"),
+    pytest.param("c.json", '{"ml": [[0, 1]], "cl": [[1, 2]]}', read_constraints, id="json"),
+    pytest.param("c", '{"ml": [[0, 1]], "cl": [[1, 2]]}', read_constraints,
+                 id="json-by-content"),
+    pytest.param("r.txt", "0 1\n1 0\n", read_result_matrix, id="result-matrix"),
+    pytest.param("l.txt", "1\n0\n", read_labels, id="labels"),
+]
+
+
+def _same(a, b):
+    if isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+        return
+    assert type(a) is type(b)
+    fields = {k: v for k, v in vars(a).items() if k != "source"}
+    for key, val in fields.items():
+        if isinstance(val, np.ndarray):
+            np.testing.assert_array_equal(val, getattr(b, key))
+        else:
+            assert val == getattr(b, key), key
+
+
+@pytest.mark.parametrize("name, text, reader", BOM_CASES)
+def test_leading_bom_is_ignored_in_every_text_format(tmp_path, name, text, reader):
+    plain = tmp_path / "plain" / name
+    bom = tmp_path / "bom" / name
+    for p, prefix in ((plain, b""), (bom, codecs.BOM_UTF8)):
+        p.parent.mkdir()
+        p.write_bytes(prefix + text.encode())
+    _same(reader(bom), reader(plain))
+
+
+def test_bom_keeps_the_byte_offset_of_a_decoding_error(tmp_path):
+    p = tmp_path / "d.txt"
+    p.write_bytes(codecs.BOM_UTF8 + b"1 1\n\xff\n")
+    with pytest.raises(InputError, match="not a text file .* at byte 7"):
+        read_data(p)
+
+
+# ------------------------------------------------------------------ very long lines
+BIG = 1 << 20
+
+
+@pytest.mark.parametrize("reader, name, text, line", [
+    pytest.param(read_constraints, "c.txt", "ML 0 1\nML " + "1 " * (BIG // 2) + "\n", 2,
+                 id="ml-arity"),
+    pytest.param(read_constraints, "c.txt", "ML 0 1\n" + "X" * BIG + " 0 1\n", 2,
+                 id="unknown-type"),
+    pytest.param(read_constraints, "c.txt", "CL 0 " + "9" * BIG + "\n", 1, id="cl-index"),
+    pytest.param(read_constraints, "c.txt", "DELTA " + "d" * BIG + "\n", 1, id="delta"),
+    pytest.param(read_constraints, "c.json", '{"ml": [[0, 1, ' + "2, " * BIG + "3]]}", 1,
+                 id="json-pair"),
+    pytest.param(read_data, "d.txt", "2 2\n1 2\n3 " + "x" * BIG + "\n", 3, id="data-token"),
+    pytest.param(read_data, "d.txt", "2 " + "2 " * BIG + "\n", 1, id="data-header"),
+    # below the csv module's field limit (see the next test)
+    pytest.param(read_data, "d.csv", "x0,class\n1,0\n2," + "y" * 100_000 + "\n", 3,
+                 id="csv-class"),
+    pytest.param(read_result_matrix, "r.txt", "0 " * BIG + "\n", 1, id="result-row"),
+    pytest.param(read_labels, "l.txt", "0\n" + "z" * BIG + "\n", 2, id="label"),
+])
+def test_error_quotes_at_most_80_characters_of_a_long_line(tmp_path, reader, name, text,
+                                                           line):
+    p = _w(tmp_path, name, text)
+    with pytest.raises(InputError) as ei:
+        reader(p)
+    msg = str(ei.value)
+    assert ei.value.line == line and f"{name}:{line}:" in msg
+    assert len(msg) < 300 + len(str(p)), msg
+    assert re.search(r"\.\.\. \(\d{6,} characters\)", msg), msg
+
+
+def test_csv_field_over_the_csv_module_limit_is_an_input_error(tmp_path):
+    p = _w(tmp_path, "d.csv", "x0,class\n1,0\n2," + "y" * BIG + "\n3,1\n")
+    with pytest.raises(InputError) as ei:
+        read_data(p)
+    assert ei.value.line == 3 and "field limit" in str(ei.value)
+    assert len(str(ei.value)) < 300 + len(str(p))
+
+
+def test_error_keeps_the_start_of_a_long_line(tmp_path):
+    bad = "CL 0 1 " + " ".join(map(str, range(100)))
+    with pytest.raises(InputError) as ei:
+        read_constraints(_w(tmp_path, "c.txt", bad + "\n"), n=4)
+    msg = str(ei.value)
+    assert f"'{bad[:60]}" in msg and f"... ({len(bad)} characters)" in msg
+    quoted = msg[msg.index("'"):msg.index("...")]
+    assert len(quoted) <= 80
