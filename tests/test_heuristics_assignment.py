@@ -176,3 +176,131 @@ def test_ecg5000_assignment_median_under_one_second(shared_instances):
         times.append(a.seconds)
     print(f"ECG5000 ml_0_cl_250_0 assignment: median {np.median(times):.4f} s")
     assert np.median(times) < 1.0
+
+
+def _counting_env(gp, monkeypatch):
+    """Replace gurobipy.Env by a subclass that records every instance and its disposal."""
+    made = []
+
+    class CountingEnv(gp.Env):
+        def __init__(self, *args, **kwargs):
+            made.append(self)
+            self.disposed = 0
+            super().__init__(*args, **kwargs)
+
+        def dispose(self):
+            self.disposed += 1
+            super().dispose()
+
+    monkeypatch.setattr(gp, "Env", CountingEnv)
+    return made
+
+
+def _gurobi_engine_or_skip(gp, made, pts, cl, k):
+    """A Gurobi engine after one solve; skips with Gurobi's reason when it cannot start.
+
+    Before skipping it checks what needs no licence: the refused start opened one Env and
+    disposed it, and a second call neither opens another nor hides the reason.
+    """
+    eng = AssignmentEngine(pts, np.ones(len(pts)), cl, k, backend="gurobi")
+    assert made == []  # the Env is opened lazily, on the first MILP solve
+    C = np.zeros((k, pts.shape[1]))
+    try:
+        eng.solve(C)
+    except BackendUnavailableError as exc:
+        assert len(made) == 1 and made[0].disposed >= 1
+        with pytest.raises(BackendUnavailableError, match="Gurobi is not usable"):
+            eng.solve(C)
+        assert len(made) == 1
+        eng.close()
+        pytest.skip(f"Gurobi cannot start here: {exc}")
+    return eng
+
+
+def test_gurobi_engine_owns_one_env_and_disposes_it(monkeypatch):
+    """Many solves through one engine open exactly one Env; close() frees model and Env."""
+    gp = pytest.importorskip("gurobipy", reason="gurobipy is not installed")
+    made = _counting_env(gp, monkeypatch)
+    rng = np.random.default_rng(4)
+    s, k = 7, 3
+    pts = rng.normal(size=(s, 2))
+    cl = np.array([[0, 1], [1, 2], [2, 3], [4, 5], [5, 6], [0, 6]])
+    with _gurobi_engine_or_skip(gp, made, pts, cl, k) as eng:
+        warm = None
+        for _ in range(25):
+            C = rng.normal(size=(k, 2))
+            a = eng.solve(C, warm=warm)
+            ref = enumerate_assignment(squared_costs(pts, np.ones(s), C), cl)
+            assert a.status == "optimal" and valid(a.labels, s, k, cl)
+            assert a.cost == pytest.approx(ref, rel=1e-7, abs=1e-9)
+            warm = a.labels
+        assert len(made) == 1 and made[0].disposed == 0
+        model = eng._milp.m
+        assert model.NumVars == s * k
+    # leaving the block disposed the model, then the Env; Gurobi refuses both afterwards
+    assert len(made) == 1 and made[0].disposed == 1
+    with pytest.raises(gp.GurobiError):
+        model.NumVars  # noqa: B018
+    with pytest.raises(gp.GurobiError):
+        made[0].setParam("OutputFlag", 0)
+    eng.close()  # idempotent
+    assert made[0].disposed == 1
+    with pytest.raises(InputError, match="closed"):
+        eng.solve(np.zeros((k, 2)))
+    assert len(made) == 1
+
+
+def test_gurobi_engine_released_by_garbage_collection(monkeypatch):
+    """An engine dropped without close() (as the heuristics do) still disposes its Env."""
+    import gc
+
+    gp = pytest.importorskip("gurobipy", reason="gurobipy is not installed")
+    made = _counting_env(gp, monkeypatch)
+    pts = np.arange(6.0)[:, None]
+    eng = _gurobi_engine_or_skip(gp, made, pts, np.array([[0, 1], [2, 3]]), 2)
+    model = eng._milp.m
+    del eng
+    gc.collect()
+    assert len(made) == 1 and made[0].disposed == 1
+    with pytest.raises(gp.GurobiError):
+        model.NumVars  # noqa: B018
+
+
+def test_gurobi_refused_start_disposes_env_without_licence(monkeypatch):
+    """Needs neither gurobipy nor a licence: a fake module whose Env.start() is refused."""
+    import types
+
+    class GurobiError(Exception):
+        errno = 10009
+
+    made = []
+
+    class Env:
+        def __init__(self, empty=False):
+            made.append(self)
+            self.disposed = 0
+
+        def setParam(self, name, value):
+            pass
+
+        def start(self):
+            raise GurobiError("No Gurobi license found")
+
+        def dispose(self):
+            self.disposed += 1
+
+    def model(*args, **kwargs):  # pragma: no cover - never reached, start() fails first
+        raise AssertionError("no model may be built on a refused Env")
+
+    fake = types.SimpleNamespace(Env=Env, Model=model, GurobiError=GurobiError)
+    monkeypatch.setitem(sys.modules, "gurobipy", fake)
+    eng = AssignmentEngine(np.arange(6.0)[:, None], np.ones(6), np.array([[0, 1]]), 2,
+                           backend="gurobi")
+    assert made == []
+    for _ in range(3):
+        with pytest.raises(BackendUnavailableError, match="No Gurobi license found"):
+            eng.solve(np.array([[0.0], [5.0]]))
+    assert len(made) == 1 and made[0].disposed == 1
+    eng.close()
+    eng.close()
+    assert made[0].disposed == 1

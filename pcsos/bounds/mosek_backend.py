@@ -65,10 +65,44 @@ def _lower(i, j):
     return np.maximum(i, j), np.minimum(i, j)
 
 
+def _constraint_matrices(model: SDPModel):
+    """Every constraint row's symmetric matrix as lower-triangle triplets, rows in task order.
+
+    Returns ``(nz, subi, subj, val)``: matrix r (row r of the task) owns the next ``nz[r]``
+    triplets. The triplets are exactly those the row-by-row construction passed to
+    ``appendsparsesymmat`` (same order inside each matrix), so the task is the same.
+    """
+    s, e = model.s, model.e
+    # Z e = 1, row i: e_i on (i, i) and e_j / 2 on (i, j), (j, i), for j = 0..s-1
+    ri, rj = np.repeat(np.arange(s), s), np.tile(np.arange(s), s)
+    a_rows, b_rows = _lower(ri, rj)
+    v_rows = np.where(ri == rj, e[ri], 0.5 * e[rj])
+    # <Diag(e), Z> = k
+    d = np.arange(s)
+    # Z_ij for i <= j (row-major upper triangle): 1 on the diagonal, 1/2 on (i, j), (j, i)
+    iu, ju = np.triu_indices(s)
+    v_ent = np.where(iu == ju, 1.0, 0.5)
+    # cuts: sum_t coef * Z_ij; repeated (i, j) inside one cut are merged (MOSEK rejects
+    # duplicate triplets), summing in order of appearance like a per-cut bincount
+    cuts = model.cuts
+    rows = np.repeat(np.arange(cuts.m, dtype=np.int64), np.diff(cuts.indptr))
+    ca, cb = _lower(cuts.i, cuts.j)
+    cval = np.where(cuts.i == cuts.j, cuts.coef, 0.5 * cuts.coef)
+    key = (rows * s + ca) * s + cb  # sorted by cut, then by (row, column) inside each cut
+    uk, inv = np.unique(key, return_inverse=True)
+    v_cut = np.bincount(inv.ravel(), weights=cval, minlength=len(uk))
+    nz_cut = np.bincount(uk // (s * s), minlength=cuts.m)
+    nz = np.concatenate([np.full(s, s), [s], np.ones(len(iu), dtype=np.int64), nz_cut])
+    subi = np.concatenate([a_rows, d, ju, (uk // s) % s])
+    subj = np.concatenate([b_rows, d, iu, uk % s])
+    val = np.concatenate([v_rows, e, v_ent, v_cut])
+    return nz, subi, subj, val
+
+
 def build_mosek_task(model: SDPModel, env):
     """A MOSEK task holding the relaxation (see the module docstring for the layout)."""
     mosek = _mosek()
-    s, e = model.s, model.e
+    s = model.s
     task = env.Task()
     task.appendbarvars([s])
     lay = constraint_layout(model)
@@ -80,43 +114,27 @@ def build_mosek_task(model: SDPModel, env):
     task.putbarcj(0, [cidx], [1.0])
     task.putcfix(float(model.c0))
     task.putobjsense(mosek.objsense.minimize)
+    # One symmetric matrix per row, all appended and attached by two list calls: one Python
+    # call per row (s(s+1)/2 of them for Z >= 0) dominated the build time for large s.
+    nz, subi, subj, val = _constraint_matrices(model)
+    idx = task.appendsparsesymmatlist(np.full(ncon, s, dtype=np.int32), nz.astype(np.int64),
+                                      subi.astype(np.int32), subj.astype(np.int32),
+                                      val.astype(np.float64))
+    ptr = np.arange(ncon + 1, dtype=np.int64)
+    task.putbaraijlist(np.arange(ncon, dtype=np.int32), np.zeros(ncon, dtype=np.int32),
+                       ptr[:-1], ptr[1:], np.asarray(idx, dtype=np.int64), np.ones(ncon))
+    # bounds: Z e = 1 and the trace are fixed; Z_ij >= 0 (fixed at 0 on CL pairs); cuts >= l
     fx, lo = mosek.boundkey.fx, mosek.boundkey.lo
-    # Z e = 1: the symmetric matrix with e_i on (i, i) and e_j / 2 on (i, j), (j, i)
-    for i in range(s):
-        j = np.arange(s)
-        a, b = _lower(np.full(s, i), j)
-        val = np.where(j == i, e[i], 0.5 * e)
-        idx = task.appendsparsesymmat(s, a.tolist(), b.tolist(), val.tolist())
-        task.putbaraij(i, 0, [idx], [1.0])
-        task.putconbound(i, fx, 1.0, 1.0)
-    idx = task.appendsparsesymmat(s, list(range(s)), list(range(s)), e.tolist())
-    task.putbaraij(s, 0, [idx], [1.0])
-    task.putconbound(s, fx, float(model.k), float(model.k))
-    # entrywise Z_ij >= 0, = 0 on CL pairs (row-major upper triangle i <= j)
-    clset = {(int(a), int(b)) for a, b in model.cl}
     iu, ju = np.triu_indices(s)
-    r0 = lay["entries"].start
-    for t, (i, j) in enumerate(zip(iu.tolist(), ju.tolist())):
-        idx = task.appendsparsesymmat(s, [j], [i], [1.0 if i == j else 0.5])
-        task.putbaraij(r0 + t, 0, [idx], [1.0])
-        if (i, j) in clset:
-            task.putconbound(r0 + t, fx, 0.0, 0.0)
-        else:
-            task.putconbound(r0 + t, lo, 0.0, math.inf)
-    cuts = model.cuts
-    r0 = lay["cuts"].start
-    for t in range(cuts.m):
-        sl = slice(cuts.indptr[t], cuts.indptr[t + 1])
-        ci, cj, cf = cuts.i[sl], cuts.j[sl], cuts.coef[sl]
-        a, b = _lower(ci, cj)
-        val = np.where(ci == cj, cf, 0.5 * cf)
-        # merge repeated entries (MOSEK rejects duplicates)
-        key = a * s + b
-        uk, inv = np.unique(key, return_inverse=True)
-        val = np.bincount(inv, weights=val)
-        idx = task.appendsparsesymmat(s, (uk // s).tolist(), (uk % s).tolist(), val.tolist())
-        task.putbaraij(r0 + t, 0, [idx], [1.0])
-        task.putconbound(r0 + t, lo, float(cuts.rhs[t]), math.inf)
+    on_cl = np.zeros((s, s), dtype=bool)
+    if len(model.cl):
+        on_cl[model.cl[:, 0], model.cl[:, 1]] = True
+    on_cl = on_cl[iu, ju]
+    keys = [fx] * (s + 1) + [fx if c else lo for c in on_cl.tolist()] + [lo] * model.cuts.m
+    blc = np.concatenate([np.ones(s), [float(model.k)], np.zeros(len(iu)), model.cuts.rhs])
+    buc = np.concatenate([np.ones(s), [float(model.k)], np.where(on_cl, 0.0, math.inf),
+                          np.full(model.cuts.m, math.inf)])
+    task.putconboundslice(0, ncon, keys, blc, buc)
     return task
 
 

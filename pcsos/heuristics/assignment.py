@@ -16,7 +16,9 @@ exactly k non-empty clusters and every cannot-link pair in different clusters.
   calls only the objective costs change and the previous assignment is passed as a warm
   start. Backends: ``'highs'`` (default; :mod:`highspy`, falling back to
   :func:`scipy.optimize.milp` — the same HiGHS solver, model rebuilt per call — when highspy
-  is not installed) and ``'gurobi'`` (:mod:`gurobipy`).
+  is not installed) and ``'gurobi'`` (:mod:`gurobipy`; the engine opens one Gurobi
+  environment on its first MILP solve and disposes it in :meth:`AssignmentEngine.close`, on
+  leaving its ``with`` block, or when it is garbage collected).
 
 Infeasibility (no k-colouring of the cannot-link graph, or fewer super-points than clusters)
 is reported as ``status='infeasible'``, a time limit without any assignment as
@@ -26,6 +28,7 @@ is reported as ``status='infeasible'``, a time limit without any assignment as
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,6 +114,7 @@ class AssignmentEngine:
                              f"{', '.join(BACKENDS)}", source="backend")
         self.backend = backend
         self.calls = 0
+        self._closed = False
         self._milp = None
         if len(self.cl) and self.s >= self.k:
             if backend == "gurobi":
@@ -120,6 +124,24 @@ class AssignmentEngine:
                     self._milp = _HighsModel(self.s, self.k, self.cl, threads, mip_rel_gap)
                 except ImportError:
                     self._milp = _ScipyMilpModel(self.s, self.k, self.cl, mip_rel_gap)
+
+    def close(self) -> None:
+        """Release the solver's resources (Gurobi: the model and its Env); idempotent.
+
+        Further :meth:`solve` calls raise :class:`~pcsos.errors.InputError`. The engine is
+        also a context manager, and Gurobi's resources are released when it is garbage
+        collected, so callers that simply drop it leak nothing either.
+        """
+        self._closed = True
+        close = getattr(self._milp, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> AssignmentEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @classmethod
     def from_problem(cls, problem, *, k: int | None = None, **kwargs) -> AssignmentEngine:
@@ -147,6 +169,8 @@ class AssignmentEngine:
         ``warm`` is a feasible labelling passed to the MILP as a starting incumbent (ignored
         when infeasible for the current model); ``time_limit`` caps the solver's seconds.
         """
+        if self._closed:
+            raise InputError("solve called on a closed assignment engine")
         t0 = time.perf_counter()
         self.calls += 1
         if costs is None:
@@ -354,7 +378,14 @@ class _ScipyMilpModel:
 
 
 class _GurobiModel:
-    """The assignment MILP in :mod:`gurobipy`: built once, ``Obj`` and ``Start`` per call."""
+    """The assignment MILP in :mod:`gurobipy`: built once, ``Obj`` and ``Start`` per call.
+
+    The model owns at most one ``gurobipy.Env`` for its whole life, started on the first
+    solve (a started environment checks out a licence token and spawns Gurobi's threads, so
+    one per call leaks both and costs a licence check each time). :meth:`close` disposes the
+    model and then the environment; a :func:`weakref.finalize` does the same when the model
+    is garbage collected without being closed (heuristics drop their engine on return).
+    """
 
     name = "gurobi"
 
@@ -366,26 +397,72 @@ class _GurobiModel:
                 "backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]')") from None
         self.gp = gp
         self.s, self.k = s, k
+        self._cl, self._threads, self._gap = cl, int(threads), float(mip_rel_gap)
+        # Env and model live in a holder that the finalizer reaches without a reference to
+        # self (a reference to self would keep it alive forever).
+        self._res = {"env": None, "model": None}
+        self._finalizer = weakref.finalize(self, _dispose_gurobi, self._res)
+        self._error = None  # a refused start, re-raised without opening another Env
+        self.x = None
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    @property
+    def env(self):
+        """The Env, or None before the first solve and after :meth:`close`."""
+        return self._res["env"]
+
+    @property
+    def m(self):
+        """The Gurobi model, or None before the first solve and after :meth:`close`."""
+        return self._res["model"]
+
+    def close(self) -> None:
+        """Dispose the model and the environment (idempotent)."""
+        self._finalizer()
+        self.x = None
+
+    def _build(self):
+        if self.closed:
+            raise InputError("solve called on a closed assignment engine")
+        if self._error is not None:
+            raise BackendUnavailableError(self._error)
+        if self._res["model"] is not None:
+            return self._res["model"]
+        gp = self.gp
+        s, k = self.s, self.k
         try:
-            env = gp.Env(empty=True)
+            env = self._res["env"] = gp.Env(empty=True)
             env.setParam("OutputFlag", 0)
             env.start()
-            m = gp.Model(env=env)
+            m = self._res["model"] = gp.Model(env=env)
+            m.Params.Threads = self._threads
+            m.Params.MIPGap = self._gap
+            A, lo, hi = _model_matrix(s, k, self._cl)
+            x = m.addMVar(s * k, vtype=gp.GRB.BINARY)
+            A = A.tocsr()
+            m.addConstr(A[:s] @ x == 1)
+            m.addConstr(A[s:s + k] @ x >= 1)
+            m.addConstr(A[s + k:] @ x <= 1)
         except gp.GurobiError as exc:
-            raise BackendUnavailableError(f"Gurobi is not usable: {exc}") from None
-        m.Params.Threads = int(threads)
-        m.Params.MIPGap = float(mip_rel_gap)
-        A, lo, hi = _model_matrix(s, k, cl)
-        x = m.addMVar(s * k, vtype=gp.GRB.BINARY)
-        A = A.tocsr()
-        m.addConstr(A[:s] @ x == 1)
-        m.addConstr(A[s:s + k] @ x >= 1)
-        m.addConstr(A[s + k:] @ x <= 1)
-        self.m, self.x = m, x
+            # no licence (10009) or another refusal: free what was created now and remember
+            # why, so that later calls fail fast and never open a second Env
+            _dispose_gurobi(self._res)
+            self._error = f"Gurobi is not usable: {exc}"
+            raise BackendUnavailableError(self._error) from None
+        except BaseException:
+            # an interrupt or a bug mid-build: free the half-built model and Env all the same
+            _dispose_gurobi(self._res)
+            raise
+        self.x = x
+        return m
 
     def solve(self, costs, warm, time_limit):
         gp = self.gp
-        m, x = self.m, self.x
+        m = self._build()
+        x = self.x
         m.reset()
         x.Obj = costs.ravel()
         m.Params.TimeLimit = float(time_limit) if time_limit is not None else gp.GRB.INFINITY
@@ -406,3 +483,11 @@ class _GurobiModel:
         if labels is None:
             return None, "time_limit"
         return labels, "optimal" if m.Status == gp.GRB.OPTIMAL else "feasible"
+
+
+def _dispose_gurobi(res: dict) -> None:
+    """Dispose the model before its environment (a model must not outlive its Env)."""
+    for key in ("model", "env"):
+        obj, res[key] = res[key], None
+        if obj is not None:
+            obj.dispose()
