@@ -9,9 +9,12 @@ estimator; its ``fit`` raises :class:`~pcsos.errors.InfeasibleError` instead, si
 no labels to set.
 
 Threads: nodes run on a pool of ``workers`` threads. The numeric work releases the GIL,
-and the BLAS threads of the process are capped at ``cores // workers`` while the pool runs
-(threadpoolctl limits are process-wide), except for the root node, which runs alone and may
-use every core.
+and the BLAS threads of the process are capped at ``threads`` (default 1) while the pool
+runs (threadpoolctl limits are process-wide); the root node runs alone with
+``root_threads``. One BLAS thread per worker is the default because multi-threaded BLAS on
+these matrices (s <= ~800) gains little on an idle machine and collapses when the cores are
+shared: wine ml_50_cl_50_0 took 449 s with 2 threads and 1 worker on a busy 2-core machine,
+24.8 s with 1.
 """
 
 from __future__ import annotations
@@ -30,10 +33,15 @@ import numpy as np
 
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.node import NodeData, NodeOptions, process_node
-from pcsos.problem import Instance, Problem, make_instance, sse
+from pcsos.problem import Instance, Problem, canonical_labels, make_instance, sse
 from pcsos.tree import ORDERS, NodeEvent, branch_and_bound, relative_gap
 
-__all__ = ["solve", "solve_instance", "Result", "PCSOSClustering", "ProgressPrinter"]
+__all__ = ["solve", "solve_instance", "Result", "PCSOSClustering", "ProgressPrinter",
+           "ABS_TOL"]
+
+#: default absolute gap tolerance (as Gurobi's MIPGapAbs): a node closes when
+#: UB - LB <= abs_tol, which certifies a zero or tiny optimum whose relative gap is useless
+ABS_TOL = 1e-10
 
 
 @dataclass
@@ -74,6 +82,13 @@ class Result:
         """True when the clustering is certified optimal within the tolerance."""
         return self.status == "optimal"
 
+    @property
+    def abs_gap(self) -> float:
+        """objective - lower_bound (inf when either is missing)."""
+        if math.isinf(self.objective) or math.isinf(self.lower_bound):
+            return math.inf
+        return self.objective - self.lower_bound
+
     def __getitem__(self, key: str):  # OptimizeResult-style access
         try:
             return getattr(self, key)
@@ -96,13 +111,14 @@ def solve(X, k: int, ml=(), cl=(), **options) -> Result:
     """Solve constrained MSSC to certified optimality by SDP branch-and-cut.
 
     ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices. Options
-    (keyword only; see :func:`solve_instance`): ``tol`` (1e-4), ``max_nodes`` (None),
-    ``time_limit`` (seconds, None), ``workers`` (CPU count), ``heuristic``
+    (keyword only; see :func:`solve_instance`): ``tol`` (1e-4), ``abs_tol`` (1e-10),
+    ``max_nodes`` (None), ``time_limit`` (seconds, None), ``workers`` (CPU count),
+    ``threads`` (1), ``root_threads``, ``heuristic``
     ('ipc-kmeans'), ``heuristic_options``, ``sdp_backend`` ('admm'), ``sdp_options``,
     ``cp_settings``, ``feasibility_backend`` ('highs'), ``seed``, ``order``
-    ('best' | 'depth' | 'breadth'), ``executor``, ``callback``, ``stop_event``,
-    ``verbose``. Raises :class:`InputError` for malformed input; infeasible constraints give
-    ``status='infeasible'``.
+    ('best' | 'depth' | 'breadth'), ``executor``, ``callback``, ``progress``,
+    ``stop_event``, ``abort_event``, ``verbose``. Raises :class:`InputError` for malformed
+    input; infeasible constraints give ``status='infeasible'``.
     """
     return solve_instance(make_instance(X, k, ml, cl), **options)
 
@@ -111,6 +127,7 @@ def solve_instance(
     instance: Instance,
     *,
     tol: float = 1e-4,
+    abs_tol: float = ABS_TOL,
     max_nodes: int | None = None,
     time_limit: float | None = None,
     workers: int | None = None,
@@ -127,49 +144,64 @@ def solve_instance(
     order: str = "best",
     executor: Executor | None = None,
     callback: Callable[[dict], None] | None = None,
+    progress: Callable[[dict], None] | None = None,
     stop_event: threading.Event | None = None,
+    abort_event: threading.Event | None = None,
     verbose: bool = False,
 ) -> Result:
     """:func:`solve` on a validated :class:`Instance` (e.g. from :func:`make_instance`).
 
     ``callback(row)`` receives every node's log row (a dict) in the calling thread;
-    ``stop_event`` (a threading.Event) stops the search like Ctrl-C; ``executor`` replaces
-    the default thread pool (any ``concurrent.futures.Executor``, e.g. a process pool);
-    ``verbose`` prints a progress line per node on stderr. ``threads``: BLAS threads per
-    job (default ``max(1, cores // workers)``); ``root_threads``: for the root, which runs
-    alone (default: ``threads``; more only pays on an otherwise idle machine, since
-    multi-threaded BLAS on small matrices collapses when the cores are shared).
+    ``progress(status)`` a snapshot (``nodes``, ``open``, ``bound``, ``incumbent``, ``gap``,
+    ``elapsed`` and what the running jobs do, ``running``; before the tree starts only
+    ``stage``) about once a second, from the first second on; ``stop_event`` (a
+    threading.Event) stops the search like Ctrl-C, ``abort_event`` also abandons the
+    running jobs at once instead of giving them a second to hand in their work;
+    ``executor`` replaces the default thread pool (any ``concurrent.futures.Executor``, e.g.
+    a process pool); ``verbose`` prints the progress table on stderr. ``abs_tol``: a node
+    also closes when UB - LB <= abs_tol (default :data:`ABS_TOL`; 0 turns it off; it is in
+    the units of the SSE, so scale it with data whose optimum is itself below ~1e-6).
+    ``threads``: BLAS threads per job (default 1, see the module doc); ``root_threads``:
+    for the root, which runs alone (default: ``threads``; more only pays on an otherwise
+    idle machine).
     """
     _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
                    feasibility_backend, seed)
+    if not (isinstance(abs_tol, (int, float)) and abs_tol >= 0):
+        raise InputError(f"abs_tol must be a number >= 0, got {abs_tol!r}", source="abs_tol")
     for name, v in (("threads", threads), ("root_threads", root_threads)):
         if v is not None and (isinstance(v, bool) or not float(v).is_integer() or v < 1):
             raise InputError(f"{name} must be a positive integer, got {v!r}", source=name)
     from threadpoolctl import threadpool_limits
 
-    cores = os.cpu_count() or 1
-    per_job = threads if threads is not None else max(1, cores // int(workers or cores))
+    per_job = threads if threads is not None else 1
     with threadpool_limits(limits=int(per_job), user_api="blas"):
-        return _solve(instance, tol=tol, max_nodes=max_nodes, time_limit=time_limit,
+        return _solve(instance, tol=tol, abs_tol=abs_tol, max_nodes=max_nodes,
+                      time_limit=time_limit,
                       workers=workers, threads=threads, root_threads=root_threads,
                       heuristic=heuristic, heuristic_options=heuristic_options,
                       heuristic_time_limit=heuristic_time_limit, sdp_backend=sdp_backend,
                       sdp_options=sdp_options, cp_settings=cp_settings,
                       feasibility_backend=feasibility_backend, seed=seed, order=order,
-                      executor=executor, callback=callback, stop_event=stop_event,
-                      verbose=verbose)
+                      executor=executor, callback=callback, progress=progress,
+                      stop_event=stop_event, abort_event=abort_event, verbose=verbose)
 
 
-def _solve(instance, *, tol, max_nodes, time_limit, workers, threads, root_threads,
+def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, root_threads,
            heuristic, heuristic_options, heuristic_time_limit, sdp_backend, sdp_options,
-           cp_settings, feasibility_backend, seed, order, executor, callback, stop_event,
-           verbose) -> Result:
+           cp_settings, feasibility_backend, seed, order, executor, callback, progress,
+           stop_event, abort_event, verbose) -> Result:
     t0 = time.time()
     n, k = instance.n, instance.k
     cores = os.cpu_count() or 1
     workers = int(workers) if workers is not None else cores
-    threads = int(threads) if threads is not None else max(1, cores // workers)
+    threads = int(threads) if threads is not None else 1
     root_threads = int(root_threads) if root_threads is not None else threads
+    printer = ProgressPrinter() if verbose else None
+    if printer is not None and progress is None:
+        progress = printer.status
+    if progress is not None:
+        progress({"stage": "feasibility check", "elapsed": time.time() - t0})
     base = dict(n=n, k=k)
     # ---------------------------------------------------------------- root preprocessing
     try:
@@ -198,7 +230,9 @@ def _solve(instance, *, tol, max_nodes, time_limit, workers, threads, root_threa
 
     if cp_settings is None or isinstance(cp_settings, dict):
         cp = dict(cp_settings or {})
-        cp.setdefault("prune_tol", tol)  # the loop stops once the node can be pruned
+        # the loop stops once the node can be pruned
+        cp.setdefault("prune_tol", tol)
+        cp.setdefault("prune_abs_tol", abs_tol)
         try:
             cp_settings = CuttingPlaneSettings(**cp)
         except (TypeError, ValueError) as exc:
@@ -207,28 +241,29 @@ def _solve(instance, *, tol, max_nodes, time_limit, workers, threads, root_threa
     else:  # a CuttingPlaneSettings: the loop must stop where the tree prunes
         import dataclasses
 
-        cp_settings = dataclasses.replace(cp_settings, prune_tol=tol)
+        cp_settings = dataclasses.replace(cp_settings, prune_tol=tol, prune_abs_tol=abs_tol)
     options = NodeOptions(
-        tol=tol, heuristic=heuristic, heuristic_options=dict(heuristic_options or {}),
+        tol=tol, abs_tol=abs_tol, heuristic=heuristic,
+        heuristic_options=dict(heuristic_options or {}),
         heuristic_time_limit=heuristic_time_limit, sdp_backend=sdp_backend,
         sdp_options=dict(sdp_options or {}), cp_settings=cp_settings,
         feasibility_backend=feasibility_backend, seed=seed,
         blas_threads=threads, root_blas_threads=root_threads)
     root = NodeData(problem, known_feasible=True, hint=witness)
     rows: list[dict] = []
-    logger = _RowBuilder(rows, callback, ProgressPrinter() if verbose else None)
-    remaining = None if time_limit is None else max(1e-3, time_limit - (time.time() - t0))
+    logger = _RowBuilder(rows, callback, printer)
     # the feasibility witness is a clustering: the first incumbent, so that even a stop
     # during the root returns one
     start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
     tr = branch_and_bound(process_node, root, options=options, executor=executor,
-                          workers=workers, tol=tol, max_nodes=max_nodes, time_limit=remaining,
-                          order=order, callback=logger, stop_event=stop_event,
-                          incumbent=start)
+                          workers=workers, tol=tol, abs_tol=abs_tol, max_nodes=max_nodes,
+                          time_limit=time_limit, start_time=t0, order=order,
+                          callback=logger, progress=progress, stop_event=stop_event,
+                          abort_event=abort_event, incumbent=start)
     labels = tr.solution
     objective = tr.objective
     if labels is not None:
-        labels = _canonical(np.asarray(labels, dtype=np.int64))
+        labels = canonical_labels(np.asarray(labels, dtype=np.int64))
         objective = sse(instance.X, labels)  # recomputed once more from the data
     # as in the paper: the incumbent after the root against the root's bound
     root_gap = (relative_gap(rows[0]["gub"], rows[0]["lb"])
@@ -239,17 +274,16 @@ def _solve(instance, *, tol, max_nodes, time_limit, workers, threads, root_threa
                  root_size=problem.s, log=rows, **base)
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
-    if verbose:
+    elif math.isinf(res.lower_bound) and res.lower_bound < 0:
+        res.message += (f"; no lower bound was computed: the root's SDP relaxation (size "
+                        f"s = {problem.s}) did not finish"
+                        + (" (sizes beyond ~1 000 take hours and GBs of memory)"
+                           if problem.s > 1000 else "")
+                        + ", so the clustering is the best heuristic one, uncertified")
+    if printer is not None:
+        printer.finish()
         ProgressPrinter.summary(res)
     return res
-
-
-def _canonical(labels: np.ndarray) -> np.ndarray:
-    """Labels renumbered 0..k-1 in order of first appearance (results become comparable)."""
-    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(len(first))
-    return rank[inv.ravel()]
 
 
 def _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
@@ -310,33 +344,86 @@ class _RowBuilder:
 
 
 class ProgressPrinter:
-    """A MIP-style progress table on a stream (stderr by default), throttled to ~1 line/s
-    except for lines where the incumbent improved (marked ``*``)."""
+    """A MIP-style progress table on a stream (stderr by default).
+
+    :meth:`__call__` takes the node rows: a line at the root, at every improvement of the
+    incumbent (marked ``*``) and otherwise at most once per ``interval`` seconds.
+    :meth:`status` takes the tree's progress snapshots, so that a long root (or a long
+    node) shows what it is doing from the first second: a line whenever the work or the
+    bounds change, at most once per ``interval``, and at least every ``heartbeat`` seconds.
+    :meth:`finish` prints the last row if the throttle held it back, so the table ends on
+    the same counts as the summary.
+    """
 
     HEADER = (f"{'':1}{'Nodes':>7} {'Open':>6} {'Depth':>5} {'Best bound':>14} "
-              f"{'Incumbent':>14} {'Gap':>9} {'Time':>8}")
+              f"{'Incumbent':>14} {'Gap':>9} {'Time':>8}  Work")
 
-    def __init__(self, stream=None, interval: float = 1.0):
+    def __init__(self, stream=None, interval: float = 1.0, heartbeat: float = 30.0):
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
+        self.heartbeat = heartbeat
         self.last = -math.inf
         self.started = False
+        self.pending: dict | None = None  # the last row, when it was not printed
+        self.said: tuple = ()  # what the last status line showed
+
+    def _write(self, mark: str, nodes: int, open_: int, depth, lb: float, ub: float,
+               gap: float, elapsed: float, work: str = "") -> None:
+        if not self.started:
+            self.stream.write(self.HEADER + "\n")
+            self.started = True
+        gap_s = f"{100 * gap:8.4f}%" if math.isfinite(gap) else f"{'-':>9}"
+        depth_s = f"{depth:5d}" if isinstance(depth, int) else f"{'-':>5}"
+        self.stream.write(f"{mark}{nodes:7d} {open_:6d} {depth_s} {lb:14.6f} {ub:14.6f} "
+                          f"{gap_s} {elapsed:7.1f}s  {work}".rstrip() + "\n")
+        self.stream.flush()
+        self.last = time.time()
 
     def __call__(self, row: dict) -> None:
         now = time.time()
         if not (row.get("improved") or row["node"] == 0 or now - self.last >= self.interval):
+            self.pending = row
             return
-        self.last = now
-        if not self.started:
-            self.stream.write(self.HEADER + "\n")
-            self.started = True
-        gap = row["gap"]
-        gap_s = f"{100 * gap:8.4f}%" if math.isfinite(gap) else f"{'-':>9}"
-        mark = "*" if row.get("improved") else " "
-        self.stream.write(f"{mark}{row['node'] + 1:7d} {row['open']:6d} {row['depth']:5d} "
-                          f"{row['global_lb']:14.6f} {row['gub']:14.6f} {gap_s} "
-                          f"{row['elapsed']:7.1f}s\n")
-        self.stream.flush()
+        self.pending = None
+        self._write("*" if row.get("improved") else " ", row["node"] + 1, row["open"],
+                    row["depth"], row["global_lb"], row["gub"], row["gap"], row["elapsed"])
+
+    def status(self, st: dict) -> None:
+        """One progress snapshot (see :func:`solve_instance`'s ``progress``)."""
+        work = self._work(st)
+        seen = (work, st.get("bound"), st.get("incumbent"))
+        now = time.time()
+        if now - self.last < (self.interval if seen != self.said else self.heartbeat):
+            return
+        self.said = seen
+        if "nodes" not in st:  # before the tree starts
+            self._write(" ", 0, 0, None, -math.inf, math.inf, math.inf, st["elapsed"], work)
+            return
+        self._write(" ", st["nodes"], st["open"], None, st["bound"], st["incumbent"],
+                    st["gap"], st["elapsed"], work)
+
+    @staticmethod
+    def _work(st: dict) -> str:
+        if "stage" in st:
+            return st["stage"]
+        running = st.get("running", {})
+        if len(running) != 1:
+            return f"{len(running)} nodes running" if running else ""
+        (nid, rep), = running.items()
+        who = "root" if nid == 0 else f"node {nid}"
+        stage = rep.get("stage", "starting")
+        if stage == "bound" and rep.get("round"):
+            return f"{who}: cutting-plane round {rep['round']}, bound {rep['bound']:.6f}"
+        if stage == "heuristic":
+            return f"{who}: heuristic {rep.get('name', '')}".rstrip()
+        return f"{who}: {stage}"
+
+    def finish(self) -> None:
+        """Print the last node row if the throttle held it back."""
+        if self.pending is not None:
+            row, self.pending = self.pending, None
+            self.last = -math.inf
+            self(row)
 
     @staticmethod
     def summary(res: Result, stream=None) -> None:

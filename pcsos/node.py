@@ -33,7 +33,7 @@ from scipy.sparse.csgraph import connected_components
 
 from pcsos.errors import InfeasibleError
 from pcsos.problem import Problem, sse
-from pcsos.tree import Context, NodeOutcome, relative_gap
+from pcsos.tree import Context, NodeOutcome, gap_closed
 
 __all__ = ["NodeData", "NodeOptions", "process_node", "root_node", "clustering_from_Z",
            "FLAG_SOLVED", "FLAG_FAILED", "FLAG_PARTIAL", "FLAG_INFEASIBLE", "CP_FLAG_INFEASIBLE",
@@ -53,7 +53,8 @@ _SDP_FLAGS = {"solved": FLAG_SOLVED, "max_iter": FLAG_PARTIAL, "time_limit": FLA
 class NodeOptions:
     """Settings of every node (picklable; shared by all jobs of one solve).
 
-    tol : relative gap tolerance (prune when (UB - LB) / UB <= tol).
+    tol, abs_tol : relative and absolute gap tolerances (prune when (UB - LB) / UB <= tol
+        or UB - LB <= abs_tol).
     heuristic, heuristic_options : the upper-bound heuristic by name and its options.
     heuristic_time_limit : seconds per heuristic call (None: the node's remaining time).
     sdp_backend, sdp_options : the bounding backend and its options (``solve_sdp``).
@@ -66,6 +67,7 @@ class NodeOptions:
     """
 
     tol: float = 1e-4
+    abs_tol: float = 0.0
     heuristic: str = "ipc-kmeans"
     heuristic_options: dict = field(default_factory=dict)
     heuristic_time_limit: float | None = None
@@ -160,11 +162,18 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
         val = sse(X, labels)
         return NodeOutcome(val, val, labels,
                            row=_row(data, lb=val, ub=val, time=time.perf_counter() - t0))
+
+    def unfinished(bound: float, labels=None, value: float = math.inf) -> NodeOutcome:
+        # stopped by the deadline or a cancellation: the node stays open for the tree
+        return NodeOutcome(bound, value, labels, row=_row(data, lb=bound, flag=FLAG_PARTIAL),
+                           finished=False)
+
     # ------------------------------------------------------------ 1. feasibility
     feas_witness = None
     if not data.known_feasible:
         from pcsos.feasibility import check_problem
 
+        ctx.report("feasibility")
         fz = check_problem(problem, options.feasibility_backend,
                            time_limit=_finite(ctx.remaining()))
         if fz.feasible is False:
@@ -173,48 +182,53 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
                                                   time=time.perf_counter() - t0,
                                                   feasibility=fz.reason))
         if fz.feasible is None:  # stopped by the deadline: nothing proven
-            return NodeOutcome(data.parent_bound, row=_row(
-                data, lb=data.parent_bound, flag=FLAG_PARTIAL, time=time.perf_counter() - t0))
+            return unfinished(data.parent_bound)
         feas_witness = fz.labels
     if ctx.cancelled():
-        return NodeOutcome(data.parent_bound, row=_row(data, lb=data.parent_bound,
-                                                       flag=FLAG_PARTIAL))
+        return unfinished(data.parent_bound)
     # ------------------------------------------------------------ 2. bound
     from pcsos.cuts.loop import cutting_plane_loop
 
-    ub_known = ctx.incumbent
     best_val, best_labels = math.inf, None
+    own_val = math.inf  # what this node's own search found (the log's UB column)
 
-    def consider(labels):
-        nonlocal best_val, best_labels
+    def consider(labels, own: bool = True) -> None:
+        nonlocal best_val, best_labels, own_val
         if labels is None:
             return
         v = sse(X, labels)
+        if own:
+            own_val = min(own_val, v)
         if v < best_val:
             best_val, best_labels = v, np.asarray(labels)
+            # shared at once: other jobs prune against it, and a stop keeps it
+            ctx.offer(v, best_labels)
 
-    consider(feas_witness)
-    consider(data.hint)
+    def closed(lb: float) -> bool:
+        return gap_closed(min(ctx.incumbent, best_val), lb, options.tol, options.abs_tol)
+
+    consider(feas_witness, own=False)
+    consider(data.hint, own=False)
     if data.kind == "root" and options.root_heuristic_first:
         # an upper bound before the root's cutting-plane loop lets the loop stop as soon as
         # the root can be pruned, and leaves a good clustering even if a limit stops the root
-        from pcsos.heuristics import run_heuristic
-
-        h0 = run_heuristic(options.heuristic, problem, Z=None, seed=_seed(options, ctx),
-                           time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
-                           **_heuristic_options(options, best_labels))
+        ctx.report("heuristic", name=options.heuristic)
+        h0 = _heuristic(options, problem, None, ctx, best_labels)
         if h0.status == "found":
             consider(h0.labels)
+        if ctx.cancelled():
+            return unfinished(data.parent_bound, best_labels, best_val)
     sdp_options = dict(options.sdp_options)
     sdp_options.setdefault("backend", options.sdp_backend)
     # lets Ctrl-C / a time limit end a long SDP solve within one iteration
     sdp_options["should_stop"] = ctx.cancelled
+    ctx.report("bound", round=0)
     br = cutting_plane_loop(
         problem, cuts=data.cuts, warm_start=data.warm_start,
-        upper_bound=min(ub_known, best_val), settings=options.cp_settings,
+        upper_bound=min(ctx.incumbent, best_val), settings=options.cp_settings,
         root=data.kind == "root", sdp_options=sdp_options,
         seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
-        callback=_cancel_callback(ctx), known_bound=data.parent_bound)
+        callback=_round_callback(ctx), known_bound=data.parent_bound)
     lb = max(float(br.lower_bound), data.parent_bound)
     sdp = br.sdp
     Z = None if sdp is None else sdp.Z
@@ -223,36 +237,33 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
                cp_iter=len(br.rounds), cp_flag=int(br.flag),
                cp_ineq=len(br.cuts) if br.cuts is not None else 0, **fam,
                sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None))
-    if ctx.cancelled() and getattr(sdp, "status", "") not in ("solved", "target"):
-        # stopped early: keep the (valid) bound, drop the node unresolved
-        row.update(time=time.perf_counter() - t0, ub=best_val)
-        return NodeOutcome(lb, best_val, best_labels, row=row)
+    if ctx.cancelled() and not closed(lb) and getattr(sdp, "status", "") not in (
+            "solved", "target"):
+        # stopped inside the loop: the node stays open, with the (valid) bound it reached
+        return unfinished(lb, best_labels, best_val)
 
     def done(reason: str | None = None) -> NodeOutcome:
-        row.update(time=time.perf_counter() - t0, ub=best_val)
+        row.update(time=time.perf_counter() - t0, ub=own_val)
         if reason:
             row["closed"] = reason
         return NodeOutcome(lb, best_val, best_labels, row=row)
 
     # ------------------------------------------------------------ 3. prune
-    if relative_gap(min(ctx.incumbent, best_val), lb) <= options.tol:
+    if closed(lb):
         row["cp_flag"] = CP_FLAG_PRUNED
         return done("pruned")
     if Z is None:
         return done("no_sdp")
     # ------------------------------------------------------------ 4. heuristic
-    from pcsos.heuristics import run_heuristic
-
-    hres = run_heuristic(options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
-                         time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
-                         **_heuristic_options(options, best_labels))
+    ctx.report("heuristic", name=options.heuristic, bound=lb)
+    hres = _heuristic(options, problem, Z, ctx, best_labels)
     if hres.status == "found":
         consider(hres.labels)
         row["heuristic_ub"] = hres.objective
-    if relative_gap(min(ctx.incumbent, best_val), lb) <= options.tol:
+    if closed(lb):
         return done("pruned")
     if ctx.cancelled():
-        return done("cancelled")
+        return unfinished(lb, best_labels, best_val)
     # ------------------------------------------------------------ 5. branch
     from pcsos._kernels import branching_score
 
@@ -262,7 +273,7 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
         sl = clustering_from_Z(Z, problem)
         if sl is not None:
             consider(problem.to_points(sl))
-            if relative_gap(min(ctx.incumbent, best_val), lb) <= options.tol:
+            if closed(lb):
                 row["pruned_by_optimality"] = True
                 return done("clustering_matrix")
         # Z looks like a clustering matrix but the bound does not close the node (an
@@ -273,8 +284,21 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
     elif _is_cl(problem, i, j):  # cannot happen for an accurate Z (Z_ij = 0 on CL pairs)
         i, j = _fallback_pair(Z, problem)
     children = _children(data, problem, br, i, j, lb, best_labels)
-    row.update(time=time.perf_counter() - t0, ub=best_val, branch=(int(i), int(j)))
+    row.update(time=time.perf_counter() - t0, ub=own_val, branch=(int(i), int(j)))
     return NodeOutcome(lb, best_val, best_labels, children=children, row=row)
+
+
+def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_labels):
+    """The node's heuristic, handed the best clustering known to the node as a start."""
+    from pcsos.heuristics import run_heuristic
+
+    # blas_threads=None: the pool (or _blas_limit) has set the limit; threadpoolctl limits
+    # are process-wide, so a job in a worker thread must not set its own
+    hopts = dict(options.heuristic_options)
+    start = hopts.pop("init_labels", best_labels)  # a start the user gave comes first
+    return run_heuristic(options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
+                         time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
+                         blas_threads=None, init_labels=start, **hopts)
 
 
 def _cap(limit: float | None, remaining: float) -> float | None:
@@ -285,20 +309,15 @@ def _cap(limit: float | None, remaining: float) -> float | None:
     return limit if rem is None else min(limit, rem)
 
 
-def _heuristic_options(options: NodeOptions, best_labels) -> dict:
-    hopts = dict(options.heuristic_options)
-    if options.heuristic == "ipc-kmeans" and best_labels is not None:
-        hopts.setdefault("init_labels", best_labels)  # a known clustering as one more start
-    return hopts
-
-
 def _finite(x: float) -> float | None:
     return None if x == math.inf else max(0.0, float(x))
 
 
-def _cancel_callback(ctx: Context):
-    """A loop callback asking to stop once the manager has cancelled (threads) or timed out."""
-    def cb(*_args, **_kw):
+def _round_callback(ctx: Context):
+    """A loop callback: reports each round for progress output, and asks the loop to stop
+    once the manager has cancelled (threads) or the deadline has passed."""
+    def cb(stats, *_args, **_kw):
+        ctx.report("bound", round=int(stats.round), bound=float(stats.lower_bound))
         return bool(ctx.cancelled())
     return cb
 

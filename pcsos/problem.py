@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import connected_components
 from pcsos.errors import InfeasibleError, InputError
 
 __all__ = ["Instance", "Problem", "make_instance", "sse", "bipartition", "pairs_satisfied",
-           "group_sums"]
+           "group_sums", "canonical_labels"]
 
 
 def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
@@ -126,6 +126,15 @@ def sse(X: np.ndarray, labels: np.ndarray) -> float:
         P = X[labels == h]
         total += float(((P - P.mean(axis=0)) ** 2).sum())
     return total
+
+
+def canonical_labels(labels: np.ndarray) -> np.ndarray:
+    """Labels renumbered 0, 1, ... in order of first appearance, so that two labellings of
+    the same clustering compare equal."""
+    _, first, inv = np.unique(np.asarray(labels), return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inv.ravel()]
 
 
 def pairs_satisfied(labels: np.ndarray, ml: np.ndarray, cl: np.ndarray) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "WorkerPool",
     "branch_and_bound",
     "relative_gap",
+    "gap_closed",
     "ORDERS",
     "STATUSES",
 ]
@@ -42,6 +43,20 @@ __all__ = [
 ORDERS = ("best", "depth", "breadth")
 STATUSES = ("optimal", "node_limit", "time_limit", "interrupted", "infeasible", "unresolved")
 INF = math.inf
+
+
+def gap_closed(ub: float, lb: float, tol: float, abs_tol: float = 0.0) -> bool:
+    """True when ``lb`` proves ``ub`` optimal within ``tol`` (relative) or ``abs_tol``
+    (absolute), as MIP solvers' relative and absolute gaps; always true when ``lb = inf``.
+
+    The absolute test is what certifies a zero or tiny optimum, whose relative gap is
+    infinite or dominated by rounding.
+    """
+    if lb == INF:
+        return True
+    if not math.isfinite(ub):
+        return False
+    return ub - lb <= abs_tol or relative_gap(ub, lb) <= tol
 
 
 def relative_gap(ub: float, lb: float) -> float:
@@ -56,12 +71,35 @@ def relative_gap(ub: float, lb: float) -> float:
 
 
 class _Incumbent:
-    """The incumbent value shared (by reference) with jobs running in threads of this process."""
+    """The incumbent shared (by reference) with jobs running in threads of this process.
 
-    __slots__ = ("value",)
+    Jobs may :meth:`offer` a solution while they run (e.g. the root's first heuristic), so
+    that a stop before the job ends still returns it and the other jobs prune against it.
+    """
 
-    def __init__(self, value: float):
+    __slots__ = ("value", "solution", "source", "lock")
+
+    def __init__(self, value: float, solution: Any = None, source: int = -1):
         self.value = value
+        self.solution = solution
+        self.source = source  # the node that found it (-1: given by the caller)
+        self.lock = threading.Lock()
+
+    def offer(self, value: float, solution: Any, source: int) -> bool:
+        """Take ``solution`` when it is strictly better; True when it was taken."""
+        with self.lock:
+            if solution is None or not value < self.value:
+                return False
+            self.value, self.solution, self.source = float(value), solution, source
+            return True
+
+    def __getstate__(self):  # a lock cannot be pickled; the solution need not travel
+        return (self.value, self.source)
+
+    def __setstate__(self, state):
+        self.value, self.source = state
+        self.solution = None
+        self.lock = threading.Lock()
 
 
 class Context:
@@ -73,16 +111,21 @@ class Context:
     that every job must respect so that a time limit or Ctrl-C returns within seconds;
     ``cancelled()`` turns true when the manager stops (threads only; processes see their
     deadline instead). ``is_root`` is true for the first node, which runs alone.
+    ``offer(value, solution)`` hands a solution found mid-job to the manager at once and
+    ``report(stage, **info)`` says what the job is doing, for progress output (both only
+    reach the manager from threads of its process; elsewhere they are no-ops and the
+    solution travels in the job's :class:`NodeOutcome`).
     """
 
     def __init__(self, incumbent: float | _Incumbent, deadline: float, options: Any = None,
                  cancel: threading.Event | None = None, node_id: int = 0, depth: int = 0,
-                 is_root: bool = False):
+                 is_root: bool = False, reports: dict | None = None):
         self._inc = incumbent if isinstance(incumbent, _Incumbent) else _Incumbent(incumbent)
         self._snapshot = self._inc.value
         self.deadline = deadline
         self.options = options
         self._cancel = cancel
+        self._reports = reports
         self.node_id = node_id
         self.depth = depth
         self.is_root = is_root
@@ -91,6 +134,15 @@ class Context:
     def incumbent(self) -> float:
         """The best objective value known to the manager (never worse than at submission)."""
         return min(self._snapshot, self._inc.value)
+
+    def offer(self, value: float, solution: Any) -> bool:
+        """Offer a feasible solution found mid-job; True when it became the incumbent."""
+        return self._inc.offer(value, solution, self.node_id)
+
+    def report(self, stage: str, **info: Any) -> None:
+        """Record what the job is doing (shown by the manager's progress callback)."""
+        if self._reports is not None:
+            self._reports[self.node_id] = {"stage": stage, "time": time.time(), **info}
 
     def cancelled(self) -> bool:
         """True when the manager has stopped (interrupt, time limit, limit reached)."""
@@ -103,11 +155,12 @@ class Context:
         return max(0.0, self.deadline - time.time())
 
     def __getstate__(self):
-        # Events and the live incumbent cannot cross a process boundary: send a snapshot.
+        # Events, locks and the live incumbent cannot cross a process boundary: a snapshot.
         state = self.__dict__.copy()
         state["_inc"] = _Incumbent(self.incumbent)
         state["_snapshot"] = state["_inc"].value
         state["_cancel"] = None
+        state["_reports"] = None
         return state
 
 
@@ -123,6 +176,10 @@ class NodeOutcome:
         or a job stopped by its deadline), the bound stays in the global lower bound, so the
         certified gap remains honest.
     row : free-form per-node data for logs (the manager adds ids, incumbent, gap, open).
+    finished : False when the job stopped (deadline, cancellation) before it could bound
+        or branch the node: the node is then still open (with ``bound`` if it improved),
+        it is neither counted as processed nor logged, and a later run (after a resume)
+        processes it again; its solution, if any, is still taken.
     """
 
     bound: float
@@ -130,6 +187,7 @@ class NodeOutcome:
     solution: Any = None
     children: Sequence[tuple[Any, float]] = ()
     row: dict = field(default_factory=dict)
+    finished: bool = True
 
 
 @dataclass
@@ -257,29 +315,32 @@ def _key(order: str, bound: float, depth: int, node_id: int) -> tuple:
 class _Search:
     """The state of one branch-and-bound run (see :func:`branch_and_bound`)."""
 
-    def __init__(self, order: str, tol: float, incumbent: tuple[float, Any],
+    def __init__(self, order: str, tol: float, abs_tol: float, incumbent: tuple[float, Any],
                  callback: Callable[[NodeEvent], None] | None, t0: float):
         self.order = order
         self.tol = tol
-        self.inc = _Incumbent(float(incumbent[0]))
-        self.solution = incumbent[1]
+        self.abs_tol = abs_tol
+        self.inc = _Incumbent(float(incumbent[0]), incumbent[1])
         self.callback = callback
         self.t0 = t0
         self.ids = itertools.count()
         self.heap: list[_Open] = []
         self.running: dict[Future, _Open] = {}
+        self.reports: dict[int, dict] = {}  # what running jobs say they are doing
         self.unresolved: list[float] = []  # bounds of nodes closed without proof
         self.closed = INF  # smallest bound of a node pruned within the tolerance
         self.log: list[NodeEvent] = []
-        self.processed = 0
+        self.submitted = 0  # jobs handed out, including the ones still running
+        self.processed = 0  # nodes finished (logged)
         self.root_bound = -INF
         self.root_objective = INF
 
     def prunable(self, bound: float) -> bool:
-        return bound == INF or relative_gap(self.inc.value, bound) <= self.tol
+        return gap_closed(self.inc.value, bound, self.tol, self.abs_tol)
 
-    def push(self, data: Any, bound: float, depth: int, parent_id: int) -> None:
-        nid = next(self.ids)
+    def push(self, data: Any, bound: float, depth: int, parent_id: int,
+             node_id: int | None = None) -> None:
+        nid = next(self.ids) if node_id is None else node_id
         heapq.heappush(self.heap, _Open(_key(self.order, bound, depth, nid), nid, parent_id,
                                         depth, bound, data))
 
@@ -314,11 +375,19 @@ class _Search:
 
     def absorb(self, node: _Open, out: NodeOutcome) -> None:
         """Merge a finished node: incumbent, children, log event."""
+        self.reports.pop(node.node_id, None)
         bound = max(float(out.bound), node.bound)  # a child is never below its parent
-        improved = out.solution is not None and out.objective < self.inc.value
-        if improved:
-            self.inc.value = float(out.objective)
-            self.solution = out.solution
+        self.inc.offer(float(out.objective), out.solution, node.node_id)
+        if not out.finished:
+            # stopped before it could bound or branch: still open, not a processed node
+            self.submitted -= 1
+            if self.prunable(bound):
+                self.close(bound)
+            else:
+                self.push(node.data, bound, node.depth, node.parent_id, node.node_id)
+            return
+        self.processed += 1
+        improved = self.inc.source == node.node_id
         if node.node_id == 0:
             self.root_bound = bound
             self.root_objective = float(out.objective)
@@ -333,7 +402,7 @@ class _Search:
             self.close(bound)
         else:
             # closed without children, yet its bound is not within tol of the incumbent
-            # (a numerical failure, or a job stopped by the deadline): keep it in the gap
+            # (a numerical failure): keep it in the gap
             self.unresolved.append(bound)
         self.drop_pruned()
         glb = self.global_bound()
@@ -349,6 +418,17 @@ class _Search:
         if self.callback is not None:
             self.callback(ev)
 
+    def status(self) -> dict:
+        """A snapshot for progress output: counts, bounds and what running jobs do."""
+        glb = self.global_bound()
+        ub = self.inc.value
+        return {"nodes": self.processed, "open": len(self.heap) + len(self.running),
+                "bound": glb, "incumbent": ub,
+                "gap": relative_gap(ub, glb) if math.isfinite(ub) else INF,
+                "elapsed": time.time() - self.t0,
+                "running": {o.node_id: dict(self.reports.get(o.node_id, {}))
+                            for o in self.running.values()}}
+
 
 def branch_and_bound(
     process: Callable[[Any, Context], NodeOutcome],
@@ -359,12 +439,17 @@ def branch_and_bound(
     executor: Executor | None = None,
     workers: int = 1,
     tol: float = 1e-4,
+    abs_tol: float = 0.0,
     max_nodes: int | None = None,
     time_limit: float | None = None,
+    start_time: float | None = None,
     order: str = "best",
     incumbent: tuple[float, Any] = (INF, None),
     callback: Callable[[NodeEvent], None] | None = None,
+    progress: Callable[[dict], None] | None = None,
+    progress_interval: float = 1.0,
     stop_event: threading.Event | None = None,
+    abort_event: threading.Event | None = None,
     grace: float = 1.0,
 ) -> TreeResult:
     """Minimise by best-first (or depth-/breadth-first) branch and bound.
@@ -372,35 +457,42 @@ def branch_and_bound(
     ``process(data, context)`` processes one node and returns a :class:`NodeOutcome`; it runs
     on ``executor`` (default: a :class:`WorkerPool` of ``workers`` daemon threads, shut down
     at the end; an executor passed in is left running). At most ``workers`` jobs are in
-    flight at once and the root runs alone. A node whose bound is within ``tol`` (relative)
-    of the incumbent is pruned. Stops when no node is left or the global gap is <= ``tol``
-    (``optimal``, or ``infeasible`` when no solution exists), after ``max_nodes`` processed
-    nodes (``node_limit``, running nodes are finished), at ``time_limit`` seconds
-    (``time_limit``), or on KeyboardInterrupt or ``stop_event`` (``interrupted``); running
-    jobs then get ``grace`` seconds to report before they are abandoned (their bounds stay
-    in the certified gap). ``callback(event)`` runs in the calling thread after every node.
+    flight at once and the root runs alone. A node is pruned when its bound is within
+    ``tol`` (relative) or ``abs_tol`` (absolute) of the incumbent (:func:`gap_closed`).
+    Stops when no node is left or the global gap is closed (``optimal``, or ``infeasible``
+    when no solution exists), after ``max_nodes`` processed nodes (``node_limit``, running
+    nodes are finished), ``time_limit`` seconds after ``start_time`` (a ``time.time()``
+    instant, default now: ``time_limit``), or on KeyboardInterrupt or ``stop_event``
+    (``interrupted``); running jobs then get ``grace`` seconds to report before they are
+    abandoned (their bounds stay in the certified gap), none once ``abort_event`` is set.
+    ``callback(event)`` runs in the calling thread after every node; ``progress(status)``
+    about every ``progress_interval`` seconds while jobs run (see ``_Search.status``).
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     if not tol >= 0:
         raise ValueError(f"tol must be >= 0, got {tol}")
+    if not abs_tol >= 0:
+        raise ValueError(f"abs_tol must be >= 0, got {abs_tol}")
     if max_nodes is not None and max_nodes < 1:
         raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
     if time_limit is not None and not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
     workers = max(1, int(workers))
-    t0 = time.time()
+    t0 = time.time() if start_time is None else float(start_time)
     deadline = t0 + time_limit if time_limit is not None else INF
     own = executor is None
     pool = WorkerPool(workers) if own else executor
     cancel = threading.Event()
-    st = _Search(order, tol, incumbent, callback, t0)
+    st = _Search(order, tol, abs_tol, incumbent, callback, t0)
     st.push(root_data, root_bound, 0, -1)
+    ticker = _Ticker(progress, progress_interval)
     status = None
     try:
         while status is None:
             status = _step(st, process, pool, options, cancel, deadline, workers, max_nodes,
                            stop_event)
+            ticker(st)
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
@@ -412,15 +504,35 @@ def branch_and_bound(
                 fut.cancel()
     if st.running and status in ("interrupted", "time_limit"):
         # jobs saw the cancellation / deadline: give them a moment to hand in their work
+        end = time.time() + grace
         try:
-            done, _ = wait(list(st.running), timeout=grace)
+            while st.running and time.time() < end and not (
+                    abort_event is not None and abort_event.is_set()):
+                done, _ = wait(list(st.running), timeout=min(0.1, grace))
+                for fut in done:
+                    node = st.running.pop(fut)
+                    if not fut.cancelled() and fut.exception() is None:
+                        st.absorb(node, fut.result())
         except KeyboardInterrupt:
-            done = set()
-        for fut in done:
-            node = st.running.pop(fut)
-            if not fut.cancelled() and fut.exception() is None:
-                st.absorb(node, fut.result())
+            pass
     return _result(st, status, tol, max_nodes, time_limit)
+
+
+class _Ticker:
+    """Calls ``progress(status)`` at most once per ``interval`` seconds."""
+
+    def __init__(self, progress, interval: float):
+        self.progress = progress
+        self.interval = interval
+        self.last = time.time()
+
+    def __call__(self, st: _Search) -> None:
+        if self.progress is None or not st.running:
+            return
+        now = time.time()
+        if now - self.last >= self.interval:
+            self.last = now
+            self.progress(st.status())
 
 
 def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event,
@@ -428,7 +540,7 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
           stop_event: threading.Event | None) -> str | None:
     """One round of the main loop: stop tests, submissions, collection. A status stops it."""
     st.drop_pruned()
-    # the stop tests come first: a job that saw the deadline hands in an unfinished node,
+    # the stop tests come first: a job that saw the deadline hands its node back unfinished,
     # and an empty queue after it means "stopped", not "closed" (_result still calls a tree
     # that closed completely before the stop optimal)
     if stop_event is not None and stop_event.is_set():
@@ -437,7 +549,7 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
         return "time_limit"
     if not st.heap and not st.running:
         return "optimal"  # every node closed (_result turns it into infeasible / unresolved)
-    limit_hit = max_nodes is not None and st.processed >= max_nodes
+    limit_hit = max_nodes is not None and st.submitted >= max_nodes
     if limit_hit and not st.running:
         return "node_limit"
     while st.heap and len(st.running) < workers and not limit_hit:
@@ -445,10 +557,10 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
             break  # the root runs alone (it may use every core)
         node = heapq.heappop(st.heap)
         ctx = Context(st.inc, deadline, options, cancel, node.node_id, node.depth,
-                      is_root=node.node_id == 0)
+                      is_root=node.node_id == 0, reports=st.reports)
         st.running[pool.submit(process, node.data, ctx)] = node
-        st.processed += 1
-        limit_hit = max_nodes is not None and st.processed >= max_nodes
+        st.submitted += 1
+        limit_hit = max_nodes is not None and st.submitted >= max_nodes
         if node.node_id == 0:
             break
     if not st.running:
@@ -472,10 +584,13 @@ def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> Tree
         if not math.isfinite(ub) and not st.unresolved:
             status, lb = "infeasible", INF
     gap = relative_gap(ub, lb) if math.isfinite(ub) else INF
-    if status == "optimal" and gap > tol:
+    if status == "optimal" and not gap_closed(ub, lb, tol, st.abs_tol):
         status = "unresolved"  # only nodes that failed numerically keep the gap open
     messages = {
-        "optimal": f"optimal within the relative gap tolerance {tol:g} (gap {gap:.3g})",
+        "optimal": (f"optimal within the relative gap tolerance {tol:g} (gap {gap:.3g})"
+                    if gap <= tol else
+                    f"optimal within the absolute gap tolerance {st.abs_tol:g} "
+                    f"(gap {ub - lb:.3g})"),
         "infeasible": "no feasible solution exists",
         "node_limit": (f"node limit {max_nodes} reached" if max_nodes
                        else "stopped with unresolved nodes"),
@@ -484,7 +599,7 @@ def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> Tree
         "unresolved": (f"{len(st.unresolved)} node(s) could not be resolved numerically; "
                        f"the gap {gap:.3g} is certified"),
     }
-    return TreeResult(status=status, solution=st.solution, objective=ub, lower_bound=lb,
+    return TreeResult(status=status, solution=st.inc.solution, objective=ub, lower_bound=lb,
                       gap=gap, nodes=st.processed, seconds=time.time() - st.t0,
                       root_bound=st.root_bound, root_objective=st.root_objective,
                       open_nodes=left, log=st.log, message=messages[status])

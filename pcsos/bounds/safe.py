@@ -80,6 +80,11 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None) -> float:
     entry is a sum of at most t + 4 terms, scaled by two rounded square roots); the third the
     rounding of the products before the exactly rounded ``math.fsum``. The factor 2 absorbs
     second-order terms. See docs/safe_bound.md.
+
+    The result is never below 0: every feasible Z has ``<W W^T, Z> <= c0`` (with M as above,
+    ``<W W^T, Z> = <D^-1/2 W W^T D^-1/2, M> <= tr(D^-1/2 W W^T D^-1/2) = sum ||w_i||^2 / e_i
+    <= c0`` by 0 <= M <= I and Jensen), so the relaxation's value is at least 0. Without this
+    floor a zero optimum (fewer distinct points than k) would keep a relative gap of inf.
     """
     s, k = model.s, model.k
     y, u, Nf = _project(model, y, y_cl, u, N)
@@ -108,7 +113,7 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None) -> float:
     margin = 2.0 * (k * (s * EPS * float(np.linalg.norm(S))
                          + (t_max + 8) * EPS * float(np.linalg.norm(T)))
                     + EPS * math.fsum(abs(x) for x in terms))
-    return value - margin
+    return max(value - margin, 0.0)
 
 
 def _abs_adjoint(model: SDPModel, u: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
-from pcsos.bounds.safe import safe_lower_bound
+from pcsos.bounds.safe import EPS
 from pcsos.errors import InputError
 
 __all__ = ["solve_sdp", "BACKENDS"]
@@ -51,11 +51,15 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
                          source="backend")
     if not (tol > 0):
         raise InputError(f"tol must be positive, got {tol}", source="tol")
+    if model.s < model.k:
+        # tr M = k with 0 <= M <= I needs s >= k: no clustering, and no relaxation either
+        raise InputError(f"the relaxation has {model.s} super-points for k = {model.k} "
+                         "clusters: infeasible (check feasibility first)", source="model")
     if isinstance(warm_start, SDPResult):
         warm_start = WarmStart.from_result(warm_start)
+    if model.k == 1:
+        return _one_cluster(model)
     with _threads(threads):
-        if model.s == 1:
-            return _single(model)
         if backend == "admm":
             from pcsos.bounds.admm import solve_admm
             return solve_admm(model, tol=tol, max_iter=max_iter, time_limit=time_limit,
@@ -71,18 +75,29 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
                            time_limit=time_limit, verbose=verbose, **options)
 
 
-def _single(model: SDPModel) -> SDPResult:
-    """s = 1 (so k = 1): the only feasible point is Z = 1/e; the bound is exact."""
+def _one_cluster(model: SDPModel) -> SDPResult:
+    """k = 1: the relaxation's only feasible point is Z = 1 1^T / n, so its value is exact.
+
+    Why unique: with M = D^1/2 Z D^1/2, tr M = 1, M >= 0 (PSD) and M v = v for the unit
+    vector v = D^1/2 1 / sqrt(n), so the eigenvalues other than v's sum to 0 and vanish:
+    M = v v^T. The value c0 + <C, Z> = c0 + sum(C) / n is computed with ``math.fsum``
+    (correctly rounded), so a margin of a few ulps of its terms makes it a safe bound. (The
+    first-order solver also converges slowly on this single-point feasible set: 3-4 s at
+    s = 4.) Cannot-link pairs would force Z_ij = 0 and leave nothing feasible.
+    """
+    if len(model.cl):
+        raise InputError("k = 1 with cannot-link pairs: the relaxation is infeasible "
+                         "(check feasibility first)", source="model")
     t0 = time.perf_counter()
-    Z = np.array([[1.0 / model.e[0]]])
-    y = np.zeros(2)
-    lb = safe_lower_bound(model, y, None, np.zeros(model.cuts.m), None)
-    val = model.objective(Z)
-    return SDPResult(Z=Z, y=y, y_cl=np.zeros(0), u=np.zeros(model.cuts.m), N=np.zeros((1, 1)),
-                     sdp_value=val, dual_value=model.c0, lower_bound=min(lb, val),
-                     primal_residual=0.0, dual_residual=0.0, iterations=0,
+    n = float(np.sum(model.e))
+    Z = np.full((model.s, model.s), 1.0 / n)
+    total = math.fsum(model.C.ravel())
+    val = math.fsum([model.c0, total / n])
+    lb = max(0.0, val - 4 * EPS * (abs(model.c0) + abs(total) / n))
+    return SDPResult(Z=Z, y=np.zeros(model.s + 1), y_cl=np.zeros(0), u=np.zeros(model.cuts.m),
+                     N=np.zeros((model.s, model.s)), sdp_value=val, dual_value=lb,
+                     lower_bound=lb, primal_residual=0.0, dual_residual=0.0, iterations=0,
                      seconds=time.perf_counter() - t0, status="solved", backend="closed_form",
-                     message="single super-point", S=model.C.copy(), gap=0.0)
+                     message="k = 1: a single feasible point", S=model.C.copy(), gap=0.0)
 
 
-del math

@@ -19,6 +19,7 @@ import numpy as np
 from pcsos.cuts.cutset import CutSet
 from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
 from pcsos.problem import Problem
+from pcsos.tree import gap_closed
 
 __all__ = ["CP_FLAGS", "BoundResult", "CuttingPlaneSettings", "RoundStats",
            "cutting_plane_loop", "inherit_cuts", "inherit_cuts_map"]
@@ -65,7 +66,8 @@ class CuttingPlaneSettings:
     would keep nearly all cuts and every round would grow the model.
     ``max_rounds_root`` / ``max_rounds_child``: SDP solves per node (root / other nodes).
     ``cp_tol``: stop when the bound improves by less than this, relatively.
-    ``prune_tol``: stop when (UB - LB) / UB <= this (the branch-and-bound tolerance).
+    ``prune_tol``, ``prune_abs_tol``: stop when (UB - LB) / UB <= ``prune_tol`` or
+    UB - LB <= ``prune_abs_tol`` (the branch-and-bound tolerances, :func:`gap_closed`).
     ``loose_tol``: rounds are solved to at most this relative KKT tolerance instead of the
     SDP tolerance: their Z only has to be good enough to separate cuts, and their safe bound
     is valid whatever the accuracy. When a loose round would end the loop (no violated cut,
@@ -93,6 +95,7 @@ class CuttingPlaneSettings:
     max_rounds_child: int = 40
     cp_tol: float = 1e-6
     prune_tol: float = 1e-4
+    prune_abs_tol: float = 0.0
     loose_tol: float | None = 1e-3
     loose_gap_factor: float | None = 0.1
 
@@ -116,7 +119,7 @@ class CuttingPlaneSettings:
         if self.loose_gap_factor is not None and not self.loose_gap_factor >= 0:
             raise ValueError(f"loose_gap_factor must be >= 0 or None, "
                              f"got {self.loose_gap_factor}")
-        for name in ("eps_violation", "eps_active", "cp_tol", "prune_tol"):
+        for name in ("eps_violation", "eps_active", "cp_tol", "prune_tol", "prune_abs_tol"):
             if not getattr(self, name) >= 0:  # also rejects NaN
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
@@ -276,10 +279,11 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         loose = tol_r > tight_tol
         kw = dict(opts)
         kw["tol"] = tol_r
-        if math.isfinite(upper_bound) and upper_bound != 0:
+        if math.isfinite(upper_bound):
             # the solve may stop as soon as its safe bound prunes the node (a hair inside
             # the pruning test below, so that a bound at the target always passes it)
-            kw["bound_target"] = upper_bound - 0.999 * st.prune_tol * abs(upper_bound)
+            kw["bound_target"] = upper_bound - 0.999 * max(st.prune_tol * abs(upper_bound),
+                                                           st.prune_abs_tol)
         if math.isfinite(left):
             own = kw.get("time_limit")
             kw["time_limit"] = left if own is None else min(left, float(own))
@@ -300,7 +304,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
         prev = lb
         stop = None
-        if _relgap(upper_bound, best) <= st.prune_tol:
+        if gap_closed(upper_bound, best, st.prune_tol, st.prune_abs_tol):
             stop = PRUNED
         elif res.status == "time_limit" or time.perf_counter() >= deadline:
             stop = TIME_LIMIT

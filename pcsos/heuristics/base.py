@@ -7,6 +7,10 @@ A heuristic is a callable ``h(problem, Z, rng, deadline, **options) -> Heuristic
 * ``Z``: the node's SDP solution in super-point space (s x s) or None;
 * ``rng``: a :class:`numpy.random.Generator` (the only source of randomness);
 * ``deadline``: a :class:`Deadline` (``deadline.remaining()`` seconds, ``deadline.expired()``);
+* ``init_labels`` (keyword, default None): labels of the original points of a known
+  clustering, e.g. the incumbent, to use as a start (:func:`start_centres` gives its
+  centres). The tree hands every heuristic the best clustering it knows this way; a
+  heuristic whose signature takes neither ``init_labels`` nor ``**kwargs`` is not passed it;
 
 and returns a :class:`HeuristicResult` with at least ``status`` and, when found,
 ``super_labels`` (or original-point ``labels``). :func:`pcsos.heuristics.run_heuristic`
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pcsos.errors import InputError
 from pcsos.heuristics.assignment import (
     AssignmentEngine,
     centres_of,
@@ -30,7 +35,7 @@ from pcsos.heuristics.assignment import (
 )
 
 __all__ = ["HeuristicResult", "Deadline", "STATUSES", "kmeanspp", "weighted_kmeans",
-           "assign_update_loop", "LoopResult"]
+           "assign_update_loop", "LoopResult", "start_centres"]
 
 #: the statuses a heuristic may report
 STATUSES = ("found", "infeasible", "no_solution")
@@ -84,6 +89,22 @@ class Deadline:
         return time.monotonic() - self.start
 
 
+def start_centres(problem, init_labels) -> np.ndarray:
+    """The cluster means (k x d, centred coordinates) of ``init_labels``, a clustering of
+    the original points given as a start; an empty cluster's centre is the data mean.
+
+    Raises :class:`InputError` unless it is n integer labels in 0..k-1.
+    """
+    k, n = problem.k, problem.n
+    lab = np.asarray(init_labels)
+    if (lab.shape != (n,) or not np.issubdtype(lab.dtype, np.integer)
+            or lab.min() < 0 or lab.max() >= k):
+        raise InputError(f"init_labels must be {n} integer labels in 0..{k - 1}",
+                         source="init_labels")
+    Xc = problem.instance.X - problem.instance.X.mean(axis=0)
+    return centres_of(lab, Xc, np.ones(n), k)
+
+
 def kmeanspp(X: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """k distinct row indices of X chosen by weighted k-means++ (D^2 * w sampling)."""
     n = len(X)
@@ -125,7 +146,11 @@ def weighted_kmeans(X: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generat
             val = float((w * dist).sum())
             cnt = np.bincount(lab, weights=w, minlength=k)
             for h in np.flatnonzero(cnt == 0):
-                far = int(np.argmax(ww * dist))
+                # the farthest point whose cluster keeps another member: with fewer
+                # distinct rows than k every distance is 0, and the farthest point overall
+                # could be the one just moved, emptying its cluster again
+                movable = np.bincount(lab, minlength=k)[lab] > 1
+                far = int(np.argmax(np.where(movable, ww * dist, -1.0)))
                 lab[far] = h
                 dist[far] = 0.0
                 cnt = np.bincount(lab, weights=w, minlength=k)

@@ -24,7 +24,12 @@ from pcsos.heuristics.assignment import (
     group_sums,
     squared_costs,
 )
-from pcsos.heuristics.base import Deadline, HeuristicResult, assign_update_loop
+from pcsos.heuristics.base import (
+    Deadline,
+    HeuristicResult,
+    assign_update_loop,
+    start_centres,
+)
 
 __all__ = ["blpkm_cc", "random_point_centres"]
 
@@ -37,12 +42,15 @@ def random_point_centres(problem, rng: np.random.Generator, Xc: np.ndarray) -> n
 
 def blpkm_cc(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
              distance: str = "squared", n_init: int = 1, max_iter: int = 100,
-             tol: float = 1e-6, backend: str = "highs", **_ignored) -> HeuristicResult:
+             tol: float = 1e-6, backend: str = "highs", init_labels=None,
+             **_ignored) -> HeuristicResult:
     """BLPKM-CC on a node's super-point problem (see module doc; Z is not used).
 
     Options: ``distance`` ``'squared'`` (default) or ``'euclidean'`` (the paper's);
     ``n_init`` random starts (the paper: 1 per run); ``max_iter`` assignments per start;
-    ``tol`` the relative stop of the squared loop; ``backend`` the MILP backend.
+    ``tol`` the relative stop of the squared loop; ``backend`` the MILP backend;
+    ``init_labels`` a clustering of the original points whose centres are one more start,
+    run first.
     """
     if _ignored:
         raise InputError(f"unknown blpkm-cc option(s): {', '.join(sorted(_ignored))}")
@@ -55,13 +63,16 @@ def blpkm_cc(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     best, best_v = None, math.inf
     iters = solves = done = 0
     infeasible = False
-    for _ in range(max(1, int(n_init))):
+    starts = [] if init_labels is None else [start_centres(problem, init_labels)]
+    starts += [None] * max(1, int(n_init))
+    for C in starts:
         if done and deadline.expired():
             break
         if problem.s < k:
             infeasible = True
             break
-        C = random_point_centres(problem, rng, Xc)
+        if C is None:
+            C = random_point_centres(problem, rng, Xc)
         if distance == "squared":
             r = assign_update_loop(problem, engine, C, deadline, tol=tol, max_iter=max_iter)
             labels, status, it, sv = r.labels, r.status, r.iterations, r.solves

@@ -7,8 +7,10 @@ fails. Centres are then updated and the passes repeat until the labels stop chan
 Initial centres are drawn by weighted k-means++. A failed run is restarted from new
 centres, up to ``n_init`` runs; when every run fails the result is ``'no_solution'``, a
 normal outcome (COP-k-means has no backtracking and fails on many feasible instances).
-A run that ends with an empty cluster counts as failed too (k non-empty clusters are part
-of the problem).
+A pass that leaves a cluster empty moves into it the super-point farthest from its centre
+among the clusters with two or more (no cannot-link pair can break: the cluster is empty);
+the common implementation fails there instead, even on data with fewer distinct points than
+k. A run that still has an empty cluster (fewer super-points than k) fails.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from pcsos.errors import InputError
 from pcsos.heuristics.assignment import centres_of, squared_costs
-from pcsos.heuristics.base import Deadline, HeuristicResult, kmeanspp
+from pcsos.heuristics.base import Deadline, HeuristicResult, kmeanspp, start_centres
 from pcsos.heuristics.smdeclust import _cl_adjacency
 
 __all__ = ["cop_kmeans"]
@@ -27,12 +29,13 @@ __all__ = ["cop_kmeans"]
 
 def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
                n_init: int = 10, max_iter: int = 300, tol: float = 1e-4,
-               **_ignored) -> HeuristicResult:
+               init_labels=None, **_ignored) -> HeuristicResult:
     """COP-k-means with restarts on a node's super-point problem (see module doc).
 
     Options: ``n_init`` runs (default 10); ``max_iter`` passes per run and ``tol`` the
     relative centre shift at which a run has converged (defaults 300 and 1e-4, as the
-    common implementation). Z is not used.
+    common implementation); ``init_labels`` a clustering of the original points whose
+    centres start one more run, first. Z is not used.
     """
     if _ignored:
         raise InputError(f"unknown cop-kmeans option(s): {', '.join(sorted(_ignored))}")
@@ -43,7 +46,9 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     best, best_v = None, math.inf
     fails = runs = iters = 0
     reasons: dict[str, int] = {}
-    for _ in range(max(1, int(n_init))):
+    starts = [] if init_labels is None else [start_centres(problem, init_labels)]
+    starts += [None] * max(1, int(n_init))
+    for C in starts:
         if runs and deadline.expired():
             break
         runs += 1
@@ -51,13 +56,17 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
             fails += 1
             reasons["fewer super-points than k"] = runs
             break
-        C = problem.centroids[kmeanspp(problem.centroids, problem.e, k, rng)]
+        if C is None:
+            C = problem.centroids[kmeanspp(problem.centroids, problem.e, k, rng)]
         order = rng.permutation(s)  # one random order per run, so that passes can settle
         labels = None
         why = "max_iter"
         for _it in range(max_iter):
             iters += 1
-            new = _greedy_pass(squared_costs(problem.centroids, problem.e, C), adj, order)
+            costs = squared_costs(problem.centroids, problem.e, C)
+            new = _greedy_pass(costs, adj, order)
+            if new is not None:
+                _fill_empty(new, costs, k)
             if new is None:
                 labels, why = None, "no feasible centre for a point"
                 break
@@ -89,6 +98,19 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         return HeuristicResult(status="no_solution", stats=stats,
                                message=f"COP-k-means failed on all {runs} runs: {reasons}")
     return HeuristicResult(status="found", super_labels=best, stats=stats)
+
+
+def _fill_empty(labels: np.ndarray, costs: np.ndarray, k: int) -> None:
+    """Move into each empty cluster the farthest super-point of a cluster that keeps another
+    member (in place; labels are left with an empty cluster when s < k)."""
+    own = costs[np.arange(len(labels)), labels]
+    for h in np.flatnonzero(np.bincount(labels, minlength=k) == 0):
+        movable = np.bincount(labels, minlength=k)[labels] > 1
+        if not movable.any():
+            return
+        g = int(np.argmax(np.where(movable, own, -1.0)))
+        labels[g] = h
+        own[g] = costs[g, h]
 
 
 def _greedy_pass(costs: np.ndarray, adj: list[np.ndarray], order: np.ndarray):

@@ -15,12 +15,13 @@ import math
 import numpy as np
 
 from pcsos.errors import InputError
-from pcsos.heuristics.assignment import AssignmentEngine, centres_of, group_sums
+from pcsos.heuristics.assignment import AssignmentEngine, group_sums
 from pcsos.heuristics.base import (
     Deadline,
     HeuristicResult,
     assign_update_loop,
     kmeanspp,
+    start_centres,
     weighted_kmeans,
 )
 
@@ -93,13 +94,8 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
                              source="centres")
         starts.append(lambda: C0 - mean)
     if init_labels is not None:
-        lab = np.asarray(init_labels, dtype=np.int64)
-        if lab.shape != (problem.n,) or lab.min() < 0 or lab.max() >= k:
-            raise InputError(f"init_labels must be {problem.n} labels in 0..{k - 1}",
-                             source="init_labels")
-        Xc = problem.instance.X - mean
-        ones = np.ones(problem.n)
-        starts.append(lambda: centres_of(lab, Xc, ones, k))
+        C1 = start_centres(problem, init_labels)
+        starts.append(lambda: C1)
     if kcenter_start:
         from pcsos.kcenter import kcenter_centres  # the k-center mode is optional here
 

@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from pcsos.errors import InputError
 from pcsos.heuristics.base import STATUSES, Deadline, HeuristicResult
-from pcsos.problem import pairs_satisfied, sse
+from pcsos.problem import canonical_labels, pairs_satisfied, sse
 
 __all__ = ["ENTRY_POINT_GROUP", "register_heuristic", "get_heuristic",
            "available_heuristics", "run_heuristic", "check_labels"]
@@ -98,6 +98,15 @@ def get_heuristic(name: str) -> Callable:
     return obj
 
 
+def _takes_init_labels(heur) -> bool:
+    """True when the heuristic callable accepts ``init_labels`` (by name or **kwargs)."""
+    try:
+        params = inspect.signature(heur).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: do not guess
+        return False
+    return any(p.name == "init_labels" or p.kind is p.VAR_KEYWORD for p in params)
+
+
 def _load(spec: str, name: str):
     mod, attr = spec.split(":")
     module = __import__(mod, fromlist=[attr])
@@ -134,13 +143,18 @@ def check_labels(problem, labels: np.ndarray) -> str | None:
 
 def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
                   time_limit: float | None = None, blas_threads: int | None = 1,
-                  **options) -> HeuristicResult:
+                  init_labels: np.ndarray | None = None, **options) -> HeuristicResult:
     """Run the heuristic ``name`` on a node's super-point ``problem``.
 
     ``Z`` is the node's SDP solution (s x s) when available; ``seed`` anything
     :func:`numpy.random.default_rng` accepts; ``time_limit`` in seconds (None: none);
-    ``blas_threads`` caps the BLAS threads while it runs (None: leave them);
-    ``options`` go to the heuristic. The returned labelling is re-checked (see
+    ``blas_threads`` caps the BLAS threads while it runs (None: leave them; the only
+    correct choice in a worker thread, since threadpoolctl limits are process-wide);
+    ``init_labels`` a clustering of the original points (e.g. the incumbent) that the
+    heuristic should use as a start: passed as ``init_labels=`` to every heuristic that
+    takes that keyword (all built-in ones do; see :mod:`pcsos.heuristics.base`) and
+    dropped, with a note in ``stats``, for one that does not; ``options`` go to the
+    heuristic. The returned labelling is re-checked (see
     :func:`check_labels`) and its SSE recomputed from the original data; a heuristic whose
     labelling fails the check yields ``status='no_solution'`` with the reason in
     ``message`` and ``stats['rejected']``. Raises :class:`InputError` for an unknown name,
@@ -155,12 +169,21 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
         if Z.shape != (problem.s, problem.s) or not np.all(np.isfinite(Z)):
             raise InputError(f"Z must be a finite {problem.s} x {problem.s} matrix "
                              f"(super-point space), got shape {Z.shape}", source="Z")
+    dropped = None
+    if init_labels is not None:
+        if _takes_init_labels(heur):
+            options["init_labels"] = init_labels
+        else:
+            dropped = "init_labels not accepted by this heuristic"
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     t0 = time.perf_counter()
     # The heuristics' matrix products are small (s x d by d x k): extra BLAS threads only
     # contend for the cores (measured 10x slower on a loaded 2-core machine), so one.
-    with threadpool_limits(limits=blas_threads, user_api="blas"):
+    if blas_threads is None:
         res = heur(problem, Z, rng, Deadline(time_limit), **options)
+    else:
+        with threadpool_limits(limits=blas_threads, user_api="blas"):
+            res = heur(problem, Z, rng, Deadline(time_limit), **options)
     seconds = time.perf_counter() - t0
     if not isinstance(res, HeuristicResult):
         raise TypeError(f"heuristic {name!r} returned {type(res).__name__}, "
@@ -168,6 +191,8 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     res.name = name
     res.stats = dict(res.stats)
     res.stats["seconds"] = seconds
+    if dropped:
+        res.stats["note"] = dropped
     if res.status not in STATUSES:
         raise TypeError(f"heuristic {name!r} returned unknown status {res.status!r}")
     if res.status != "found":
@@ -178,12 +203,11 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
         res.labels = problem.to_points(res.super_labels)
     why = None if res.labels is not None else "no labels returned"
     if why is None:
-        # canonical 0..k-1 labels in order of first appearance make results comparable
-        _, first, inv = np.unique(np.asarray(res.labels), return_index=True,
-                                  return_inverse=True)
-        rank = np.empty(len(first), dtype=np.int64)
-        rank[np.argsort(first)] = np.arange(len(first))
-        labels = rank[inv.ravel()] if len(first) <= problem.k else np.asarray(res.labels)
+        # canonical 0..k-1 labels make results comparable (more than k labels: left as
+        # they are, for check_labels to name)
+        labels = np.asarray(res.labels)
+        if len(np.unique(labels)) <= problem.k:
+            labels = canonical_labels(labels)
         why = check_labels(problem, labels)
     if why is not None:
         res.stats["rejected"] = why

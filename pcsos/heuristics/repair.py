@@ -67,10 +67,11 @@ class _Clusters:
 
 def repair(problem, Z, rng: np.random.Generator, deadline: Deadline, *, labels=None,
            n_init: int = 10, max_moves: int | None = None, max_seconds: float = 5.0,
-           **_ignored) -> HeuristicResult:
+           init_labels=None, **_ignored) -> HeuristicResult:
     """Thesis Alg. 6 on a node's problem (see module doc; Z is not used).
 
-    Options: ``labels`` a starting labelling of the original points (0..k-1); ``n_init``
+    Options: ``labels`` a starting labelling of the original points (0..k-1), by default
+    ``init_labels`` (the start the tree hands every heuristic); ``n_init``
     k-means++ restarts of the default start; ``max_moves`` cannot-link moves (default
     100 * s); ``max_seconds`` the time box (default 5 s, also bounded by the deadline).
     """
@@ -78,6 +79,8 @@ def repair(problem, Z, rng: np.random.Generator, deadline: Deadline, *, labels=N
         raise InputError(f"unknown repair option(s): {', '.join(sorted(_ignored))}")
     k, s, n = problem.k, problem.s, problem.n
     Xc = problem.instance.X - problem.instance.X.mean(axis=0)
+    if labels is None:
+        labels = init_labels
     if labels is None:
         _, lab, _ = weighted_kmeans(Xc, np.ones(n), k, rng, n_init=n_init, deadline=deadline)
     else:

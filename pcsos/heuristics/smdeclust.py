@@ -30,7 +30,12 @@ from scipy.optimize import linear_sum_assignment
 
 from pcsos.errors import InputError
 from pcsos.heuristics.assignment import AssignmentEngine, centres_of, squared_costs
-from pcsos.heuristics.base import Deadline, HeuristicResult, assign_update_loop
+from pcsos.heuristics.base import (
+    Deadline,
+    HeuristicResult,
+    assign_update_loop,
+    start_centres,
+)
 
 __all__ = ["smdeclust", "greedy_assign", "VARIANTS"]
 
@@ -85,7 +90,8 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
               variant: str = "SG-MDE", P: int = 20, N_max: int = 500,
               max_generations: int | None = None, F_min: float = 0.5, F_max: float = 0.8,
               alpha: float = 0.5, tol: float = 1e-4, tol_ls: float = 1e-6,
-              max_iter_ls: int = 100, backend: str = "highs", **_ignored) -> HeuristicResult:
+              max_iter_ls: int = 100, backend: str = "highs", init_labels=None,
+              **_ignored) -> HeuristicResult:
     """S-MDEClust on a node's super-point problem (see module doc; Z is not used).
 
     Options (paper names): ``variant`` one of S-MDE, SM-MDE, SG-MDE (default), SMG-MDE;
@@ -93,7 +99,8 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     stopping; ``max_generations``; ``F_min``/``F_max`` the crossover factor range;
     ``alpha`` the mutation's distance bias; ``tol`` the relative population collapse
     threshold; ``tol_ls``/``max_iter_ls`` the local search's stop; ``backend`` the
-    assignment MILP backend.
+    assignment MILP backend; ``init_labels`` a clustering of the original points whose
+    local search is the first member of the initial population.
     """
     if _ignored:
         raise InputError(f"unknown s-mdeclust option(s): {', '.join(sorted(_ignored))}")
@@ -138,11 +145,15 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     if s < k:
         return HeuristicResult(status="infeasible", stats=stats,
                                message=f"{s} super-points cannot fill k = {k} clusters")
+    first = None if init_labels is None else start_centres(problem, init_labels)
     while len(pop_labels) < P:
         if deadline.expired():
             break
-        idx = rng.choice(s, size=k, replace=False, p=point_w)
-        r = local_search(problem.centroids[idx])
+        if first is not None:
+            r, first = local_search(first), None
+        else:
+            idx = rng.choice(s, size=k, replace=False, p=point_w)
+            r = local_search(problem.centroids[idx])
         if r.status == "infeasible":
             return HeuristicResult(status="infeasible", stats=stats,
                                    message="the assignment MILP is infeasible: no "
