@@ -1,32 +1,44 @@
-"""pcsos: exact semi-supervised minimum sum-of-squares clustering with certificates."""
+"""pcsos: exact semi-supervised minimum sum-of-squares clustering with certificates.
 
-from pcsos.api import PCSOSClustering, Result, solve
-from pcsos.errors import (
-    BackendUnavailableError,
-    InfeasibleError,
-    InputError,
-    PcsosError,
-    UndecidedError,
-)
-from pcsos.feasibility import Feasibility, check_instance
-from pcsos.problem import Instance, Problem, make_instance, sse
+The names below are imported on first use (PEP 562), so that ``import pcsos.cli`` (the
+``pcsos`` command) starts in milliseconds and can take over Ctrl-C before numpy and the
+solver are loaded; ``from pcsos import solve`` works as usual.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "solve",
-    "Result",
-    "PCSOSClustering",
-    "Instance",
-    "Problem",
-    "make_instance",
-    "sse",
-    "PcsosError",
-    "InputError",
-    "InfeasibleError",
-    "BackendUnavailableError",
-    "UndecidedError",
-    "Feasibility",
-    "check_instance",
-    "__version__",
-]
+_EXPORTS = {
+    "solve": "pcsos.api",
+    "Result": "pcsos.api",
+    "PCSOSClustering": "pcsos.api",
+    "Instance": "pcsos.problem",
+    "Problem": "pcsos.problem",
+    "make_instance": "pcsos.problem",
+    "sse": "pcsos.problem",
+    "PcsosError": "pcsos.errors",
+    "InputError": "pcsos.errors",
+    "InfeasibleError": "pcsos.errors",
+    "BackendUnavailableError": "pcsos.errors",
+    "UndecidedError": "pcsos.errors",
+    "Feasibility": "pcsos.feasibility",
+    "check_instance": "pcsos.feasibility",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pcsos' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

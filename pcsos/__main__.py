@@ -1,5 +1,3 @@
-import sys
+from pcsos.cli import entry
 
-from pcsos.cli import main
-
-sys.exit(main())
+entry()

@@ -268,18 +268,28 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
     # as in the paper: the incumbent after the root against the root's bound
     root_gap = (relative_gap(rows[0]["gub"], rows[0]["lb"])
                 if rows and math.isfinite(rows[0]["gub"]) else math.inf)
-    res = Result(labels, float(objective), float(tr.lower_bound), float(tr.gap), tr.status,
-                 tr.message, nodes=tr.nodes, seconds=time.time() - t0,
-                 root_lower_bound=float(tr.root_bound), root_gap=float(root_gap),
+    # an SSE is never negative: 0 is the bound of a root that a stop left unbounded
+    lower = max(float(tr.lower_bound), 0.0)
+    gap = relative_gap(objective, lower) if math.isfinite(objective) else math.inf
+    res = Result(labels, float(objective), lower, gap, tr.status, tr.message, nodes=tr.nodes,
+                 seconds=time.time() - t0, root_lower_bound=max(float(tr.root_bound), 0.0),
+                 root_gap=float(root_gap),
                  root_size=problem.s, log=rows, **base)
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
-    elif math.isinf(res.lower_bound) and res.lower_bound < 0:
-        res.message += (f"; no lower bound was computed: the root's SDP relaxation (size "
-                        f"s = {problem.s}) did not finish"
-                        + (" (sizes beyond ~1 000 take hours and GBs of memory)"
-                           if problem.s > 1000 else "")
-                        + ", so the clustering is the best heuristic one, uncertified")
+    elif tr.status != "optimal" and (not rows or rows[0].get("closed") == "sdp_too_large"):
+        # the root never finished
+        est = rows[0].get("sdp_estimate") if rows else None
+        if est is not None:  # refused for lack of time: the time limit is why it stopped
+            res.status = "time_limit"
+            res.message = (f"time limit of {time_limit:g} s; the root's SDP relaxation (size "
+                           f"s = {problem.s}) needs at least ~{est:.0f} s, more than the time "
+                           "left, so it was not started")
+        else:
+            res.message = f"{tr.message} before the root node finished"
+        if res.lower_bound <= 0:
+            res.message += ("; no lower bound but 0, so the clustering is the best "
+                            "heuristic one, uncertified")
     if printer is not None:
         printer.finish()
         ProgressPrinter.summary(res)
@@ -367,14 +377,18 @@ class ProgressPrinter:
         self.pending: dict | None = None  # the last row, when it was not printed
         self.said: tuple = ()  # what the last status line showed
 
-    def _write(self, mark: str, nodes: int, open_: int, depth, lb: float, ub: float,
-               gap: float, elapsed: float, work: str = "") -> None:
+    def _write(self, mark: str, nodes, open_, depth, lb, ub, gap, elapsed: float,
+               work: str = "") -> None:
         if not self.started:
             self.stream.write(self.HEADER + "\n")
             self.started = True
-        gap_s = f"{100 * gap:8.4f}%" if math.isfinite(gap) else f"{'-':>9}"
-        depth_s = f"{depth:5d}" if isinstance(depth, int) else f"{'-':>5}"
-        self.stream.write(f"{mark}{nodes:7d} {open_:6d} {depth_s} {lb:14.6f} {ub:14.6f} "
+
+        def col(v, width: int, fmt: str) -> str:
+            return f"{v:{width}{fmt}}" if v is not None else f"{'-':>{width}}"
+
+        gap_s = f"{100 * gap:8.4f}%" if gap is not None and math.isfinite(gap) else f"{'-':>9}"
+        self.stream.write(f"{mark}{col(nodes, 7, 'd')} {col(open_, 6, 'd')} "
+                          f"{col(depth, 5, 'd')} {col(lb, 14, '.6f')} {col(ub, 14, '.6f')} "
                           f"{gap_s} {elapsed:7.1f}s  {work}".rstrip() + "\n")
         self.stream.flush()
         self.last = time.time()
@@ -397,7 +411,7 @@ class ProgressPrinter:
             return
         self.said = seen
         if "nodes" not in st:  # before the tree starts
-            self._write(" ", 0, 0, None, -math.inf, math.inf, math.inf, st["elapsed"], work)
+            self._write(" ", None, None, None, None, None, None, st["elapsed"], work)
             return
         self._write(" ", st["nodes"], st["open"], None, st["bound"], st["incumbent"],
                     st["gap"], st["elapsed"], work)

@@ -54,3 +54,9 @@ class BackendUnavailableError(PcsosError, RuntimeError):
     """An optional backend (MOSEK, Gurobi, SCS, a GPU library) is not installed or not licensed."""
 
     exit_code = 2
+
+
+class KernelsNotBuiltError(PcsosError, ImportError):
+    """The compiled kernels are missing: Python imported an unbuilt source tree (exit 1)."""
+
+    exit_code = 1

@@ -218,6 +218,13 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
             consider(h0.labels)
         if ctx.cancelled():
             return unfinished(data.parent_bound, best_labels, best_val)
+    need = _sdp_seconds(problem.s)
+    if need > ctx.remaining():
+        # no bound can come out in the time left (a large instance): say so at once rather
+        # than spend the time and GBs of memory on a solve that cannot finish
+        return NodeOutcome(data.parent_bound, best_val, best_labels, row=_row(
+            data, lb=data.parent_bound, flag=FLAG_FAILED, time=time.perf_counter() - t0,
+            ub=own_val, closed="sdp_too_large", sdp_estimate=need))
     sdp_options = dict(options.sdp_options)
     sdp_options.setdefault("backend", options.sdp_backend)
     # lets Ctrl-C / a time limit end a long SDP solve within one iteration
@@ -299,6 +306,31 @@ def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_lab
     return run_heuristic(options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
                          time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
                          blas_threads=None, init_labels=start, **hopts)
+
+
+#: below this size an SDP solve is never refused for lack of time (it costs seconds)
+SDP_CHECK_SIZE = 600
+#: a lower estimate of the ADMM iterations of a solve (the 48 seed-0 roots took 90-1 020)
+MIN_SDP_ITERATIONS = 50
+_eig_cost: list[float] = []  # seconds per s^3 of one eigendecomposition, timed once
+
+
+def _sdp_seconds(s: int) -> float:
+    """A lower estimate of the seconds of one SDP solve at size s (0 below SDP_CHECK_SIZE):
+    MIN_SDP_ITERATIONS eigendecompositions, timed once per process at s = 400 and scaled
+    by s^3 (at s = 2 968 on one core: 4.8 s each, so about 4 minutes at the very least)."""
+    if s < SDP_CHECK_SIZE:
+        return 0.0
+    if not _eig_cost:
+        import scipy.linalg as sla
+
+        m = 400
+        A = np.random.default_rng(0).standard_normal((m, m))
+        A = A + A.T
+        t = time.perf_counter()
+        sla.eigh(A, driver="evr", check_finite=False)
+        _eig_cost.append((time.perf_counter() - t) / m ** 3)
+    return MIN_SDP_ITERATIONS * _eig_cost[0] * float(s) ** 3
 
 
 def _cap(limit: float | None, remaining: float) -> float | None:

@@ -8,14 +8,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from pcsos._kernels._separation import (
-    branching_direct,
-    branching_scan,
-    max_asymmetry,
-    separate_cliques,
-    separate_pairs,
-    separate_triangles,
-)
+try:
+    from pcsos._kernels._separation import (
+        branching_direct,
+        branching_scan,
+        max_asymmetry,
+        separate_cliques,
+        separate_pairs,
+        separate_triangles,
+    )
+except ModuleNotFoundError as exc:
+    if exc.name != "pcsos._kernels._separation":
+        raise
+    import pathlib
+
+    from pcsos.errors import KernelsNotBuiltError
+
+    # the usual cause: `pip install .` then Python run from the repository root, where the
+    # source tree (without the built extension) shadows the installed package
+    _root = pathlib.Path(__file__).resolve().parents[2]
+    raise KernelsNotBuiltError(
+        f"pcsos's compiled kernels are not built in {_root / 'pcsos'}, which is the copy "
+        "Python imported (it shadows an installed pcsos when the current directory is the "
+        "repository root): run from another directory, or build this copy in place with "
+        "`pip install -e .`") from None
 
 __all__ = ["max_asymmetry", "separate_pairs", "separate_triangles", "separate_cliques",
            "branching_scan", "branching_direct", "branching_score", "as_symmetric"]

@@ -3,6 +3,12 @@
 Exit codes: 0 success (feasible / solved / stopped at a limit with a certified gap),
 1 internal error, 2 invalid input or usage, 3 infeasible constraints, 130 interrupted
 before any result existed.
+
+Ctrl-C (SIGINT) and SIGTERM are taken over before anything heavy is imported
+(:class:`Interrupts`): outside a solve they end the command with exit code 130 and one
+line, never a traceback; during ``pcsos solve`` the first asks the solver to stop with its
+best clustering and a certified gap, the second abandons the running nodes at once, the
+third exits 130 without output.
 """
 
 from __future__ import annotations
@@ -10,9 +16,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from pcsos.errors import PcsosError
+
+__all__ = ["main", "entry", "build_parser", "Interrupts", "SUBCOMMANDS"]
 
 # each names a module pcsos.cli.<name> with ``add_arguments(parser)`` and ``run(args) -> int``
 SUBCOMMANDS = {
@@ -22,6 +32,72 @@ SUBCOMMANDS = {
     "solve": "solve to certified optimality by branch-and-cut",
     "kcenter": "constrained k-center 2-approximation with a certified radius bound",
 }
+
+
+class Interrupts:
+    """SIGINT / SIGTERM for one command (see the module doc).
+
+    Until :meth:`arm`, a signal raises KeyboardInterrupt (``main`` turns it into exit code
+    130). Once armed (the solve has started), the handler never raises: the first signal
+    sets :attr:`stop`, the second :attr:`abort`, the third ends the process with 130 at
+    once, so no signal can land in the middle of writing a result file or of a C library
+    call that would then abort the process.
+    """
+
+    def __init__(self, quiet: bool = False):
+        self.stop = threading.Event()
+        self.abort = threading.Event()
+        self.quiet = quiet
+        self.armed = False
+        self.done = False
+        self.count = 0
+        self.saved: dict = {}
+
+    def install(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def uninstall(self) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        self.saved.clear()
+
+    def arm(self, command: str, quiet: bool = False) -> Interrupts:
+        """From now on signals stop the solve instead of raising."""
+        self.armed, self.command, self.quiet = True, command, quiet
+        return self
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            try:
+                sys.stderr.write(f"\npcsos {self.command}: {text}\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+
+    def finish(self) -> None:
+        """The command has returned and written everything: later signals are ignored."""
+        self.done = True
+
+    def _handle(self, signum, frame):
+        if self.done:
+            return
+        if not self.armed:
+            raise KeyboardInterrupt
+        self.count += 1
+        if self.count == 1:
+            self.stop.set()
+            self._say("stop requested; finishing with the best clustering found "
+                      "(Ctrl-C again to stop at once)")
+        elif self.count == 2:
+            self.stop.set()
+            self.abort.set()
+            self._say("stopping at once (Ctrl-C again to quit without a result)")
+        else:
+            self._say("aborted")
+            os._exit(130)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,29 +125,67 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``pcsos`` script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "_run", None) is None:
-        parser.print_help(sys.stderr)
-        return 2
+def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None) -> int:
+    """Run one command and return its exit code (no traceback for any expected outcome).
+
+    The signal handlers are restored on return, unless ``interrupts`` (installed by the
+    caller, as :func:`entry` does) is given: then they stay, so that a signal during the
+    interpreter's exit cannot raise either.
+    """
+    intr = interrupts if interrupts is not None else Interrupts().install()
+    command = "command"
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        command = args.command or command
+        if getattr(args, "_run", None) is None:
+            parser.print_help(sys.stderr)
+            return 2
+        from pcsos.cli.common import check_output_paths
+
+        check_output_paths(args)  # before any work: a bad path must not cost a solve
+        args._interrupts = intr
         return int(args._run(args) or 0)
     except PcsosError as exc:
         kind = {2: "error", 3: "infeasible"}.get(exc.exit_code, "error")
-        print(f"pcsos {args.command}: {kind}: {exc}", file=sys.stderr)
+        print(f"pcsos {command}: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"pcsos {args.command}: interrupted", file=sys.stderr)
+        print(f"pcsos {command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # an internal error: say so, keep the traceback for debugging
         if os.environ.get("PCSOS_DEBUG"):
             raise
-        print(f"pcsos {args.command}: internal error: {type(exc).__name__}: {exc}\n"
+        print(f"pcsos {command}: internal error: {type(exc).__name__}: {exc}\n"
               "(set PCSOS_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
+    finally:
+        if interrupts is None:
+            intr.uninstall()
+
+
+def entry() -> None:
+    """The ``pcsos`` script: :func:`main`, then exit.
+
+    When a solve was stopped, worker threads may still be inside a C++ library (HiGHS,
+    LAPACK); letting the interpreter finalise under them aborts the process ("terminate
+    called without an active exception"). Everything is written and flushed by then, so
+    the process ends with ``os._exit`` in that case.
+    """
+    intr = Interrupts().install()
+    code = main(interrupts=intr)
+    intr.finish()
+    busy = any(t.name.startswith("pcsos-worker") and t.is_alive()
+               for t in threading.enumerate())
+    if busy:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

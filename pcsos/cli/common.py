@@ -17,8 +17,13 @@ from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data
 from pcsos.problem import Instance, make_instance
 
-__all__ = ["add_cut_arguments", "add_instance_arguments", "cut_settings", "load_instance",
-           "write_json", "jsonable"]
+__all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", "cut_settings",
+           "load_instance", "print_notes", "write_json", "jsonable"]
+
+#: the options of any subcommand that name a file to write ('-' is standard output)
+OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json")
+#: the options that name files to read, which no output may overwrite
+INPUT_OPTIONS = ("data", "constraints")
 
 
 def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
@@ -153,6 +158,50 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
     inst = make_instance(data.X, k, ml, cl)
     info["k"] = k
     return inst, info
+
+
+def check_output_paths(args: argparse.Namespace) -> None:
+    """Refuse, before any work, output paths that could not be written (exit code 2).
+
+    Each of ``OUTPUT_OPTIONS`` that is set must name a file (not a directory) in an existing,
+    writable directory, must not be an input file, and no two may name the same file;
+    otherwise the result of a long solve would be lost at the end.
+    """
+    seen: dict[str, str] = {}
+    inputs = {os.path.realpath(os.fspath(p)): f"--{name}" if name != "data" else "DATA"
+              for name in INPUT_OPTIONS if (p := getattr(args, name, None)) is not None}
+    for name in OUTPUT_OPTIONS:
+        path = getattr(args, name, None)
+        if path is None or os.fspath(path) == "-":
+            continue
+        path = os.fspath(path)
+        opt = f"--{name}"
+        real = os.path.realpath(path)
+        parent = os.path.dirname(real) or "."
+        why = None
+        if os.path.isdir(real):
+            why = "it is a directory"
+        elif not os.path.isdir(parent):
+            why = f"its directory {parent} does not exist"
+        elif os.path.exists(real) and not os.access(real, os.W_OK):
+            why = "it is not writable"
+        elif not os.path.exists(real) and not os.access(parent, os.W_OK | os.X_OK):
+            why = f"its directory {parent} is not writable"
+        elif real in inputs:
+            why = f"it is the input file of {inputs[real]}"
+        elif real in seen:
+            why = f"it is also the file of {seen[real]}"
+        if why is not None:
+            raise InputError(f"cannot write {path!r}: {why}", source=opt)
+        seen[real] = opt
+
+
+def print_notes(info: dict, stream=None) -> None:
+    """The readers' notes (header counts, k's source, ignored soft pairs, ...), one a line."""
+    stream = stream if stream is not None else sys.stderr
+    for note in info["data_notes"] + info["constraint_notes"]:
+        stream.write(f"note: {note}\n")
+    stream.flush()
 
 
 def jsonable(obj: Any) -> Any:

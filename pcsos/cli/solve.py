@@ -1,9 +1,12 @@
 """Solve constrained MSSC to certified optimality by SDP branch-and-cut.
 
-Prints a MIP-style progress table (nodes, open nodes, best bound, incumbent, gap) unless
+Prints the readers' notes (on stderr) and a MIP-style progress table (nodes, open nodes,
+best bound, incumbent, gap, what the running node does), from the first second on, unless
 -q. Ctrl-C (or SIGTERM) stops the search: the best clustering found so far is printed and
-written with its certified gap, status 'interrupted'; a second Ctrl-C aborts at once.
-A time limit or a node limit behaves the same way.
+written with its certified gap, status 'interrupted'; a second Ctrl-C stops at once
+(running nodes are abandoned, their bounds stay in the gap); a third quits without a
+result (exit code 130). A time limit or a node limit behaves like the first Ctrl-C.
+Output paths are checked before any work starts.
 
 Exit codes: 0 solved, or stopped at a limit / interrupted (status and certified gap in the
 output); 2 invalid input; 3 infeasible constraints (the message names the conflicting
@@ -16,15 +19,14 @@ import argparse
 import dataclasses
 import math
 import os
-import signal
 import sys
-import threading
 
 from pcsos.cli.common import (
     add_cut_arguments,
     add_instance_arguments,
     cut_settings,
     load_instance,
+    print_notes,
     write_json,
 )
 from pcsos.errors import InfeasibleError, InputError
@@ -48,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lim = parser.add_argument_group("limits")
     lim.add_argument("--tol", type=float, default=1e-4,
                      help="relative gap tolerance (UB - LB) / UB (default: 1e-4)")
+    lim.add_argument("--abs-tol", type=float, default=None, metavar="TOL",
+                     help="absolute gap tolerance UB - LB, in units of the SSE; closes a zero "
+                          "or tiny optimum (default: 1e-10; 0 turns it off)")
     lim.add_argument("--max-nodes", type=int, default=None, metavar="N",
                      help="stop after N nodes (default: none; the paper used 200)")
     lim.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
@@ -56,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--workers", type=int, default=None,
                      help="nodes processed in parallel (default: CPU count)")
     alg.add_argument("--threads", type=int, default=None,
-                     help="BLAS threads per worker (default: cores // workers)")
+                     help="BLAS threads per worker (default: 1; more pays only on an "
+                          "otherwise idle machine)")
     alg.add_argument("--root-threads", type=int, default=None,
                      help="BLAS threads for the root node, which runs alone (default: "
                           "--threads; more pays only on an otherwise idle machine)")
@@ -79,10 +85,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _settings(args, cp, workers: int) -> dict:
     """The log header's settings: the reference program's keys, then pcsos's own."""
-    cores = os.cpu_count() or 1
-    threads = args.threads or max(1, cores // workers)
+    from pcsos.api import ABS_TOL
+
+    threads = args.threads or 1
     return {
         "BRANCH_AND_BOUND_TOL": args.tol,
+        "BRANCH_AND_BOUND_ABS_TOL": ABS_TOL if args.abs_tol is None else args.abs_tol,
         "BRANCH_AND_BOUND_PARALLEL": workers,
         "BRANCH_AND_BOUND_MAX_NODES": args.max_nodes if args.max_nodes else "none",
         "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[args.order],
@@ -110,44 +118,17 @@ def _settings(args, cp, workers: int) -> dict:
     }
 
 
-class _Interrupt:
-    """First SIGINT/SIGTERM: ask the solver to stop (it returns its best solution).
-    Second SIGINT: the default behaviour (KeyboardInterrupt)."""
-
-    def __init__(self, quiet: bool):
-        self.event = threading.Event()
-        self.quiet = quiet
-        self.saved: dict = {}
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.saved[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.event.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        self.event.set()
-        if not self.quiet:
-            sys.stderr.write("\npcsos solve: stop requested; finishing with the best "
-                             "clustering found (Ctrl-C again to abort)\n")
-            sys.stderr.flush()
-
-    def __exit__(self, *exc):
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler)
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
     """Solve, write the requested files, print the summary; see the module doc for codes."""
-    from pcsos.api import ProgressPrinter, solve_instance
+    from pcsos.api import ABS_TOL, ProgressPrinter, solve_instance
+    from pcsos.cli import Interrupts
     from pcsos.io import write_labels, write_result_matrix
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")
     inst, info = load_instance(args)
+    if not args.quiet:
+        print_notes(info)
     workers = args.workers or (os.cpu_count() or 1)
     cp = cut_settings(args, args.cuts, args.tol)
     settings = _settings(args, cp, workers)
@@ -175,14 +156,25 @@ def run(args: argparse.Namespace) -> int:
             if printer is not None:
                 printer(row)
 
-        with _Interrupt(args.quiet) as intr:
+        own = getattr(args, "_interrupts", None) is None
+        intr = Interrupts().install() if own else args._interrupts
+        intr.arm("solve", args.quiet)
+        try:
             res = solve_instance(
-                inst, tol=args.tol, max_nodes=args.max_nodes, time_limit=args.time_limit,
+                inst, tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
+                max_nodes=args.max_nodes, time_limit=args.time_limit,
                 workers=workers, threads=args.threads, root_threads=args.root_threads,
                 heuristic=args.heuristic, sdp_backend=args.sdp_backend,
                 sdp_options={"tol": args.sdp_tol}, cp_settings=cp,
                 feasibility_backend=args.feasibility_backend, seed=args.seed,
-                order=args.order, callback=on_row, stop_event=intr.event)
+                order=args.order, callback=on_row,
+                progress=None if printer is None else printer.status,
+                stop_event=intr.stop, abort_event=intr.abort)
+        finally:
+            if own:
+                intr.uninstall()
+        if printer is not None:
+            printer.finish()
         if gap_log is not None:
             if res.status == "infeasible" and not res.log:
                 gap_log.line(f"Infeasibility: {res.message}")

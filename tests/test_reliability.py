@@ -1,0 +1,248 @@
+"""The defects a new user found (issue "Reliability"), one test each.
+
+Degenerate data and the zero optimum are in test_degenerate.py, Ctrl-C in
+test_interrupts.py, the readers' BOM and long-line quoting in test_io.py.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import pcsos
+import pcsos.node
+from pcsos.api import ProgressPrinter
+from pcsos.heuristics import HeuristicResult, register_heuristic, run_heuristic
+from pcsos.problem import Problem, make_instance
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BLOBS = ROOT / "data" / "blobs.txt"
+
+
+def _cli(*args, cwd=ROOT, timeout=120):
+    return subprocess.run([sys.executable, "-m", "pcsos", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+def _branching(seed=3, n=160, k=6, n_cl=40):
+    """Overlapping blobs with cannot-link pairs: the root does not close."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=2.0, size=(k, 2))
+    truth = rng.integers(0, k, n)
+    X = centres[truth] + rng.normal(size=(n, 2))
+    cl = []
+    while len(cl) < n_cl:
+        i, j = rng.choice(n, 2, replace=False)
+        if truth[i] != truth[j]:
+            cl.append((int(i), int(j)))
+    return X, k, cl
+
+
+# no cuts and a loose SDP: weak bounds, so the tree branches at once and nodes are quick
+WEAK = {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}}
+
+
+# ---------------------------------------------------------------- output paths (exit 2)
+
+@pytest.mark.parametrize("make", ["directory", "missing_dir", "input_file", "same_file"])
+def test_bad_output_paths_exit_2_before_any_work(tmp_path, make):
+    args = ["solve", BLOBS, "-k", 3, "-q"]
+    if make == "directory":
+        args += ["--labels", tmp_path]
+    elif make == "missing_dir":
+        args += ["--json", tmp_path / "nope" / "r.json"]
+    elif make == "input_file":
+        args += ["--result", BLOBS]
+    else:
+        args += ["--labels", tmp_path / "x", "--log", tmp_path / "x"]
+    before = BLOBS.read_bytes()
+    p = _cli(*args)
+    assert p.returncode == 2, p.stderr
+    assert "cannot write" in p.stderr and "Traceback" not in p.stderr
+    assert "status:" not in p.stdout  # refused before solving
+    assert BLOBS.read_bytes() == before
+
+
+# ---------------------------------------------------------------- notes, threads, import
+
+def test_solve_shows_the_readers_notes(tmp_path):
+    data = tmp_path / "d.txt"
+    X = np.random.default_rng(0).normal(size=(12, 2))
+    data.write_text("15 2\n" + "\n".join(f"{a} {b}" for a, b in X) + "\n")  # header says 15
+    cons = tmp_path / "c.json"
+    cons.write_text('{"ml": [[0, 1]], "cl": [], "sml": [[2, 3]], "scl": []}')
+    p = _cli("solve", data, "-c", cons, "-k", 2)
+    assert p.returncode == 0, p.stderr
+    notes = [line for line in p.stderr.splitlines() if line.startswith("note: ")]
+    assert any("15" in n for n in notes), p.stderr  # the header's count disagrees
+    assert any("soft" in n or "sml" in n for n in notes), p.stderr
+    assert _cli("solve", data, "-c", cons, "-k", 2, "-q").stderr == ""
+
+
+def test_one_blas_thread_per_worker_by_default(tmp_path):
+    js = tmp_path / "r.json"
+    p = _cli("solve", BLOBS, "-k", 3, "-q", "--workers", 1, "--json", js)
+    assert p.returncode == 0, p.stderr
+    import json
+
+    settings = json.loads(js.read_text())["settings"]
+    assert settings["SDP_SOLVER_SESSION_THREADS"] == 1
+    assert settings["SDP_SOLVER_SESSION_THREADS_ROOT"] == 1
+
+
+def test_importing_an_unbuilt_source_tree_says_why(tmp_path):
+    """`pip install .` then Python in the repository root imports the source tree, whose
+    kernels are not built: a clear error, from the API and the CLI, not a bare
+    ModuleNotFoundError."""
+    import shutil
+
+    shutil.copytree(ROOT / "pcsos", tmp_path / "pcsos",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    code = ("import numpy as np, pcsos\n"
+            "try:\n    pcsos.solve(np.arange(8.0).reshape(4, 2), 2)\n"
+            "except ImportError as e:\n    print(type(e).__name__, e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=60)
+    assert "KernelsNotBuiltError" in p.stdout and "not built" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([sys.executable, "-m", "pcsos", "solve", str(BLOBS), "-k", "3"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert p.returncode == 1 and "not built" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_importing_the_cli_does_not_load_the_solver():
+    """Ctrl-C can be taken over before numpy and the solver load (pcsos's lazy exports)."""
+    code = "import sys, pcsos.cli; print('numpy' in sys.modules, 'pcsos.api' in sys.modules)"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.split() == ["False", "False"], p.stdout + p.stderr
+
+
+# ---------------------------------------------------------------- heuristics
+
+def test_run_heuristic_in_a_worker_thread_leaves_the_blas_limit(monkeypatch):
+    """threadpoolctl limits are process-wide: the tree's jobs pass blas_threads=None."""
+    import pcsos.heuristics.registry as reg
+
+    calls = []
+    monkeypatch.setattr(reg, "threadpool_limits", lambda **kw: calls.append(kw))
+    X, k, cl = _branching(n=30, n_cl=5)
+    pcsos.solve(X, k, cl=cl, workers=2, time_limit=30)
+    assert calls == []
+
+
+_seen: dict = {}
+
+
+def _spy(problem, Z, rng, deadline, *, init_labels=None):
+    _seen.setdefault("starts", []).append(init_labels)
+    return HeuristicResult(status="no_solution")
+
+
+def _old_style(problem, Z, rng, deadline):
+    _seen["old"] = True
+    return HeuristicResult(status="no_solution")
+
+
+for _name, _fn in (("test-spy", _spy), ("test-old-style", _old_style)):
+    try:
+        register_heuristic(_name, _fn)
+    except pcsos.InputError:  # registered by an earlier import
+        pass
+
+
+def test_every_heuristic_is_handed_the_best_known_clustering():
+    _seen.clear()
+    X, k, cl = _branching(n=40, n_cl=10)
+    res = pcsos.solve(X, k, cl=cl, heuristic="test-spy", workers=1, time_limit=60, **WEAK)
+    starts = _seen["starts"]
+    assert len(starts) >= 2 and all(s is not None for s in starts)  # witness, then better
+    assert res.labels is not None
+    problem = Problem.from_instance(make_instance(X, k, cl=cl))
+    r = run_heuristic("test-old-style", problem, init_labels=res.labels)
+    assert _seen["old"] and "init_labels" in r.stats["note"]
+
+
+# ---------------------------------------------------------------- large instances
+
+def test_a_root_sdp_that_cannot_finish_is_not_started(monkeypatch):
+    """The policy for instances too large for the time left: heuristic first, progress at
+    once, and a result that says why there is no bound, within seconds."""
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.node, "MIN_SDP_ITERATIONS", 1e12)
+    X, k, cl = _branching(n=200, n_cl=20)
+    statuses = []
+    res = pcsos.solve(X, k, cl=cl, workers=1, time_limit=300, progress=statuses.append)
+    assert res.status == "time_limit" and res.seconds < 60
+    assert res.lower_bound == 0.0 and res.labels is not None
+    assert "needs at least" in res.message and "uncertified" in res.message
+    assert statuses and statuses[0]["stage"] == "feasibility check"
+    assert res.log[0]["closed"] == "sdp_too_large" and res.log[0]["ub"] < math.inf
+    # the heuristic's clustering, not the feasibility witness
+    assert res.objective <= min(r["ub"] for r in res.log)
+
+
+def test_progress_reports_from_the_first_second():
+    X, k, cl = _branching()
+    seen = []
+    res = pcsos.solve(X, k, cl=cl, workers=2, time_limit=6, progress=seen.append)
+    assert res.status in ("time_limit", "optimal")
+    assert seen and seen[0]["elapsed"] < 1.0
+    ticks = [s for s in seen if "running" in s]
+    assert ticks and min(s["elapsed"] for s in ticks) < 2.5
+    assert any(rep.get("stage") for s in ticks for rep in s["running"].values())
+
+
+# ---------------------------------------------------------------- the gap log
+
+def test_nodes_stopped_by_the_limit_are_neither_counted_nor_logged():
+    X, k, cl = _branching(n=60, n_cl=15)
+    stop = threading.Event()
+
+    def on_row(row):
+        if row["node"] >= 4:
+            stop.set()
+
+    res = pcsos.solve(X, k, cl=cl, workers=2, callback=on_row, stop_event=stop,
+                      time_limit=120, **WEAK)
+    assert res.status == "interrupted"
+    assert res.nodes == len(res.log) >= 3
+    for row in res.log:  # every logged node finished: its own bound, not its parent's
+        assert row["flag"] != pcsos.node.FLAG_PARTIAL
+        assert row["node"] == 0 or row["lb"] >= row["lb_parent"]
+
+
+def test_time_limit_message_names_the_users_limit():
+    X, k, cl = _branching()
+    res = pcsos.solve(X, k, cl=cl, workers=2, time_limit=3)
+    assert res.status == "time_limit"
+    assert "time limit of 3 s" in res.message
+
+
+def test_ub_column_is_the_nodes_own_search():
+    X, k, cl = _branching(n=60, n_cl=15)
+    res = pcsos.solve(X, k, cl=cl, workers=1, max_nodes=15, **WEAK)
+    assert any("heuristic_ub" in row for row in res.log)
+    for row in res.log:
+        if "heuristic_ub" in row:
+            assert row["ub"] <= row["heuristic_ub"]
+        elif row.get("closed") == "pruned":
+            assert row["ub"] == math.inf  # inherited clusterings are not this node's
+
+
+def test_the_progress_table_ends_on_the_summary_counts():
+    out = io.StringIO()
+    printer = ProgressPrinter(out, interval=3600)
+    base = dict(open=0, depth=0, global_lb=1.0, gub=2.0, gap=0.5, elapsed=0.0)
+    for node in range(5):
+        printer({**base, "node": node, "improved": False})
+    printer.finish()
+    last = out.getvalue().strip().splitlines()[-1].split()
+    assert last[0] == "5"  # the fifth node, throttled, is printed by finish()
