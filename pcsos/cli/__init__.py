@@ -133,11 +133,11 @@ def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None)
     interpreter's exit cannot raise either.
     """
     intr = interrupts if interrupts is not None else Interrupts().install()
-    command = "command"
+    prog = "pcsos"  # "pcsos <command>" once the arguments are parsed
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        command = args.command or command
+        prog = f"pcsos {args.command}" if args.command else prog
         if getattr(args, "_run", None) is None:
             parser.print_help(sys.stderr)
             return 2
@@ -148,15 +148,15 @@ def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None)
         return int(args._run(args) or 0)
     except PcsosError as exc:
         kind = {2: "error", 3: "infeasible"}.get(exc.exit_code, "error")
-        print(f"pcsos {command}: {kind}: {exc}", file=sys.stderr)
+        print(f"{prog}: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"pcsos {command}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # an internal error: say so, keep the traceback for debugging
         if os.environ.get("PCSOS_DEBUG"):
             raise
-        print(f"pcsos {command}: internal error: {type(exc).__name__}: {exc}\n"
+        print(f"{prog}: internal error: {type(exc).__name__}: {exc}\n"
               "(set PCSOS_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
     finally:
