@@ -425,16 +425,17 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
         except InfeasibleError:
             continue
         known = pa is not None and ((pa == pb) if kind == "ml" else (pa != pb))
-        cuts, keep = inherit_cuts_map(br.cuts, child)
-        out.append((NodeData(child, cuts, _warm(br, problem, child, keep), lb, (a, b), kind,
+        cuts, cut_map = inherit_cuts_map(br.cuts, child)
+        out.append((NodeData(child, cuts, _warm(br, problem, child, cut_map), lb, (a, b), kind,
                              bool(known), labels if known else None), lb))
     return out
 
 
-def _warm(br, parent: Problem, child: Problem, keep: np.ndarray):
-    """The parent's last SDP point mapped onto the child, its cut multipliers by ``keep``."""
+def _warm(br, parent: Problem, child: Problem, cut_map: np.ndarray):
+    """The parent's last SDP point mapped onto the child, its cut multipliers by
+    ``cut_map``."""
     if br.sdp is None:
         return None
     from pcsos.bounds.result import WarmStart
 
-    return WarmStart.transfer(br.sdp, parent, child, cut_keep=keep)
+    return WarmStart.transfer(br.sdp, parent, child, cut_map=cut_map)

@@ -127,9 +127,13 @@ def test_inherited_cuts_stay_valid_for_every_child_clustering(seed, n, k, n_ml, 
         return
     i, j = pairs[rng.integers(len(pairs))]
     child = parent.merge(i, j) if ml_child else parent.add_cl(i, j)
-    inherited, keep = inherit_cuts_map(cuts, child)
-    assert inherited.m <= cuts.m and len(keep) == inherited.m
-    assert np.all(np.diff(keep) > 0)  # in parent order, each parent cut at most once
+    inherited, cut_map = inherit_cuts_map(cuts, child)
+    assert inherited.m <= cuts.m and len(cut_map) == cuts.m
+    # every child cut comes from a parent cut, numbered in order of first appearance
+    mapped = cut_map[cut_map >= 0]
+    assert set(mapped.tolist()) == set(range(inherited.m))
+    firsts = [int(np.argmax(cut_map == c)) for c in range(inherited.m)]
+    assert firsts == sorted(firsts)
     if not ml_child and child.s == parent.s:
         assert inherited is cuts
     checked = 0
@@ -144,14 +148,50 @@ def test_inherit_merge_reindexes_and_drops_cancelled_pairs():
     parent, _ = _problem(rng, 6, 3, 0, 0)
     cuts = CutSet.pairs([0, 2], [1, 3]).concat(CutSet.triangles([4], [0], [1]))
     child = parent.merge(0, 1)
-    out, keep = inherit_cuts_map(cuts, child)
+    out, cut_map = inherit_cuts_map(cuts, child)
     # Z_00 - Z_01 >= 0 becomes 0 >= 0 (dropped); (2, 3) -> (1, 2); triangle 4|0,1 -> 3|0,0
-    np.testing.assert_array_equal(keep, [1, 2])
+    np.testing.assert_array_equal(cut_map, [-1, 0, 1])
     assert out.counts() == {"pair": 1, "triangle": 1, "clique": 0}
     Z = rng.random((5, 5))
     Z = Z + Z.T
     np.testing.assert_allclose(out.apply(Z), [Z[1, 1] - Z[1, 2], Z[3, 3] + Z[0, 0] - 2 * Z[0, 3]])
     assert inherit_cuts(cuts, parent.add_cl(2, 5)) is cuts
+
+
+def test_merged_duplicate_cuts_carry_the_sum_of_their_multipliers():
+    """A must-link child's dual point is exactly the parent's mapped one: B'^* u' = P^T B^* u P
+    even where two parent cuts became one (their multipliers add up), so the child's dual
+    slack, dual value and safe bound are those of the parent's point."""
+    from pcsos.bounds import SDPModel, WarmStart, dual_slack, safe_lower_bound
+
+    rng = np.random.default_rng(4)
+    parent, _ = _problem(rng, 7, 3, 0, 0)
+    # triangles 2|0,3 and 2|1,3 (apex 2) coincide once 0 and 1 merge
+    cuts = CutSet.triangles([2, 2, 4], [0, 1, 0], [3, 3, 5])
+    child = parent.merge(0, 1)
+    out, cut_map = inherit_cuts_map(cuts, child)
+    assert out.m == 2 and cut_map.tolist() == [0, 0, 1]
+    u = np.array([0.3, 0.5, 0.2])
+    y = rng.normal(size=parent.s + 1)
+    N = np.abs(rng.normal(size=(parent.s, parent.s)))
+    N = N + N.T
+    pm_ = SDPModel.from_problem(parent, cuts)
+    from pcsos.bounds.result import SDPResult
+
+    res = SDPResult(Z=np.eye(parent.s), y=y, y_cl=np.zeros(0), u=u, N=N, sdp_value=0.0,
+                    dual_value=0.0, lower_bound=0.0, primal_residual=0.0, dual_residual=0.0,
+                    iterations=0, seconds=0.0, status="solved", backend="test")
+    ws = WarmStart.transfer(res, parent, child, cut_map=cut_map)
+    np.testing.assert_allclose(ws.u, [0.8, 0.2])
+    cm = SDPModel.from_problem(child, out)
+    P = np.zeros((parent.s, child.s))
+    P[np.arange(parent.s), child.parent_map] = 1.0
+    S_parent = dual_slack(pm_, y, None, u, N, scaled=False)
+    S_child = dual_slack(cm, ws.y, ws.y_cl, ws.u, ws.N, scaled=False)
+    np.testing.assert_allclose(S_child, P.T @ S_parent @ P, atol=1e-12)
+    # the child's Ky Fan set contains the parent's restricted to tied rows: never lower
+    assert (safe_lower_bound(cm, ws.y, ws.y_cl, ws.u, ws.N)
+            >= safe_lower_bound(pm_, y, None, u, N) - 1e-9)
 
 
 # ------------------------------------------------------------------ wrappers
@@ -314,8 +354,8 @@ def test_loop_on_children_with_inherited_cuts():
     Z = root.sdp.Z
     i, j = np.unravel_index(np.argmax(np.triu(Z, 1)), Z.shape)
     for child in (prob.merge(i, j), prob.add_cl(i, j)):
-        cuts, keep = inherit_cuts_map(root.cuts, child)
-        ws = WarmStart.transfer(root.sdp, prob, child, cut_keep=keep)
+        cuts, cut_map = inherit_cuts_map(root.cuts, child)
+        ws = WarmStart.transfer(root.sdp, prob, child, cut_map=cut_map)
         res = cutting_plane_loop(child, cuts=cuts, warm_start=ws, root=False, seed=1,
                                  time_limit=10, sdp_options=FAST)
         ml_c = [tuple(map(int, p)) for p in np.argwhere(

@@ -5,7 +5,7 @@ Public API::
     model = SDPModel.from_problem(problem, cuts=None)
     result = solve_sdp(model, backend="admm", tol=1e-5, warm_start=None, threads=None)
     result.lower_bound          # == safe_lower_bound(model, result.y, result.y_cl, ...)
-    WarmStart.transfer(result, parent_problem, child_problem, cut_keep, n_new)
+    WarmStart.transfer(result, parent_problem, child_problem, cut_map, n_new)
 """
 
 from pcsos.bounds.eig import eig_methods, positive_part, register_eig

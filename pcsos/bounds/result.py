@@ -71,6 +71,7 @@ class WarmStart:
     constructors below, which map a parent's result onto a changed model:
 
     - :meth:`for_cuts`: cuts kept (``keep``) and ``n_new`` appended (u = 0 for the new ones);
+    - :meth:`for_cut_map`: cuts re-indexed for a child, some merged (their u add up);
     - :meth:`for_merge`: a must-link child (rows and columns combined through
       ``child.parent_map``; the dual point maps exactly: y_child = P^T y, N_child = P^T N P);
     - :meth:`for_cl`: a cannot-link child (same s; the new entry's multiplier becomes free);
@@ -106,15 +107,29 @@ class WarmStart:
         return cls(ws.Z, ws.y, ws.y_cl, u, ws.N, ws.S, ws.sigma)
 
     @classmethod
+    def for_cut_map(cls, result: SDPResult | WarmStart, cut_map, n_new: int = 0) -> WarmStart:
+        """After parent cut t became child cut ``cut_map[t]`` (-1: dropped) and ``n_new``
+        cuts were appended: the multipliers of parent cuts that became one child cut add up,
+        so that B'^* u' is exactly the parent's B^* u mapped (see ``inherit_cuts_map``)."""
+        ws = result if isinstance(result, WarmStart) else cls.from_result(result)
+        cut_map = np.asarray(cut_map, dtype=np.int64)
+        u = np.zeros(len(cut_map)) if ws.u is None else np.asarray(ws.u, dtype=np.float64)
+        on = cut_map >= 0
+        m = int(cut_map.max()) + 1 if on.any() else 0
+        u = np.concatenate([np.bincount(cut_map[on], weights=u[on], minlength=m),
+                            np.zeros(int(n_new))])
+        return cls(ws.Z, ws.y, ws.y_cl, u, ws.N, ws.S, ws.sigma)
+
+    @classmethod
     def for_merge(cls, result: SDPResult | WarmStart, parent: Problem, child: Problem,
-                  cut_keep=None, n_new: int = 0) -> WarmStart:
+                  cut_map=None, n_new: int = 0) -> WarmStart:
         """Must-link child: P (s x s') maps parent super-point p to ``child.parent_map[p]``.
 
         Z' = E'^-1 P^T E Z E P E'^-1 (size-weighted average, keeps Z' e' = 1); the duals are
         mapped exactly: y' = P^T y (the trace multiplier unchanged), N' = P^T N P,
-        S' = P^T S P, so a dual feasible parent point stays dual feasible with the same dual
-        value. ``cut_keep``/``n_new`` re-map u as in :meth:`for_cuts` (the child's cuts, e.g.
-        the parent's cuts after ``CutSet.reindex``, must be given in the same order).
+        S' = P^T S P, and u by ``cut_map`` (:meth:`for_cut_map`, the map of
+        ``inherit_cuts_map``), so a dual feasible parent point stays dual feasible with the
+        same dual value.
         """
         ws = result if isinstance(result, WarmStart) else cls.from_result(result)
         pm = np.asarray(child.parent_map, dtype=np.int64)
@@ -143,7 +158,7 @@ class WarmStart:
             N[child.cl[:, 0], child.cl[:, 1]] = 0.0
             N[child.cl[:, 1], child.cl[:, 0]] = 0.0
         out = cls(Z, y, y_cl, ws.u, N, S, ws.sigma)
-        return cls.for_cuts(out, cut_keep, n_new) if (cut_keep is not None or n_new) else out
+        return cls.for_cut_map(out, cut_map, n_new) if cut_map is not None else out
 
     @classmethod
     def for_cl(cls, result: SDPResult | WarmStart, child: Problem,
@@ -168,12 +183,13 @@ class WarmStart:
 
     @classmethod
     def transfer(cls, result: SDPResult | WarmStart, parent: Problem, child: Problem,
-                 cut_keep=None, n_new: int = 0) -> WarmStart:
-        """One entry point for every model change: ML/CL child and/or a changed cut list."""
+                 cut_map=None, n_new: int = 0) -> WarmStart:
+        """One entry point for every model change: ML/CL child and/or a changed cut list
+        (``cut_map`` as returned by ``inherit_cuts_map``)."""
         if child.s != parent.s or not np.array_equal(child.parent_map, np.arange(child.s)):
-            return cls.for_merge(result, parent, child, cut_keep, n_new)
+            return cls.for_merge(result, parent, child, cut_map, n_new)
         ws = cls.for_cl(result, child, parent)
-        return cls.for_cuts(ws, cut_keep, n_new) if (cut_keep is not None or n_new) else ws
+        return cls.for_cut_map(ws, cut_map, n_new) if cut_map is not None else ws
 
     def check(self, s: int, m: int, q: int) -> WarmStart:
         """Validate shapes against a model (s points, m cuts, q CL pairs); pads appended cuts."""

@@ -179,27 +179,35 @@ class BoundResult:
 
 
 def inherit_cuts_map(cuts: CutSet, child: Problem) -> tuple[CutSet, np.ndarray]:
-    """The parent's cuts for ``child`` and, for each, the index of its parent cut.
+    """The parent's cuts for ``child`` and where each parent cut went.
 
     A cannot-link child (identity ``parent_map``) keeps every cut. A must-link child
-    re-indexes them (:meth:`CutSet.reindex`: valid by construction), which drops cuts whose
-    terms cancelled; cuts that became identical are kept once. The index array maps the
-    parent's multipliers onto the child (``WarmStart.transfer(..., cut_keep=index)``).
+    re-indexes them (:meth:`CutSet.reindex`: the cut P^T B_t P, valid by construction),
+    which drops cuts whose terms cancelled; cuts that became identical are kept once, in
+    order of first appearance. The map (one entry per parent cut: its child cut, or -1 when
+    dropped) carries the parent's multipliers over (``WarmStart.transfer(..., cut_map=)``),
+    adding those of cuts that merged into one, so that the child's dual point is exactly
+    the parent's: dropping them instead cost a glass child 0.5 of its bound (75.66 against
+    the parent's 76.17) before its first solve.
     """
     pm = child.parent_map
+    ident = np.arange(cuts.m)
     if pm is None or cuts.m == 0:
-        return cuts, np.arange(cuts.m)
+        return cuts, ident
     pm = np.asarray(pm, dtype=np.int64)
     if len(pm) == child.s and np.array_equal(pm, np.arange(child.s)):
-        return cuts, np.arange(cuts.m)
+        return cuts, ident
     # carry each cut's index through reindex in place of its rhs to learn which survived
     tagged = CutSet(cuts.indptr, cuts.i, cuts.j, cuts.coef, np.arange(cuts.m, dtype=float),
                     cuts.family)
-    keep = tagged.reindex(pm).rhs.astype(np.int64)
+    survived = tagged.reindex(pm).rhs.astype(np.int64)
     out = cuts.reindex(pm)
-    _, first = np.unique(cut_keys(out), return_index=True)
-    first.sort()
-    return out.select(first), keep[first]
+    _, first, inv = np.unique(cut_keys(out), return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))  # child order: first appearance
+    cut_map = np.full(cuts.m, -1, dtype=np.int64)
+    cut_map[survived] = rank[inv.ravel()]
+    return out.select(np.sort(first)), cut_map
 
 
 def inherit_cuts(cuts: CutSet, child_problem: Problem) -> CutSet:
