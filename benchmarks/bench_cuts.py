@@ -358,9 +358,9 @@ def main(argv=None) -> int:
     r.add_argument("--tol", type=float, default=1e-5)
     r.add_argument("--loose-tol", type=float, default=1e-3,
                    help="KKT tolerance of the intermediate rounds (0 = all rounds at --tol)")
-    r.add_argument("--loose-gap-factor", type=float, default=0.1,
-                   help="intermediate rounds' tolerance at most this times the gap "
-                        "(0 = --loose-tol alone)")
+    r.add_argument("--loose-gap-factor", type=float, default=d.loose_gap_factor,
+                   help=f"intermediate rounds' tolerance at most this times the gap "
+                        f"(default {d.loose_gap_factor:g}; 0 = --loose-tol alone)")
     r.add_argument("--prune-tol", type=float, default=d.prune_tol,
                    help=f"the loop stops once (UB - LB) / UB <= this (default "
                         f"{d.prune_tol:g}, the solver's); smaller measures how far below it "

@@ -100,8 +100,11 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
     inst = make_instance(data.X, data.k, cons.ml, cons.cl)
     t0 = time.time()
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
-                         time_limit=args.time_limit, workers=args.workers, seed=args.seed)
+                         time_limit=args.time_limit, workers=args.workers, seed=args.seed,
+                         **({"cp_settings": args.cp} if args.cp else {}))
     wall = time.time() - t0
+    import pcsos
+
     return {
         "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
         "n": inst.n, "d": inst.d, "k": inst.k, "ml": len(inst.ml), "cl": len(inst.cl),
@@ -109,10 +112,28 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "root_gap": res.root_gap, "objective": res.objective, "lower_bound": res.lower_bound,
         "gap": res.gap, "nodes": res.nodes, "seconds": wall, "status": res.status,
         "message": res.message, "workers": args.workers, "time_limit": args.time_limit,
-        "max_nodes": args.max_nodes, "tol": args.tol,
+        "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
         "root_seconds": res.log[0]["time"] if res.log else None,
         "root_ub": res.log[0]["gub"] if res.log else None,
+        # per node: what the child-node measurements (seconds, rounds) are taken from
+        "node_rows": [{key: _clean(row.get(key)) for key in NODE_KEYS} for row in res.log],
+        "code": _code_version(pathlib.Path(pcsos.__file__).parent),
     }
+
+
+NODE_KEYS = ("node", "node_parent", "kind", "depth", "n", "time", "cp_iter", "cp_flag", "lb",
+             "lb_parent", "ub", "gub", "closed", "elapsed", "sdp_iterations")
+
+
+def _code_version(package: pathlib.Path) -> str:
+    """The commit of the pcsos that ran (a worktree of an older commit can be measured)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", str(package), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return "unknown"
 
 
 def _clean(obj):
@@ -230,6 +251,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cp", action="append", default=[], metavar="NAME=VALUE",
+                    help="a CuttingPlaneSettings field for this run, e.g. tail_off=0.3 "
+                         "(repeatable; values are read as Python literals)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
                     help=f"results file, JSON lines (default: {DEFAULT_OUT.relative_to(ROOT)})")
     ap.add_argument("--summary", type=pathlib.Path, default=None,
@@ -239,6 +263,9 @@ def main(argv=None) -> int:
                     help="stop starting new instances after this many seconds in all")
     args = ap.parse_args(argv)
     args.max_nodes = args.max_nodes or None
+    import ast
+
+    args.cp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.cp)}
     seeds = {int(s) for s in args.seeds.split(",")}
     mixes = set(args.mixes.split(",")) if args.mixes else None
     names = set(args.instances.split(",")) if args.instances else None

@@ -290,7 +290,7 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
             return done("unresolved")
     elif _is_cl(problem, i, j):  # cannot happen for an accurate Z (Z_ij = 0 on CL pairs)
         i, j = _fallback_pair(Z, problem)
-    children = _children(data, problem, br, i, j, lb, best_labels)
+    children = _children(data, problem, br, i, j, lb, best_labels, options.cp_settings)
     row.update(time=time.perf_counter() - t0, ub=own_val, branch=(int(i), int(j)))
     return NodeOutcome(lb, best_val, best_labels, children=children, row=row)
 
@@ -407,9 +407,15 @@ def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
 
 
 def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
-              labels: np.ndarray | None) -> list[tuple[NodeData, float]]:
-    """The must-link and cannot-link children (an infeasible child is not created)."""
-    from pcsos.cuts.loop import inherit_cuts_map
+              labels: np.ndarray | None, settings) -> list[tuple[NodeData, float]]:
+    """The must-link and cannot-link children (an infeasible child is not created), with
+    the cuts they inherit and the parent's SDP point mapped onto them."""
+    from pcsos.bounds.result import WarmStart
+    from pcsos.cuts.loop import inherit_cuts_map, inherited_selection
+
+    sel = inherited_selection(br, settings)
+    parent_cuts = br.cuts.select(sel)
+    point = None if br.sdp is None else WarmStart.for_cuts(br.sdp, sel)
 
     a, b = min(int(i), int(j)), max(int(i), int(j))
     pa = pb = None
@@ -425,17 +431,9 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
         except InfeasibleError:
             continue
         known = pa is not None and ((pa == pb) if kind == "ml" else (pa != pb))
-        cuts, cut_map = inherit_cuts_map(br.cuts, child)
-        out.append((NodeData(child, cuts, _warm(br, problem, child, cut_map), lb, (a, b), kind,
-                             bool(known), labels if known else None), lb))
+        cuts, cut_map = inherit_cuts_map(parent_cuts, child)
+        warm = (None if point is None
+                else WarmStart.transfer(point, problem, child, cut_map=cut_map))
+        out.append((NodeData(child, cuts, warm, lb, (a, b), kind, bool(known),
+                             labels if known else None), lb))
     return out
-
-
-def _warm(br, parent: Problem, child: Problem, cut_map: np.ndarray):
-    """The parent's last SDP point mapped onto the child, its cut multipliers by
-    ``cut_map``."""
-    if br.sdp is None:
-        return None
-    from pcsos.bounds.result import WarmStart
-
-    return WarmStart.transfer(br.sdp, parent, child, cut_map=cut_map)

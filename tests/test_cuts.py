@@ -435,7 +435,7 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
 
 def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
     """A child's loop starts from its parent's bound: with the gap it leaves, the first
-    round is solved to 0.1 x that gap, not to loose_tol."""
+    round is solved to loose_gap_factor x that gap, not to loose_tol."""
     from bruteforce import brute_force
 
     import pcsos.bounds as bounds
@@ -452,7 +452,7 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
         return real(model, **kw)
 
     monkeypatch.setattr(bounds, "solve_sdp", spy)
-    cps = CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=2)
+    cps = CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=2, loose_gap_factor=0.1)
     ub = 1.05 * val
     cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0,
                        sdp_options={"tol": 1e-6, "max_iter": 5000})
@@ -461,7 +461,8 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
     known = 0.995 * val  # a valid bound below the node's SDP value, gap about 5.2 %
     res = cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0, known_bound=known,
                              sdp_options={"tol": 1e-6, "max_iter": 5000})
-    assert tols[0] == pytest.approx(0.1 * (ub - known) / ub)
+    assert tols[0] == pytest.approx(cps.loose_gap_factor * (ub - known) / ub)
+    assert tols[0] < cps.loose_tol
     # the known bound only steers tolerances: the result is the best of the loop's own
     # rounds, above the known bound and valid
     assert res.lower_bound == max(r.lower_bound for r in res.rounds) > known
@@ -486,3 +487,47 @@ def test_loop_separates_with_its_collect_setting(monkeypatch, collect):
     loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(collect=collect,
                                                                 max_rounds_root=3), seed=0)
     assert seen and set(seen) == {collect}
+
+
+def test_tail_off_stops_a_child_loop_that_closes_little_of_its_gap():
+    """``tail_off``: a child stops after a round that closed less than that share of its gap
+    (flag TAILING_OFF), whatever share it closed with the rule off; the root never does."""
+    from bruteforce import brute_force
+
+    from pcsos.cuts.loop import TAILING_OFF, cutting_plane_loop
+
+    X, k, ml, cl = _tiny(2, n=12, n_ml=0, n_cl=2)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    opt, _ = brute_force(X, k, ml, cl)
+    ub = opt * 1.05  # an incumbent with a gap left to close
+    # known_bound: the parent's bound, here 0 (an SSE is never negative)
+    off = cutting_plane_loop(prob, upper_bound=ub, root=False, seed=0, time_limit=20,
+                             sdp_options=FAST, known_bound=0.0,
+                             settings=CuttingPlaneSettings(tail_off=None, prune_tol=1e-9))
+    assert len(off.rounds) >= 2, "the instance must need cutting-plane rounds"
+    lbs = [r.lower_bound for r in off.rounds]
+    share = (lbs[0] - 0.0) / ub  # what the first round closed of the gap from bound 0
+    on = cutting_plane_loop(prob, upper_bound=ub, root=False, seed=0, time_limit=20,
+                            sdp_options=FAST, known_bound=0.0,
+                            settings=CuttingPlaneSettings(tail_off=1.0, prune_tol=1e-9))
+    assert on.flag == TAILING_OFF and len(on.rounds) == 1 and share < 1.0
+    assert on.lower_bound == pytest.approx(lbs[0]) and on.lower_bound <= opt + 1e-9
+    root = cutting_plane_loop(prob, upper_bound=ub, root=True, seed=0, time_limit=20,
+                              sdp_options=FAST, known_bound=0.0,
+                              settings=CuttingPlaneSettings(tail_off=1.0, prune_tol=1e-9))
+    assert root.flag != TAILING_OFF and len(root.rounds) >= 2
+
+
+def test_children_inherit_the_cuts_that_carry_a_multiplier():
+    from pcsos.cuts.loop import cutting_plane_loop, inherited_selection
+
+    X, k, ml, cl = _tiny(5, n=12, n_ml=0, n_cl=2)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    br = cutting_plane_loop(prob, seed=0, time_limit=20, sdp_options=FAST)
+    u = br.sdp.u
+    assert br.cuts.m > 0
+    sel = inherited_selection(br, CuttingPlaneSettings(inherit_min_u=1e-3))
+    np.testing.assert_array_equal(sel, np.flatnonzero(u > 1e-3 * u.max()))
+    assert len(inherited_selection(br, CuttingPlaneSettings(inherit_min_u=0.0))) == br.cuts.m
+    with pytest.raises(ValueError):
+        CuttingPlaneSettings(inherit_min_u=2.0)

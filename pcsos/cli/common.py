@@ -56,6 +56,13 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
         g.add_argument("--max-rounds-child", type=int, default=d.max_rounds_child,
                        metavar="N",
                        help=f"SDP solves at other nodes at most (default {d.max_rounds_child})")
+        g.add_argument("--tail-off", type=float, default=d.tail_off, metavar="F",
+                       help=f"at nodes other than the root, stop the loop and branch once a "
+                            f"round closed less than this share of the node's gap (default "
+                            f"{d.tail_off}; 0 = off)")
+        g.add_argument("--inherit-min-u", type=float, default=d.inherit_min_u, metavar="F",
+                       help=f"children inherit the cuts whose multiplier exceeds this share of "
+                            f"the largest (default {d.inherit_min_u:g}; 0 = every cut)")
     g.add_argument("--cp-tol", type=float, default=d.cp_tol,
                    help=f"stop when the bound improves by less than this, relatively "
                         f"(default {d.cp_tol:g})")
@@ -92,6 +99,8 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
     kw = {}
     if hasattr(args, "max_rounds_child"):
         kw["max_rounds_child"] = args.max_rounds_child
+        kw["tail_off"] = args.tail_off or None
+        kw["inherit_min_u"] = args.inherit_min_u
     try:
         return CuttingPlaneSettings(
             families=families, eps_violation=args.cut_violation, eps_active=args.eps_active,

@@ -102,7 +102,10 @@ def _settings(args, cp, workers: int) -> dict:
         "SDP_SOLVER_MAX_CP_ITER": cp.max_rounds_child,
         "SDP_SOLVER_CP_TOL": cp.cp_tol,
         "SDP_SOLVER_MAX_INEQ": cp.max_cuts,
-        "SDP_SOLVER_INHERIT_PERC": 1.0,
+        # pcsos inherits by multiplier, not a share of the cuts: 1.0 when every cut is passed
+        "SDP_SOLVER_INHERIT_PERC": 1.0 if not cp.inherit_min_u else "by multiplier",
+        "SDP_SOLVER_INHERIT_MIN_U": cp.inherit_min_u,
+        "SDP_SOLVER_TAIL_OFF": cp.tail_off if cp.tail_off else "none",
         "SDP_SOLVER_EPS_INEQ": cp.eps_violation,
         "SDP_SOLVER_EPS_ACTIVE": cp.eps_active,
         "SDP_SOLVER_MAX_PAIR_INEQ": cp.max_collected["pair"],
