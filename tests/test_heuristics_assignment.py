@@ -114,6 +114,20 @@ def test_milp_fractional_lp_path():
     assert runs > 0
 
 
+def test_highs_engine_writes_nothing_to_stdout(capfd):
+    """HiGHS prints its banner from C++ on the first call of a fresh instance unless output
+    is off before it: it must not reach the CLI's stdout (the LP and the MIP path both run)."""
+    pytest.importorskip("highspy", reason="highspy is not installed")
+    rng = np.random.default_rng(2)
+    pts = rng.normal(size=(9, 2))
+    capfd.readouterr()
+    eng = AssignmentEngine(pts, np.ones(9), random_cl(rng, 9, 14), 3)
+    for _ in range(5):
+        eng.solve(rng.normal(size=(3, 2)))
+    out = capfd.readouterr()
+    assert out.out == "" and out.err == ""
+
+
 def test_infeasible_cases_do_not_raise():
     pts = np.zeros((4, 1))
     k4 = np.array([(i, j) for i in range(4) for j in range(i + 1, 4)])

@@ -9,7 +9,6 @@ reference), which must give the very same task.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -192,23 +191,6 @@ def test_building_needs_no_licence_but_optimize_does():
     with pytest.raises(BackendUnavailableError, match="licence"):
         solve_sdp(model, backend="mosek")
     assert "licence" in why
-
-
-def test_build_time_at_s_300():
-    """Prints the build time of the batched builder and of the former loop (no assertion)."""
-    model = _model(300, k=5)
-    with mosek.Env() as env:
-        times = {}
-        for name, build in (("loop", _build_by_loop), ("batched", build_mosek_task)):
-            best = math.inf
-            for _ in range(3):
-                t0 = time.perf_counter()
-                with build(model, env):
-                    best = min(best, time.perf_counter() - t0)
-            times[name] = best
-    print(f"\nMOSEK task build at s = 300 ({model.cuts.m} cuts, {len(model.cl)} CL pairs): "
-          f"row-by-row loop {times['loop']:.3f} s, batched {times['batched']:.4f} s "
-          f"({times['loop'] / times['batched']:.0f}x)")
 
 
 def test_solve_with_cl_and_cuts_matches_clarabel():

@@ -264,6 +264,17 @@ def _integral_labels(x, s: int, k: int, tol: float = 1e-6) -> np.ndarray | None:
     return None
 
 
+def _quiet_highs(highspy):
+    """A HiGHS instance that prints nothing. highspy's ``Highs()`` registers its Python
+    callbacks in the constructor, before any option can be set, and HiGHS writes its banner
+    to stdout on that first call (HiGHS issues #1702, #2749); the core class makes no such
+    call, and this model needs no callbacks."""
+    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
+    h = core() if core is not None else highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 class _HighsModel:
     """The assignment MILP in :mod:`highspy`: built once, costs and warm start per call."""
 
@@ -289,8 +300,7 @@ class _HighsModel:
         lp.a_matrix_.index_ = A.indices.astype(np.int32)
         lp.a_matrix_.value_ = A.data
         lp.integrality_ = [highspy.HighsVarType.kInteger] * (s * k)
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = _quiet_highs(highspy)
         h.setOptionValue("threads", int(threads))
         h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
         h.passModel(lp)
