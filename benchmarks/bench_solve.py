@@ -54,7 +54,8 @@ def mix_of(ml: int, cl: int) -> tuple[str, int]:
 def instances(datasets, seeds, mixes=None, names=None):
     """(dataset, path, ml, cl, seed) for every constraint file chosen, in a stable order.
 
-    ``names``: only these instances ('dataset/ml_0_cl_50_0'), in addition to the filters.
+    ``names``: exactly these instances ('dataset/ml_0_cl_50_0'); the seed and mix filters
+    then do not apply (a named seed-3 file used to be dropped by the default ``--seeds 0``).
     """
     out = []
     for ds in datasets:
@@ -67,11 +68,10 @@ def instances(datasets, seeds, mixes=None, names=None):
             if not m:
                 continue
             ml, cl, seed = map(int, m.groups())
-            if seed not in seeds:
-                continue
-            if mixes and mix_of(ml, cl)[0] not in mixes:
-                continue
-            if names and f"{ds}/{path.stem}" not in names:
+            if names is not None:
+                if f"{ds}/{path.stem}" not in names:
+                    continue
+            elif seed not in seeds or (mixes and mix_of(ml, cl)[0] not in mixes):
                 continue
             out.append((ds, path, ml, cl, seed))
     order = {ds: i for i, ds in enumerate(datasets)}  # datasets in the order given

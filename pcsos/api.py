@@ -113,10 +113,11 @@ def solve(X, k: int, ml=(), cl=(), **options) -> Result:
     ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices. Options
     (keyword only; see :func:`solve_instance`): ``tol`` (1e-4), ``abs_tol`` (1e-10),
     ``max_nodes`` (None), ``time_limit`` (seconds, None), ``workers`` (CPU count),
-    ``threads`` (1), ``root_threads``, ``heuristic``
-    ('ipc-kmeans'), ``heuristic_options``, ``sdp_backend`` ('admm'), ``sdp_options``,
-    ``cp_settings``, ``feasibility_backend`` ('highs'), ``seed``, ``order``
-    ('best' | 'depth' | 'breadth'), ``executor``, ``callback``, ``progress``,
+    ``threads`` (1), ``root_threads``, ``heuristic`` ('ipc-kmeans', at every node),
+    ``root_heuristic`` ('s-mdeclust', before the root's bound; None: none),
+    ``heuristic_options``, ``sdp_backend`` ('admm'), ``sdp_options``, ``cp_settings``,
+    ``feasibility_backend`` ('highs'), ``seed``, ``order`` ('best' | 'depth' | 'breadth'),
+    ``executor``, ``callback``, ``progress``,
     ``stop_event``, ``abort_event``, ``verbose``. Raises :class:`InputError` for malformed
     input; infeasible constraints give ``status='infeasible'``.
     """
@@ -136,6 +137,7 @@ def solve_instance(
     heuristic: str = "ipc-kmeans",
     heuristic_options: dict | None = None,
     heuristic_time_limit: float | None = None,
+    root_heuristic: str | None = "s-mdeclust",
     sdp_backend: str = "admm",
     sdp_options: dict | None = None,
     cp_settings: Any = None,
@@ -167,6 +169,10 @@ def solve_instance(
     """
     _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
                    feasibility_backend, seed)
+    if root_heuristic is not None:
+        from pcsos.heuristics import get_heuristic
+
+        get_heuristic(root_heuristic)  # raises InputError naming the available ones
     if not (isinstance(abs_tol, (int, float)) and abs_tol >= 0):
         raise InputError(f"abs_tol must be a number >= 0, got {abs_tol!r}", source="abs_tol")
     for name, v in (("threads", threads), ("root_threads", root_threads)):
@@ -180,7 +186,8 @@ def solve_instance(
                       time_limit=time_limit,
                       workers=workers, threads=threads, root_threads=root_threads,
                       heuristic=heuristic, heuristic_options=heuristic_options,
-                      heuristic_time_limit=heuristic_time_limit, sdp_backend=sdp_backend,
+                      heuristic_time_limit=heuristic_time_limit,
+                      root_heuristic=root_heuristic, sdp_backend=sdp_backend,
                       sdp_options=sdp_options, cp_settings=cp_settings,
                       feasibility_backend=feasibility_backend, seed=seed, order=order,
                       executor=executor, callback=callback, progress=progress,
@@ -188,8 +195,8 @@ def solve_instance(
 
 
 def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, root_threads,
-           heuristic, heuristic_options, heuristic_time_limit, sdp_backend, sdp_options,
-           cp_settings, feasibility_backend, seed, order, executor, callback, progress,
+           heuristic, heuristic_options, heuristic_time_limit, root_heuristic, sdp_backend,
+           sdp_options, cp_settings, feasibility_backend, seed, order, executor, callback, progress,
            stop_event, abort_event, verbose) -> Result:
     t0 = time.time()
     n, k = instance.n, instance.k
@@ -245,8 +252,8 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
     options = NodeOptions(
         tol=tol, abs_tol=abs_tol, heuristic=heuristic,
         heuristic_options=dict(heuristic_options or {}),
-        heuristic_time_limit=heuristic_time_limit, sdp_backend=sdp_backend,
-        sdp_options=dict(sdp_options or {}), cp_settings=cp_settings,
+        heuristic_time_limit=heuristic_time_limit, root_heuristic=root_heuristic,
+        sdp_backend=sdp_backend, sdp_options=dict(sdp_options or {}), cp_settings=cp_settings,
         feasibility_backend=feasibility_backend, seed=seed,
         blas_threads=threads, root_blas_threads=root_threads)
     root = NodeData(problem, known_feasible=True, hint=witness)

@@ -60,7 +60,9 @@ class NodeOptions:
     sdp_backend, sdp_options : the bounding backend and its options (``solve_sdp``).
     cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings` or a dict of its fields.
     feasibility_backend : 'highs' or 'gurobi'.
-    root_heuristic_first : also run the heuristic (without Z) before the root's bound.
+    root_heuristic : a heuristic run (without Z) before the root's bound, within
+        :data:`ROOT_HEURISTIC_SHARE` of the time left; None: none. It gets
+        ``heuristic_options`` only when it is ``heuristic`` (else only their init_labels).
     branch_threshold : below this branching score Z is taken as a clustering matrix.
     seed : base seed; node t uses ``SeedSequence([seed, t])``.
     blas_threads, root_blas_threads : BLAS threads per job (the root runs alone).
@@ -71,7 +73,7 @@ class NodeOptions:
     heuristic: str = "ipc-kmeans"
     heuristic_options: dict = field(default_factory=dict)
     heuristic_time_limit: float | None = None
-    root_heuristic_first: bool = True
+    root_heuristic: str | None = "s-mdeclust"
     sdp_backend: str = "admm"
     sdp_options: dict = field(default_factory=dict)
     cp_settings: Any = None
@@ -209,11 +211,11 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
 
     consider(feas_witness, own=False)
     consider(data.hint, own=False)
-    if data.kind == "root" and options.root_heuristic_first:
+    if data.kind == "root" and options.root_heuristic:
         # an upper bound before the root's cutting-plane loop lets the loop stop as soon as
         # the root can be pruned, and leaves a good clustering even if a limit stops the root
-        ctx.report("heuristic", name=options.heuristic)
-        h0 = _heuristic(options, problem, None, ctx, best_labels)
+        ctx.report("heuristic", name=options.root_heuristic)
+        h0 = _heuristic(options, problem, None, ctx, best_labels, name=options.root_heuristic)
         if h0.status == "found":
             consider(h0.labels)
         if ctx.cancelled():
@@ -295,16 +297,26 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
     return NodeOutcome(lb, best_val, best_labels, children=children, row=row)
 
 
-def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_labels):
-    """The node's heuristic, handed the best clustering known to the node as a start."""
+#: the root heuristic (run before the root's bound) gets at most this share of the time left
+ROOT_HEURISTIC_SHARE = 0.25
+
+
+def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_labels,
+               name: str | None = None):
+    """The node's heuristic (or the root heuristic ``name``), handed the best clustering
+    known to the node as a start."""
     from pcsos.heuristics import run_heuristic
 
     # blas_threads=None: the pool (or _blas_limit) has set the limit; threadpoolctl limits
     # are process-wide, so a job in a worker thread must not set its own
     hopts = dict(options.heuristic_options)
     start = hopts.pop("init_labels", best_labels)  # a start the user gave comes first
-    return run_heuristic(options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
-                         time_limit=_cap(options.heuristic_time_limit, ctx.remaining()),
+    remaining = ctx.remaining()
+    if name is not None and name != options.heuristic:
+        hopts = {}  # the options are those of options.heuristic
+        remaining *= ROOT_HEURISTIC_SHARE  # inf stays inf
+    return run_heuristic(name or options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
+                         time_limit=_cap(options.heuristic_time_limit, remaining),
                          blas_threads=None, init_labels=start, **hopts)
 
 

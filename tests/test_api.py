@@ -85,7 +85,8 @@ def test_infeasible_is_a_status_with_an_explanation():
 
 @pytest.mark.parametrize("kwargs", [
     {"tol": -1}, {"tol": 2.0}, {"max_nodes": 0}, {"time_limit": 0}, {"workers": 0},
-    {"order": "random"}, {"heuristic": "no-such"}, {"feasibility_backend": "cplex"},
+    {"order": "random"}, {"heuristic": "no-such"}, {"root_heuristic": "no-such"},
+    {"feasibility_backend": "cplex"},
     {"sdp_backend": "sdpnal"}, {"threads": 0}, {"seed": -3},
     {"cp_settings": {"no_such_setting": 1}},
 ])

@@ -151,7 +151,13 @@ def _old_style(problem, Z, rng, deadline):
     return HeuristicResult(status="no_solution")
 
 
-for _name, _fn in (("test-spy", _spy), ("test-old-style", _old_style)):
+def _root_spy(problem, Z, rng, deadline, **options):
+    _seen.setdefault("root", []).append((Z is None, deadline.limit, sorted(options)))
+    return HeuristicResult(status="no_solution")
+
+
+for _name, _fn in (("test-spy", _spy), ("test-old-style", _old_style),
+                   ("test-root-spy", _root_spy)):
     try:
         register_heuristic(_name, _fn)
     except pcsos.InputError:  # registered by an earlier import
@@ -168,6 +174,22 @@ def test_every_heuristic_is_handed_the_best_known_clustering():
     problem = Problem.from_instance(make_instance(X, k, cl=cl))
     r = run_heuristic("test-old-style", problem, init_labels=res.labels)
     assert _seen["old"] and "init_labels" in r.stats["note"]
+
+
+def test_the_root_heuristic_runs_once_before_the_bound_within_its_share_of_the_time():
+    """The root heuristic (s-mdeclust by default) runs once, without Z, within a quarter of
+    the time left, and gets none of the options meant for the node heuristic."""
+    _seen.clear()
+    X, k, cl = _branching(n=40, n_cl=10)
+    pcsos.solve(X, k, cl=cl, root_heuristic="test-root-spy", workers=1, time_limit=100,
+                heuristic_options={"n_init": 3}, **WEAK)
+    [(no_z, limit, opts)] = _seen["root"]
+    assert no_z and 0 < limit <= 100 * pcsos.node.ROOT_HEURISTIC_SHARE
+    assert opts == ["init_labels"]
+    _seen.clear()
+    pcsos.solve(X, k, cl=cl, root_heuristic=None, heuristic="test-root-spy", workers=1,
+                time_limit=100, **WEAK)
+    assert all(not no_z for no_z, _, _ in _seen["root"])  # every call had a Z: no root run
 
 
 # ---------------------------------------------------------------- large instances

@@ -70,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="visiting order (default: best-first, ties deeper first)")
     alg.add_argument("--heuristic", default="ipc-kmeans", metavar="NAME",
                      help="upper-bound heuristic run at every node (default: ipc-kmeans)")
+    alg.add_argument("--root-heuristic", default="s-mdeclust", metavar="NAME",
+                     help="heuristic run before the root's bound, within a quarter of the "
+                          "time left (default: s-mdeclust; none: skip it)")
     alg.add_argument("--sdp-backend", default="admm", metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     alg.add_argument("--sdp-tol", type=float, default=1e-5,
@@ -115,6 +118,7 @@ def _settings(args, cp, workers: int) -> dict:
         "CUTS": ",".join(cp.families) if cp.families else "none",
         "TRIANGLE_COLLECT": cp.collect,
         "HEURISTIC": args.heuristic,
+        "ROOT_HEURISTIC": args.root_heuristic,
         "FEASIBILITY_BACKEND": args.feasibility_backend,
         "TIME_LIMIT": args.time_limit if args.time_limit else "none",
         "SEED": args.seed,
@@ -167,8 +171,9 @@ def run(args: argparse.Namespace) -> int:
                 inst, tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
                 max_nodes=args.max_nodes, time_limit=args.time_limit,
                 workers=workers, threads=args.threads, root_threads=args.root_threads,
-                heuristic=args.heuristic, sdp_backend=args.sdp_backend,
-                sdp_options={"tol": args.sdp_tol}, cp_settings=cp,
+                heuristic=args.heuristic,
+                root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
+                sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol}, cp_settings=cp,
                 feasibility_backend=args.feasibility_backend, seed=args.seed,
                 order=args.order, callback=on_row,
                 progress=None if printer is None else printer.status,
