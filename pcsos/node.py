@@ -224,8 +224,9 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
     if need > ctx.remaining():
         # no bound can come out in the time left (a large instance): say so at once rather
         # than spend the time and GBs of memory on a solve that cannot finish
-        return NodeOutcome(data.parent_bound, best_val, best_labels, row=_row(
-            data, lb=data.parent_bound, flag=FLAG_FAILED, time=time.perf_counter() - t0,
+        bound = max(data.parent_bound, 0.0)  # an SSE is never negative: the log agrees
+        return NodeOutcome(bound, best_val, best_labels, row=_row(
+            data, lb=bound, flag=FLAG_FAILED, time=time.perf_counter() - t0,
             ub=own_val, closed="sdp_too_large", sdp_estimate=need))
     sdp_options = dict(options.sdp_options)
     sdp_options.setdefault("backend", options.sdp_backend)

@@ -207,6 +207,7 @@ def test_a_root_sdp_that_cannot_finish_is_not_started(monkeypatch):
     assert "needs at least" in res.message and "uncertified" in res.message
     assert statuses and statuses[0]["stage"] == "feasibility check"
     assert res.log[0]["closed"] == "sdp_too_large" and res.log[0]["ub"] < math.inf
+    assert res.log[0]["lb"] == 0.0  # the log and the progress table say what the result says
     # the heuristic's clustering, not the feasibility witness
     assert res.objective <= min(r["ub"] for r in res.log)
 
