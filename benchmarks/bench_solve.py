@@ -103,8 +103,6 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
                          time_limit=args.time_limit, workers=args.workers, seed=args.seed,
                          **({"cp_settings": args.cp} if args.cp else {}))
     wall = time.time() - t0
-    import pcsos
-
     return {
         "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
         "n": inst.n, "d": inst.d, "k": inst.k, "ml": len(inst.ml), "cl": len(inst.cl),
@@ -117,7 +115,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "root_ub": res.log[0]["gub"] if res.log else None,
         # per node: what the child-node measurements (seconds, rounds) are taken from
         "node_rows": [{key: _clean(row.get(key)) for key in NODE_KEYS} for row in res.log],
-        "code": _code_version(pathlib.Path(pcsos.__file__).parent),
+        "code": args.code,
     }
 
 
@@ -266,6 +264,10 @@ def main(argv=None) -> int:
     import ast
 
     args.cp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.cp)}
+    import pcsos
+
+    # once, before any solve: the code loaded now is the code every instance runs
+    args.code = _code_version(pathlib.Path(pcsos.__file__).parent)
     seeds = {int(s) for s in args.seeds.split(",")}
     mixes = set(args.mixes.split(",")) if args.mixes else None
     names = set(args.instances.split(",")) if args.instances else None

@@ -313,9 +313,10 @@ def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_lab
     hopts = dict(options.heuristic_options)
     start = hopts.pop("init_labels", best_labels)  # a start the user gave comes first
     remaining = ctx.remaining()
-    if name is not None and name != options.heuristic:
-        hopts = {}  # the options are those of options.heuristic
+    if name is not None:  # the root heuristic, before the root's bound
         remaining *= ROOT_HEURISTIC_SHARE  # inf stays inf
+        if name != options.heuristic:
+            hopts = {}  # the options are those of options.heuristic
     return run_heuristic(name or options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
                          time_limit=_cap(options.heuristic_time_limit, remaining),
                          blas_threads=None, init_labels=start, **hopts)

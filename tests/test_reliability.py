@@ -190,6 +190,11 @@ def test_the_root_heuristic_runs_once_before_the_bound_within_its_share_of_the_t
     pcsos.solve(X, k, cl=cl, root_heuristic=None, heuristic="test-root-spy", workers=1,
                 time_limit=100, **WEAK)
     assert all(not no_z for no_z, _, _ in _seen["root"])  # every call had a Z: no root run
+    _seen.clear()  # the same heuristic at the root and at every node: still a quarter
+    pcsos.solve(X, k, cl=cl, root_heuristic="test-root-spy", heuristic="test-root-spy",
+                workers=1, time_limit=100, **WEAK)
+    [root_call] = [c for c in _seen["root"] if c[0]]
+    assert 0 < root_call[1] <= 100 * pcsos.node.ROOT_HEURISTIC_SHARE
 
 
 # ---------------------------------------------------------------- large instances
