@@ -113,7 +113,7 @@ class CuttingPlaneSettings:
     prune_abs_tol: float = 0.0
     loose_tol: float | None = 1e-3
     loose_gap_factor: float | None = 0.2
-    tail_off: float | None = 0.5
+    tail_off: float | None = 0.3
     inherit_min_u: float = 1e-3
 
     def __post_init__(self):
