@@ -117,7 +117,8 @@ def solve(X, k: int, ml=(), cl=(), **options) -> Result:
     ``root_heuristic`` ('s-mdeclust', before the root's bound; None: none),
     ``heuristic_options``, ``sdp_backend`` ('admm'), ``sdp_options``, ``cp_settings``,
     ``feasibility_backend`` ('highs'), ``seed``, ``order`` ('best' | 'depth' | 'breadth'),
-    ``executor``, ``callback``, ``progress``,
+    ``init_labels`` (a feasible clustering: the first incumbent), ``executor``, ``callback``,
+    ``progress``,
     ``stop_event``, ``abort_event``, ``verbose``. Raises :class:`InputError` for malformed
     input; infeasible constraints give ``status='infeasible'``.
     """
@@ -144,6 +145,7 @@ def solve_instance(
     feasibility_backend: str = "highs",
     seed: int | None = None,
     order: str = "best",
+    init_labels=None,
     executor: Executor | None = None,
     callback: Callable[[dict], None] | None = None,
     progress: Callable[[dict], None] | None = None,
@@ -165,8 +167,14 @@ def solve_instance(
     the units of the SSE, so scale it with data whose optimum is itself below ~1e-6).
     ``threads``: BLAS threads per job (default 1, see the module doc); ``root_threads``:
     for the root, which runs alone (default: ``threads``; more only pays on an otherwise
-    idle machine).
+    idle machine). ``init_labels``: a clustering to start from (n integer labels, exactly k
+    distinct values, every pair obeyed; else :class:`InputError` naming the broken pairs):
+    the first incumbent and the start of the heuristics at the root, and proof of
+    feasibility in place of the feasibility check.
     """
+    from pcsos.problem import check_start
+
+    start = None if init_labels is None else check_start(instance, init_labels)
     _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
                    feasibility_backend, seed)
     if root_heuristic is not None:
@@ -190,14 +198,14 @@ def solve_instance(
                       root_heuristic=root_heuristic, sdp_backend=sdp_backend,
                       sdp_options=sdp_options, cp_settings=cp_settings,
                       feasibility_backend=feasibility_backend, seed=seed, order=order,
-                      executor=executor, callback=callback, progress=progress,
+                      init_labels=start, executor=executor, callback=callback, progress=progress,
                       stop_event=stop_event, abort_event=abort_event, verbose=verbose)
 
 
 def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, root_threads,
            heuristic, heuristic_options, heuristic_time_limit, root_heuristic, sdp_backend,
-           sdp_options, cp_settings, feasibility_backend, seed, order, executor, callback, progress,
-           stop_event, abort_event, verbose) -> Result:
+           sdp_options, cp_settings, feasibility_backend, seed, order, init_labels, executor,
+           callback, progress, stop_event, abort_event, verbose) -> Result:
     t0 = time.time()
     n, k = instance.n, instance.k
     cores = os.cpu_count() or 1
@@ -216,23 +224,26 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
     except InfeasibleError as exc:
         return Result(None, math.inf, math.inf, math.inf, "infeasible", str(exc),
                       seconds=time.time() - t0, infeasible_pairs=list(exc.pairs), **base)
-    from pcsos.feasibility import check_problem
+    if init_labels is not None:  # checked feasible: it is the witness
+        witness = init_labels
+    else:
+        from pcsos.feasibility import check_problem
 
-    try:
-        fz = check_problem(problem, feasibility_backend, time_limit=time_limit)
-    except KeyboardInterrupt:
-        return Result(None, math.inf, -math.inf, math.inf, "interrupted",
-                      "interrupted during the feasibility check", seconds=time.time() - t0,
-                      root_size=problem.s, **base)
-    if fz.feasible is False:
-        return Result(None, math.inf, math.inf, math.inf, "infeasible", fz.message,
-                      seconds=time.time() - t0, infeasible_pairs=list(fz.pairs),
-                      root_size=problem.s, **base)
-    if fz.feasible is None:
-        return Result(None, math.inf, -math.inf, math.inf, "time_limit",
-                      "the time limit stopped the feasibility check", root_size=problem.s,
-                      seconds=time.time() - t0, **base)
-    witness = fz.labels
+        try:
+            fz = check_problem(problem, feasibility_backend, time_limit=time_limit)
+        except KeyboardInterrupt:
+            return Result(None, math.inf, -math.inf, math.inf, "interrupted",
+                          "interrupted during the feasibility check", seconds=time.time() - t0,
+                          root_size=problem.s, **base)
+        if fz.feasible is False:
+            return Result(None, math.inf, math.inf, math.inf, "infeasible", fz.message,
+                          seconds=time.time() - t0, infeasible_pairs=list(fz.pairs),
+                          root_size=problem.s, **base)
+        if fz.feasible is None:
+            return Result(None, math.inf, -math.inf, math.inf, "time_limit",
+                          "the time limit stopped the feasibility check", root_size=problem.s,
+                          seconds=time.time() - t0, **base)
+        witness = fz.labels
     from pcsos.cuts.loop import CuttingPlaneSettings
 
     if cp_settings is None or isinstance(cp_settings, dict):
@@ -259,8 +270,8 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
     root = NodeData(problem, known_feasible=True, hint=witness)
     rows: list[dict] = []
     logger = _RowBuilder(rows, callback, printer)
-    # the feasibility witness is a clustering: the first incumbent, so that even a stop
-    # during the root returns one
+    # the user's start or the feasibility witness is a clustering: the first incumbent, so
+    # that even a stop during the root returns one
     start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
     tr = branch_and_bound(process_node, root, options=options, executor=executor,
                           workers=workers, tol=tol, abs_tol=abs_tol, max_nodes=max_nodes,
@@ -502,11 +513,12 @@ class PCSOSClustering:
                    if v != _DEFAULTS.get(k, object())}
         return f"PCSOSClustering({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
-    def fit(self, X, y=None, *, ml=None, cl=None) -> PCSOSClustering:
+    def fit(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> PCSOSClustering:
         """Solve on X with the must-link / cannot-link pairs; returns self.
 
         ``y`` is ignored (scikit-learn convention); pairs are keyword-only so that they are
-        never mistaken for ``y``.
+        never mistaken for ``y``. ``init_labels``: a feasible clustering to start from (see
+        :func:`solve_instance`).
 
         Raises :class:`InputError` for malformed input and :class:`InfeasibleError` when the
         constraints admit no clustering into ``n_clusters`` non-empty clusters. A stop at a
@@ -520,7 +532,7 @@ class PCSOSClustering:
                     time_limit=self.time_limit, workers=self.workers,
                     heuristic=self.heuristic, sdp_backend=self.sdp_backend,
                     feasibility_backend=self.feasibility_backend, seed=seed,
-                    verbose=self.verbose)
+                    init_labels=init_labels, verbose=self.verbose)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
         if res.labels is None:
@@ -541,9 +553,9 @@ class PCSOSClustering:
         self.n_features_in_ = Xa.shape[1]
         return self
 
-    def fit_predict(self, X, y=None, *, ml=None, cl=None) -> np.ndarray:
+    def fit_predict(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> np.ndarray:
         """:meth:`fit` then return ``labels_``."""
-        return self.fit(X, ml=ml, cl=cl).labels_
+        return self.fit(X, ml=ml, cl=cl, init_labels=init_labels).labels_
 
     def predict(self, X) -> np.ndarray:
         """The nearest cluster centre of each row (constraints do not apply to new points)."""

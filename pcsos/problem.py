@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import connected_components
 from pcsos.errors import InfeasibleError, InputError
 
 __all__ = ["Instance", "Problem", "make_instance", "sse", "bipartition", "pairs_satisfied",
-           "group_sums", "canonical_labels"]
+           "group_sums", "canonical_labels", "check_start"]
 
 
 def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
@@ -144,6 +144,45 @@ def pairs_satisfied(labels: np.ndarray, ml: np.ndarray, cl: np.ndarray) -> bool:
     cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
     return bool(np.all(labels[ml[:, 0]] == labels[ml[:, 1]])
                 and np.all(labels[cl[:, 0]] != labels[cl[:, 1]]))
+
+
+def check_start(instance: Instance, labels, source: str = "init_labels") -> np.ndarray:
+    """A user's clustering of ``instance`` as a warm start: canonical labels 0..k-1.
+
+    ``labels`` holds one integer label per point, any k distinct values (e.g. 1..k). Raises
+    :class:`InputError` (``source`` names the argument or file) when the length is not n,
+    a label is not an integer, the clustering does not use exactly k clusters, or it breaks
+    a pair: the message counts the broken pairs and names the first ones. The labels are
+    checked, not repaired: a start that silently became another clustering would hide
+    a mistake in the user's file.
+    """
+    try:
+        lab = np.asarray(labels)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"labels are not an array: {exc}", source=source) from None
+    if lab.ndim != 1 or lab.shape[0] != instance.n:
+        raise InputError(f"expected {instance.n} labels (one per point), got shape "
+                         f"{lab.shape}", source=source)
+    if lab.dtype.kind == "f":
+        if not np.all(np.isfinite(lab)) or not np.all(lab == np.round(lab)):
+            i = int(np.flatnonzero(~np.isfinite(lab) | (lab != np.round(lab)))[0])
+            raise InputError(f"label of point {i} is not an integer: {lab[i]!r}",
+                             source=source)
+    elif lab.dtype.kind not in "iub":
+        raise InputError(f"labels must be integers, got dtype {lab.dtype}", source=source)
+    lab = lab.astype(np.int64)
+    used = np.unique(lab)
+    if len(used) != instance.k:
+        raise InputError(f"the labels form {len(used)} clusters, k = {instance.k}",
+                         source=source)
+    broken = [("must-link", int(i), int(j)) for i, j in instance.ml if lab[i] != lab[j]]
+    broken += [("cannot-link", int(i), int(j)) for i, j in instance.cl if lab[i] == lab[j]]
+    if broken:
+        shown = ", ".join(f"{t} ({i}, {j})" for t, i, j in broken[:5])
+        more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
+        raise InputError(f"the clustering breaks {len(broken)} pair(s): {shown}{more}",
+                         source=source)
+    return canonical_labels(lab)
 
 
 def bipartition(s: int, edges: np.ndarray) -> tuple[np.ndarray | None, list[int] | None]:

@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"), default="highs",
                      help="ILP backend of the node feasibility checks (default: highs)")
     alg.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    alg.add_argument("--init-labels", metavar="FILE",
+                     help="a clustering to start from, one integer label per line (k distinct "
+                          "values, every pair obeyed): the first incumbent")
     add_cut_arguments(parser, children=True)
 
 
@@ -122,6 +125,7 @@ def _settings(args, cp, workers: int) -> dict:
         "FEASIBILITY_BACKEND": args.feasibility_backend,
         "TIME_LIMIT": args.time_limit if args.time_limit else "none",
         "SEED": args.seed,
+        "INIT_LABELS": args.init_labels or "none",
     }
 
 
@@ -129,11 +133,15 @@ def run(args: argparse.Namespace) -> int:
     """Solve, write the requested files, print the summary; see the module doc for codes."""
     from pcsos.api import ABS_TOL, ProgressPrinter, solve_instance
     from pcsos.cli import Interrupts
-    from pcsos.io import write_labels, write_result_matrix
+    from pcsos.io import read_labels, write_labels, write_result_matrix
+    from pcsos.problem import check_start
 
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")
     inst, info = load_instance(args)
+    start = None
+    if args.init_labels:
+        start = check_start(inst, read_labels(args.init_labels), source=args.init_labels)
     if not args.quiet:
         print_notes(info)
     workers = args.workers or (os.cpu_count() or 1)
@@ -175,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
                 root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
                 sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol}, cp_settings=cp,
                 feasibility_backend=args.feasibility_backend, seed=args.seed,
-                order=args.order, callback=on_row,
+                order=args.order, init_labels=start, callback=on_row,
                 progress=None if printer is None else printer.status,
                 stop_event=intr.stop, abort_event=intr.abort)
         finally:
