@@ -106,6 +106,61 @@ class Result:
             out["log"] = self.log
         return out
 
+    def to_json(self, path=None, *, log: bool = False, **extra) -> str:
+        """The result as strict JSON text (non-finite numbers as null; ``extra`` keys added,
+        e.g. the input paths); also written to ``path`` when given ('-': stdout).
+
+        :meth:`from_json` reads it back, and reads the ``--json`` file of ``pcsos solve``.
+        """
+        import json
+
+        from pcsos.cli.common import jsonable, write_json
+
+        out = {**self.to_dict(log=log), **extra}
+        if path is not None:
+            write_json(path, out)
+        return json.dumps(jsonable(out), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, source) -> Result:
+        """A :class:`Result` from :meth:`to_json`'s text, a file of it or its dict.
+
+        Keys that are not fields (``success``, ``settings``, ...) are ignored; a null number
+        becomes what it stood for (no clustering: objective inf; no bound: lower bound -inf,
+        or inf when infeasible).
+        """
+        import json
+        import os
+
+        from pcsos.io import _read_text
+
+        if isinstance(source, dict):
+            d = dict(source)
+        else:
+            text = os.fspath(source) if isinstance(source, os.PathLike) else source
+            if isinstance(text, str) and not text.lstrip().startswith("{"):
+                text = _read_text(text)
+            try:
+                d = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not a result in JSON: {exc}", source="result") from None
+        names = {f.name for f in fields(cls)}
+        missing = {"labels", "objective", "lower_bound", "gap", "status", "message"} - set(d)
+        if missing:
+            raise InputError(f"not a result: no {', '.join(sorted(missing))}", source="result")
+        d = {key: v for key, v in d.items() if key in names}
+        infeasible = d["status"] == "infeasible"
+        for key, none in (("objective", math.inf), ("gap", math.inf), ("root_gap", math.inf),
+                          ("lower_bound", math.inf if infeasible else -math.inf),
+                          ("root_lower_bound", -math.inf)):
+            if key in d:
+                d[key] = none if d[key] is None else float(d[key])
+        if d["labels"] is not None:
+            d["labels"] = np.asarray(d["labels"], dtype=np.int64)
+        if "infeasible_pairs" in d:
+            d["infeasible_pairs"] = [tuple(p) for p in d["infeasible_pairs"]]
+        return cls(**d)
+
 
 def solve(X, k: int, ml=(), cl=(), **options) -> Result:
     """Solve constrained MSSC to certified optimality by SDP branch-and-cut.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 from bruteforce import brute_force
 
+import pcsos
 import pcsos.api as api
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.problem import pairs_satisfied, sse
@@ -171,3 +174,32 @@ def test_estimator_clones_with_sklearn():
     est = api.PCSOSClustering(4, tol=1e-3, random_state=7)
     clone = base.clone(est)
     assert clone.get_params() == est.get_params() and clone is not est
+
+
+def test_result_json_round_trip(tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(9, 2)) + 3.0 * (np.arange(9) % 3)[:, None]
+    res = pcsos.solve(X, 3, [(0, 3)], [(1, 4)], workers=1, root_heuristic=None)
+    path = tmp_path / "r.json"
+    text = res.to_json(path, log=True, data="x.txt")
+    assert json.loads(path.read_text()) == json.loads(text)
+    back = pcsos.Result.from_json(path)
+    for f in dataclasses.fields(pcsos.Result):
+        a, b = getattr(res, f.name), getattr(back, f.name)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b) and b.dtype == np.int64
+        elif f.name == "log":  # JSON has no tuples and no inf: compare what JSON keeps
+            assert len(b) == len(a) and b[0]["lb"] == a[0]["lb"]
+        else:
+            assert a == b, f.name
+    assert pcsos.Result.from_json(text).objective == res.objective
+
+
+def test_result_json_keeps_what_null_stood_for():
+    res = pcsos.solve(np.zeros((3, 1)) + np.arange(3)[:, None], 2, [(0, 1), (1, 2)], [(0, 2)])
+    assert res.status == "infeasible"
+    back = pcsos.Result.from_json(res.to_json())
+    assert back.labels is None and back.objective == math.inf
+    assert back.lower_bound == math.inf and back.infeasible_pairs == res.infeasible_pairs
+    with pytest.raises(pcsos.InputError, match="not a result: no"):
+        pcsos.Result.from_json('{"status": "optimal"}')

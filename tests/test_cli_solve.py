@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 
+from pcsos.api import Result
 from pcsos.problem import pairs_satisfied, sse
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -68,6 +69,9 @@ def test_blobs_example_writes_every_output(tmp_path):
     M = _read_matrix(res)
     assert M.shape == (75, 3) and (M.sum(axis=1) == 1).all()
     assert (M.argmax(axis=1) == labels).all()
+    back = Result.from_json(js)  # the --json file is the Python result's own format
+    assert back.status == "optimal" and np.array_equal(back.labels, labels)
+    assert back.objective == out["objective"] and back.nodes == out["nodes"]
     text = log.read_text()
     assert "DATA_PATH, n, d, k:" in text and "BRANCH_AND_BOUND_TOL: 0.0001" in text
     assert ("|    N| NODE_PAR|    NODE|      LB_PAR|          LB|  FLAG|  TIME (s)| CP_ITER| "

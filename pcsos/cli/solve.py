@@ -27,7 +27,6 @@ from pcsos.cli.common import (
     cut_settings,
     load_instance,
     print_notes,
-    write_json,
 )
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.log import GapLog, JsonlLog
@@ -211,13 +210,8 @@ def run(args: argparse.Namespace) -> int:
         if args.labels:
             write_labels(args.labels, res.labels)
     if args.json:
-        out = {key: getattr(res, key) for key in (
-            "status", "message", "objective", "lower_bound", "gap", "root_lower_bound",
-            "root_gap", "root_size", "nodes", "seconds", "labels", "n", "k")}
-        out.update(data=info["data"], constraints=info["constraints"],
-                   infeasible_pairs=res.infeasible_pairs, settings=settings,
-                   cp_settings=dataclasses.asdict(cp))
-        write_json(args.json, out)
+        res.to_json(args.json, data=info["data"], constraints=info["constraints"],
+                    settings=settings, cp_settings=dataclasses.asdict(cp))
     if not args.quiet:
         _summary(res)
     if res.status == "infeasible":
