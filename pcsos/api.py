@@ -121,6 +121,13 @@ class Result:
             write_json(path, out)
         return json.dumps(jsonable(out), allow_nan=False)
 
+    def plot_progress(self, path=None, *, title: str | None = None):
+        """Bound, incumbent and gap against time and nodes (:func:`pcsos.plot.plot_progress`);
+        returns the matplotlib Figure, also written to ``path`` when given."""
+        from pcsos.plot import plot_progress
+
+        return plot_progress(self.log, path, title=title)
+
     @classmethod
     def from_json(cls, source) -> Result:
         """A :class:`Result` from :meth:`to_json`'s text, a file of it or its dict.

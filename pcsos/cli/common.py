@@ -21,9 +21,9 @@ __all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", 
            "load_instance", "print_notes", "write_json", "jsonable"]
 
 #: the options of any subcommand that name a file to write ('-' is standard output)
-OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json")
+OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output")
 #: the options that name files to read, which no output may overwrite
-INPUT_OPTIONS = ("data", "constraints")
+INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file")
 
 
 def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,14 +177,14 @@ def check_output_paths(args: argparse.Namespace) -> None:
     otherwise the result of a long solve would be lost at the end.
     """
     seen: dict[str, str] = {}
-    inputs = {os.path.realpath(os.fspath(p)): f"--{name}" if name != "data" else "DATA"
+    inputs = {os.path.realpath(os.fspath(p)): _option_name(name)
               for name in INPUT_OPTIONS if (p := getattr(args, name, None)) is not None}
     for name in OUTPUT_OPTIONS:
         path = getattr(args, name, None)
         if path is None or os.fspath(path) == "-":
             continue
         path = os.fspath(path)
-        opt = f"--{name}"
+        opt = _option_name(name)
         real = os.path.realpath(path)
         parent = os.path.dirname(real) or "."
         why = None
@@ -203,6 +203,12 @@ def check_output_paths(args: argparse.Namespace) -> None:
         if why is not None:
             raise InputError(f"cannot write {path!r}: {why}", source=opt)
         seen[real] = opt
+
+
+def _option_name(dest: str) -> str:
+    """How the user wrote the option whose argparse destination is ``dest``."""
+    return {"data": "DATA", "run": "RUN", "label_file": "--labels"}.get(
+        dest, "--" + dest.replace("_", "-"))
 
 
 def print_notes(info: dict, stream=None) -> None:

@@ -1,0 +1,195 @@
+"""Pictures of a run and of a clustering (matplotlib, the optional extra ``pcsos[plot]``).
+
+:func:`plot_progress` draws the certified bound, the incumbent and the gap of a solve
+against time and against nodes, from its per-node log rows (``Result.log`` or the
+``--jsonl`` file of ``pcsos solve``). :func:`plot_clusters` draws a clustering in two
+dimensions (the data itself when d = 2, else its first two principal components), one
+colour per cluster, must-link pairs as solid lines and cannot-link pairs as dashed ones;
+a pair the clustering breaks is drawn thick and red.
+
+Both build a ``matplotlib.figure.Figure`` without pyplot, so they neither need a display
+nor touch the caller's pyplot state, and return it (written to ``path`` when given).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from pcsos.errors import BackendUnavailableError, InputError
+
+__all__ = ["plot_progress", "plot_clusters", "read_run"]
+
+
+def _figure(figsize):
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise BackendUnavailableError(
+            "plots need matplotlib, which is not installed: pip install 'pcsos[plot]'"
+        ) from None
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def read_run(path) -> list[dict]:
+    """The node rows of a ``pcsos solve --jsonl`` file (null numbers become nan)."""
+    from pcsos.io import _read_text
+
+    source = os.fspath(path)
+    rows = []
+    for t, line in enumerate(_read_text(source).splitlines()):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not a JSON object: {exc.msg}", source=source,
+                             line=t + 1) from None
+        if not isinstance(row, dict) or "elapsed" not in row:
+            raise InputError("not a node row of pcsos solve --jsonl (no 'elapsed')",
+                             source=source, line=t + 1)
+        rows.append(row)
+    if not rows:
+        raise InputError("no node rows", source=source)
+    return rows
+
+
+def _num(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def plot_progress(rows: Iterable[Mapping], path=None, *, title: str | None = None):
+    """Bound, incumbent and gap of a solve against time and nodes; returns the Figure.
+
+    ``rows``: the per-node log rows (``Result.log``, or :func:`read_run` of a ``--jsonl``
+    file), whose ``elapsed``, ``global_lb``, ``gub`` and ``gap`` are the state of the
+    search after each node. Missing values (no incumbent yet, no bound) are left out.
+    """
+    rows = list(rows)
+    if not rows:
+        raise InputError("no node rows to plot (an infeasible instance has none)",
+                         source="rows")
+    t = np.array([_num(r.get("elapsed")) for r in rows])
+    nodes = np.arange(1, len(rows) + 1)
+    lb = np.array([_num(r.get("global_lb")) for r in rows])
+    ub = np.array([_num(r.get("gub")) for r in rows])
+    gap = np.array([_num(r.get("gap")) for r in rows]) * 100.0
+    for a in (lb, ub, gap):
+        a[~np.isfinite(a)] = np.nan
+    gap[gap <= 0] = np.nan  # a closed gap has no place on a log scale
+    fig = _figure((10, 6))
+    from matplotlib.ticker import FuncFormatter
+
+    axes = fig.subplots(2, 2, sharex="col")
+    for col, (x, xlabel) in enumerate(((t, "time (s)"), (nodes, "nodes"))):
+        top, bottom = axes[0, col], axes[1, col]
+        # markers: a run of one node (the root closed) is a point, not a step
+        top.step(x, ub, where="post", color="tab:red", marker=".",
+                 label="incumbent (upper bound)")
+        top.step(x, lb, where="post", color="tab:blue", marker=".",
+                 label="certified lower bound")
+        top.set_ylabel("sum of squares")
+        top.ticklabel_format(axis="y", useOffset=False)
+        top.grid(True, alpha=0.3)
+        if np.isfinite(gap).any():
+            bottom.step(x, gap, where="post", color="black", marker=".")
+            bottom.set_yscale("log")
+            plain = FuncFormatter(lambda v, _: f"{v:g}")  # 0.01, not 10^-2
+            bottom.yaxis.set_major_formatter(plain)
+            bottom.yaxis.set_minor_formatter(plain)
+        bottom.set_ylabel("gap (%)")
+        bottom.set_xlabel(xlabel)
+        bottom.grid(True, which="both", alpha=0.3)
+    axes[0, 0].legend(loc="best", fontsize="small")
+    fig.suptitle(title or f"{len(rows)} node{'s' if len(rows) != 1 else ''}, {t[-1]:.1f} s")
+    if path is not None:
+        _save(fig, path)
+    return fig
+
+
+def _projection(X: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
+    if X.shape[1] == 1:
+        return np.column_stack([X[:, 0], np.zeros(len(X))]), ("x", "")
+    if X.shape[1] == 2:
+        return X, ("x1", "x2")
+    C = X - X.mean(axis=0)
+    _, sv, Vt = np.linalg.svd(C, full_matrices=False)
+    share = sv[:2] ** 2 / max(float((sv ** 2).sum()), 1e-300)
+    return C @ Vt[:2].T, (f"PC1 ({100 * share[0]:.0f} %)", f"PC2 ({100 * share[1]:.0f} %)")
+
+
+def plot_clusters(X, labels, ml=(), cl=(), path=None, *, title: str | None = None):
+    """The clustering ``labels`` of the rows of ``X`` in 2-D, with its ML / CL pairs;
+    returns the Figure. Broken pairs are drawn thick and red and counted in the title."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or len(lab) != len(X):
+        raise InputError(f"expected {len(X)} labels (one per point), got shape {lab.shape}",
+                         source="labels")
+    ml = np.asarray(ml, dtype=np.int64).reshape(-1, 2)
+    cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
+    for name, P in (("ml", ml), ("cl", cl)):
+        if len(P) and (P.min() < 0 or P.max() >= len(X)):
+            raise InputError(f"a pair index is out of range 0..{len(X) - 1}", source=name)
+    P2, (xl, yl) = _projection(X)
+    fig = _figure((7, 6))
+    ax = fig.subplots()
+    from matplotlib.collections import LineCollection
+
+    broken = 0
+    for pairs, style, bad_if_equal in ((ml, "solid", False), (cl, "dashed", True)):
+        if not len(pairs):
+            continue
+        same = lab[pairs[:, 0]] == lab[pairs[:, 1]]
+        bad = same if bad_if_equal else ~same
+        broken += int(bad.sum())
+        segs = P2[pairs]
+        if (~bad).any():
+            ax.add_collection(LineCollection(segs[~bad], colors="0.45", linewidths=0.8,
+                                             linestyles=style, zorder=1))
+        if bad.any():
+            ax.add_collection(LineCollection(segs[bad], colors="red", linewidths=2.5,
+                                             linestyles=style, zorder=3))
+    clusters = np.unique(lab)
+    cmap = _colours(len(clusters))
+    for c, h in enumerate(clusters):
+        m = lab == h
+        ax.scatter(P2[m, 0], P2[m, 1], s=18, color=cmap[c], label=f"cluster {h}", zorder=2,
+                   edgecolors="none")
+    ax.set_xlabel(xl)
+    ax.set_ylabel(yl)
+    if len(clusters) <= 12:
+        ax.legend(loc="best", fontsize="small", markerscale=1.5)
+    what = f"{len(X)} points, {len(clusters)} clusters, {len(ml)} ML (solid), {len(cl)} CL " \
+           f"(dashed)"
+    if broken:
+        what += f", {broken} broken (red)"
+    ax.set_title(title or what, fontsize="medium")
+    ax.autoscale_view()
+    if path is not None:
+        _save(fig, path)
+    return fig
+
+
+def _colours(m: int) -> list:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if m <= 10 else "tab20" if m <= 20 else "turbo"]
+    if m <= 20:
+        return [cmap(i) for i in range(m)]
+    return [cmap(i / max(1, m - 1)) for i in range(m)]
+
+
+def _save(fig, path) -> None:
+    try:
+        fig.savefig(os.fspath(path), dpi=120)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", source=os.fspath(path)) from None
+    except ValueError as exc:  # e.g. an extension matplotlib has no writer for
+        raise InputError(str(exc), source=os.fspath(path)) from None
