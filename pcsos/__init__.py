@@ -14,7 +14,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "solve": "pcsos.api",
     "Result": "pcsos.api",
-    "PCSOSClustering": "pcsos.api",
+    "SolverOptions": "pcsos.options",
+    "PCSOSClustering": "pcsos.estimator",
     "Instance": "pcsos.problem",
     "Problem": "pcsos.problem",
     "make_instance": "pcsos.problem",

@@ -1,12 +1,12 @@
-"""The solver's front door: :func:`solve`, its :class:`Result` and the estimator.
+"""The solver's front door: :func:`solve` and its :class:`Result`.
 
 ``pcsos.solve(X, k, ml, cl)`` runs the SDP branch-and-cut (:mod:`pcsos.tree` over
 :mod:`pcsos.node`) and returns a SciPy ``OptimizeResult``-like :class:`Result`. Infeasible
 constraints are a normal outcome of ``solve`` (``status='infeasible'``, the explanation in
 ``message``, the conflicting pairs in ``infeasible_pairs``); malformed input raises
-:class:`~pcsos.errors.InputError`. :class:`PCSOSClustering` wraps it as a scikit-learn
-estimator; its ``fit`` raises :class:`~pcsos.errors.InfeasibleError` instead, since it has
-no labels to set.
+:class:`~pcsos.errors.InputError`. :class:`pcsos.estimator.PCSOSClustering` wraps it as a
+scikit-learn estimator; its ``fit`` raises :class:`~pcsos.errors.InfeasibleError` instead,
+since it has no labels to set.
 
 Threads: nodes run on a pool of ``workers`` threads. The numeric work releases the GIL,
 and the BLAS threads of the process are capped at ``threads`` (default 1) while the pool
@@ -27,21 +27,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 import numpy as np
 
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.node import NodeData, NodeOptions, process_node
+from pcsos.options import ABS_TOL, SolverOptions
 from pcsos.problem import Instance, Problem, canonical_labels, make_instance, sse
-from pcsos.tree import ORDERS, NodeEvent, branch_and_bound, relative_gap
+from pcsos.tree import NodeEvent, branch_and_bound, relative_gap
 
-__all__ = ["solve", "solve_instance", "Result", "PCSOSClustering", "ProgressPrinter",
-           "ABS_TOL"]
-
-#: default absolute gap tolerance (as Gurobi's MIPGapAbs): a node closes when
-#: UB - LB <= abs_tol, which certifies a zero or tiny optimum whose relative gap is useless
-ABS_TOL = 1e-10
+__all__ = ["solve", "solve_instance", "Result", "ProgressPrinter", "SolverOptions", "ABS_TOL"]
 
 
 @dataclass
@@ -169,44 +164,23 @@ class Result:
         return cls(**d)
 
 
-def solve(X, k: int, ml=(), cl=(), **options) -> Result:
+def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, **kwargs) -> Result:
     """Solve constrained MSSC to certified optimality by SDP branch-and-cut.
 
-    ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices. Options
-    (keyword only; see :func:`solve_instance`): ``tol`` (1e-4), ``abs_tol`` (1e-10),
-    ``max_nodes`` (None), ``time_limit`` (seconds, None), ``workers`` (CPU count),
-    ``threads`` (1), ``root_threads``, ``heuristic`` ('ipc-kmeans', at every node),
-    ``root_heuristic`` ('s-mdeclust', before the root's bound; None: none),
-    ``heuristic_options``, ``sdp_backend`` ('admm'), ``sdp_options``, ``cp_settings``,
-    ``feasibility_backend`` ('highs'), ``seed``, ``order`` ('best' | 'depth' | 'breadth'),
-    ``init_labels`` (a feasible clustering: the first incumbent), ``executor``, ``callback``,
-    ``progress``,
-    ``stop_event``, ``abort_event``, ``verbose``. Raises :class:`InputError` for malformed
+    ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices.
+    ``options``: a :class:`~pcsos.options.SolverOptions`; keywords override its fields
+    (``tol``, ``time_limit``, ``workers``, ... see there) or are those of
+    :func:`solve_instance` (``init_labels``, ``executor``, ``callback``, ``progress``,
+    ``stop_event``, ``abort_event``, ``verbose``). Raises :class:`InputError` for malformed
     input; infeasible constraints give ``status='infeasible'``.
     """
-    return solve_instance(make_instance(X, k, ml, cl), **options)
+    return solve_instance(make_instance(X, k, ml, cl), options, **kwargs)
 
 
 def solve_instance(
     instance: Instance,
+    options: SolverOptions | None = None,
     *,
-    tol: float = 1e-4,
-    abs_tol: float = ABS_TOL,
-    max_nodes: int | None = None,
-    time_limit: float | None = None,
-    workers: int | None = None,
-    threads: int | None = None,
-    root_threads: int | None = None,
-    heuristic: str = "ipc-kmeans",
-    heuristic_options: dict | None = None,
-    heuristic_time_limit: float | None = None,
-    root_heuristic: str | None = "s-mdeclust",
-    sdp_backend: str = "admm",
-    sdp_options: dict | None = None,
-    cp_settings: Any = None,
-    feasibility_backend: str = "highs",
-    seed: int | None = None,
-    order: str = "best",
     init_labels=None,
     executor: Executor | None = None,
     callback: Callable[[dict], None] | None = None,
@@ -214,9 +188,17 @@ def solve_instance(
     stop_event: threading.Event | None = None,
     abort_event: threading.Event | None = None,
     verbose: bool = False,
+    **changes,
 ) -> Result:
     """:func:`solve` on a validated :class:`Instance` (e.g. from :func:`make_instance`).
 
+    ``options`` (a :class:`~pcsos.options.SolverOptions`, default: the defaults) with
+    ``changes`` (keywords named as its fields) decide the search; ``threads`` and
+    ``root_threads`` are BLAS threads per job and for the root (see the module doc).
+    ``init_labels``: a clustering to start from (n integer labels, exactly k distinct
+    values, every pair obeyed; else :class:`InputError` naming the broken pairs): the first
+    incumbent and the start of the heuristics at the root, and proof of feasibility in
+    place of the feasibility check.
     ``callback(row)`` receives every node's log row (a dict) in the calling thread;
     ``progress(status)`` a snapshot (``nodes``, ``open``, ``bound``, ``incumbent``, ``gap``,
     ``elapsed`` and what the running jobs do, ``running``; before the tree starts only
@@ -224,56 +206,29 @@ def solve_instance(
     threading.Event) stops the search like Ctrl-C, ``abort_event`` also abandons the
     running jobs at once instead of giving them a second to hand in their work;
     ``executor`` replaces the default thread pool (any ``concurrent.futures.Executor``, e.g.
-    a process pool); ``verbose`` prints the progress table on stderr. ``abs_tol``: a node
-    also closes when UB - LB <= abs_tol (default :data:`ABS_TOL`; 0 turns it off; it is in
-    the units of the SSE, so scale it with data whose optimum is itself below ~1e-6).
-    ``threads``: BLAS threads per job (default 1, see the module doc); ``root_threads``:
-    for the root, which runs alone (default: ``threads``; more only pays on an otherwise
-    idle machine). ``init_labels``: a clustering to start from (n integer labels, exactly k
-    distinct values, every pair obeyed; else :class:`InputError` naming the broken pairs):
-    the first incumbent and the start of the heuristics at the root, and proof of
-    feasibility in place of the feasibility check.
+    a process pool); ``verbose`` prints the progress table on stderr.
     """
     from pcsos.problem import check_start
 
+    opts = SolverOptions.make(options, **changes).checked()
     start = None if init_labels is None else check_start(instance, init_labels)
-    _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
-                   feasibility_backend, seed)
-    if root_heuristic is not None:
-        from pcsos.heuristics import get_heuristic
-
-        get_heuristic(root_heuristic)  # raises InputError naming the available ones
-    if not (isinstance(abs_tol, (int, float)) and abs_tol >= 0):
-        raise InputError(f"abs_tol must be a number >= 0, got {abs_tol!r}", source="abs_tol")
-    for name, v in (("threads", threads), ("root_threads", root_threads)):
-        if v is not None and (isinstance(v, bool) or not float(v).is_integer() or v < 1):
-            raise InputError(f"{name} must be a positive integer, got {v!r}", source=name)
     from threadpoolctl import threadpool_limits
 
-    per_job = threads if threads is not None else 1
+    per_job = opts.threads if opts.threads is not None else 1
     with threadpool_limits(limits=int(per_job), user_api="blas"):
-        return _solve(instance, tol=tol, abs_tol=abs_tol, max_nodes=max_nodes,
-                      time_limit=time_limit,
-                      workers=workers, threads=threads, root_threads=root_threads,
-                      heuristic=heuristic, heuristic_options=heuristic_options,
-                      heuristic_time_limit=heuristic_time_limit,
-                      root_heuristic=root_heuristic, sdp_backend=sdp_backend,
-                      sdp_options=sdp_options, cp_settings=cp_settings,
-                      feasibility_backend=feasibility_backend, seed=seed, order=order,
-                      init_labels=start, executor=executor, callback=callback, progress=progress,
-                      stop_event=stop_event, abort_event=abort_event, verbose=verbose)
+        return _solve(instance, opts, init_labels=start, executor=executor, callback=callback,
+                      progress=progress, stop_event=stop_event, abort_event=abort_event,
+                      verbose=verbose)
 
 
-def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, root_threads,
-           heuristic, heuristic_options, heuristic_time_limit, root_heuristic, sdp_backend,
-           sdp_options, cp_settings, feasibility_backend, seed, order, init_labels, executor,
-           callback, progress, stop_event, abort_event, verbose) -> Result:
+def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, progress,
+           stop_event, abort_event, verbose) -> Result:
     t0 = time.time()
     n, k = instance.n, instance.k
-    cores = os.cpu_count() or 1
-    workers = int(workers) if workers is not None else cores
-    threads = int(threads) if threads is not None else 1
-    root_threads = int(root_threads) if root_threads is not None else threads
+    tol, abs_tol, time_limit = opts.tol, opts.abs_tol, opts.time_limit
+    workers = int(opts.workers) if opts.workers is not None else (os.cpu_count() or 1)
+    threads = int(opts.threads) if opts.threads is not None else 1
+    root_threads = int(opts.root_threads) if opts.root_threads is not None else threads
     printer = ProgressPrinter() if verbose else None
     if printer is not None and progress is None:
         progress = printer.status
@@ -292,7 +247,7 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
         from pcsos.feasibility import check_problem
 
         try:
-            fz = check_problem(problem, feasibility_backend, time_limit=time_limit)
+            fz = check_problem(problem, opts.feasibility_backend, time_limit=time_limit)
         except KeyboardInterrupt:
             return Result(None, math.inf, -math.inf, math.inf, "interrupted",
                           "interrupted during the feasibility check", seconds=time.time() - t0,
@@ -306,29 +261,13 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
                           "the time limit stopped the feasibility check", root_size=problem.s,
                           seconds=time.time() - t0, **base)
         witness = fz.labels
-    from pcsos.cuts.loop import CuttingPlaneSettings
-
-    if cp_settings is None or isinstance(cp_settings, dict):
-        cp = dict(cp_settings or {})
-        # the loop stops once the node can be pruned
-        cp.setdefault("prune_tol", tol)
-        cp.setdefault("prune_abs_tol", abs_tol)
-        try:
-            cp_settings = CuttingPlaneSettings(**cp)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"invalid cutting-plane settings: {exc}",
-                             source="cp_settings") from None
-    else:  # a CuttingPlaneSettings: the loop must stop where the tree prunes
-        import dataclasses
-
-        cp_settings = dataclasses.replace(cp_settings, prune_tol=tol, prune_abs_tol=abs_tol)
     options = NodeOptions(
-        tol=tol, abs_tol=abs_tol, heuristic=heuristic,
-        heuristic_options=dict(heuristic_options or {}),
-        heuristic_time_limit=heuristic_time_limit, root_heuristic=root_heuristic,
-        sdp_backend=sdp_backend, sdp_options=dict(sdp_options or {}), cp_settings=cp_settings,
-        feasibility_backend=feasibility_backend, seed=seed,
-        blas_threads=threads, root_blas_threads=root_threads)
+        tol=tol, abs_tol=abs_tol, heuristic=opts.heuristic,
+        heuristic_options=opts.heuristic_options,
+        heuristic_time_limit=opts.heuristic_time_limit, root_heuristic=opts.root_heuristic,
+        sdp_backend=opts.sdp_backend, sdp_options=opts.sdp_options,
+        cp_settings=opts.cp_settings, feasibility_backend=opts.feasibility_backend,
+        seed=opts.seed, blas_threads=threads, root_blas_threads=root_threads)
     root = NodeData(problem, known_feasible=True, hint=witness)
     rows: list[dict] = []
     logger = _RowBuilder(rows, callback, printer)
@@ -336,8 +275,8 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
     # that even a stop during the root returns one
     start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
     tr = branch_and_bound(process_node, root, options=options, executor=executor,
-                          workers=workers, tol=tol, abs_tol=abs_tol, max_nodes=max_nodes,
-                          time_limit=time_limit, start_time=t0, order=order,
+                          workers=workers, tol=tol, abs_tol=abs_tol, max_nodes=opts.max_nodes,
+                          time_limit=time_limit, start_time=t0, order=opts.order,
                           callback=logger, progress=progress, stop_event=stop_event,
                           abort_event=abort_event, incumbent=start)
     labels = tr.solution
@@ -374,37 +313,6 @@ def _solve(instance, *, tol, abs_tol, max_nodes, time_limit, workers, threads, r
         printer.finish()
         ProgressPrinter.summary(res)
     return res
-
-
-def _check_options(tol, max_nodes, time_limit, workers, order, heuristic, sdp_backend,
-                   feasibility_backend, seed) -> None:
-    if not (isinstance(tol, (int, float)) and 0 <= tol < 1):
-        raise InputError(f"tol must be a number in [0, 1), got {tol!r}", source="tol")
-    if max_nodes is not None and (not float(max_nodes).is_integer() or max_nodes < 1):
-        raise InputError(f"max_nodes must be a positive integer, got {max_nodes!r}",
-                         source="max_nodes")
-    if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
-        raise InputError(f"time_limit must be > 0 seconds, got {time_limit!r}",
-                         source="time_limit")
-    if workers is not None and (not float(workers).is_integer() or workers < 1):
-        raise InputError(f"workers must be a positive integer, got {workers!r}",
-                         source="workers")
-    if order not in ORDERS:
-        raise InputError(f"order must be one of {', '.join(ORDERS)}, got {order!r}",
-                         source="order")
-    from pcsos.heuristics import get_heuristic
-
-    get_heuristic(heuristic)  # raises InputError naming the available ones
-    if feasibility_backend not in ("highs", "gurobi"):
-        raise InputError(f"feasibility_backend must be 'highs' or 'gurobi', got "
-                         f"{feasibility_backend!r}", source="feasibility_backend")
-    from pcsos.bounds import BACKENDS
-
-    if sdp_backend not in BACKENDS:
-        raise InputError(f"unknown SDP backend {sdp_backend!r}; choose one of "
-                         f"{', '.join(BACKENDS)}", source="sdp_backend")
-    if seed is not None and not (isinstance(seed, (int, np.integer)) and seed >= 0):
-        raise InputError(f"seed must be a non-negative integer, got {seed!r}", source="seed")
 
 
 class _RowBuilder:
@@ -527,110 +435,3 @@ class ProgressPrinter:
                      f"{res.lower_bound:.6f}, gap {gap_s}, {res.nodes} nodes, "
                      f"{res.seconds:.1f} s ({res.message})\n")
         stream.flush()
-
-
-class PCSOSClustering:
-    """Scikit-learn style estimator: exact constrained k-means (minimum SSE) with ML/CL pairs.
-
-    Parameters mirror :func:`solve`: ``n_clusters``, ``tol``, ``max_nodes``, ``time_limit``,
-    ``workers``, ``heuristic``, ``sdp_backend``, ``feasibility_backend``, ``random_state``
-    (an int seed), ``verbose``. After :meth:`fit`: ``labels_``, ``cluster_centers_``,
-    ``inertia_`` (the SSE), ``lower_bound_``, ``gap_``, ``n_nodes_``, ``status_``,
-    ``result_`` (the full :class:`Result`), ``n_features_in_``.
-    """
-
-    def __init__(self, n_clusters: int = 8, *, tol: float = 1e-4, max_nodes: int | None = None,
-                 time_limit: float | None = None, workers: int | None = None,
-                 heuristic: str = "ipc-kmeans", sdp_backend: str = "admm",
-                 feasibility_backend: str = "highs", random_state: int | None = None,
-                 verbose: bool = False):
-        self.n_clusters = n_clusters
-        self.tol = tol
-        self.max_nodes = max_nodes
-        self.time_limit = time_limit
-        self.workers = workers
-        self.heuristic = heuristic
-        self.sdp_backend = sdp_backend
-        self.feasibility_backend = feasibility_backend
-        self.random_state = random_state
-        self.verbose = verbose
-
-    def get_params(self, deep: bool = True) -> dict:
-        """The constructor parameters (scikit-learn protocol)."""
-        return {name: getattr(self, name) for name in (
-            "n_clusters", "tol", "max_nodes", "time_limit", "workers", "heuristic",
-            "sdp_backend", "feasibility_backend", "random_state", "verbose")}
-
-    def set_params(self, **params) -> PCSOSClustering:
-        """Set constructor parameters (scikit-learn protocol); unknown names raise."""
-        valid = self.get_params()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for PCSOSClustering")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        changed = {k: v for k, v in self.get_params().items()
-                   if v != _DEFAULTS.get(k, object())}
-        return f"PCSOSClustering({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
-
-    def fit(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> PCSOSClustering:
-        """Solve on X with the must-link / cannot-link pairs; returns self.
-
-        ``y`` is ignored (scikit-learn convention); pairs are keyword-only so that they are
-        never mistaken for ``y``. ``init_labels``: a feasible clustering to start from (see
-        :func:`solve_instance`).
-
-        Raises :class:`InputError` for malformed input and :class:`InfeasibleError` when the
-        constraints admit no clustering into ``n_clusters`` non-empty clusters. A stop at a
-        limit still sets every attribute (``status_`` and ``gap_`` say how good it is).
-        """
-        seed = self.random_state
-        if isinstance(seed, np.random.RandomState | np.random.Generator):
-            raise InputError("random_state must be an int or None", source="random_state")
-        res = solve(X, self.n_clusters, ml if ml is not None else (),
-                    cl if cl is not None else (), tol=self.tol, max_nodes=self.max_nodes,
-                    time_limit=self.time_limit, workers=self.workers,
-                    heuristic=self.heuristic, sdp_backend=self.sdp_backend,
-                    feasibility_backend=self.feasibility_backend, seed=seed,
-                    init_labels=init_labels, verbose=self.verbose)
-        if res.status == "infeasible":
-            raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
-        if res.labels is None:
-            raise InfeasibleError(f"no clustering found before the solver stopped "
-                                  f"({res.status}: {res.message})", reason=res.status)
-        Xa = np.asarray(X, dtype=np.float64)
-        if Xa.ndim == 1:
-            Xa = Xa[:, None]
-        self.result_ = res
-        self.labels_ = res.labels
-        self.cluster_centers_ = np.vstack([Xa[res.labels == h].mean(axis=0)
-                                           for h in range(self.n_clusters)])
-        self.inertia_ = res.objective
-        self.lower_bound_ = res.lower_bound
-        self.gap_ = res.gap
-        self.n_nodes_ = res.nodes
-        self.status_ = res.status
-        self.n_features_in_ = Xa.shape[1]
-        return self
-
-    def fit_predict(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> np.ndarray:
-        """:meth:`fit` then return ``labels_``."""
-        return self.fit(X, ml=ml, cl=cl, init_labels=init_labels).labels_
-
-    def predict(self, X) -> np.ndarray:
-        """The nearest cluster centre of each row (constraints do not apply to new points)."""
-        if not hasattr(self, "cluster_centers_"):
-            raise InputError("this PCSOSClustering instance is not fitted yet; call fit first")
-        Xa = np.asarray(X, dtype=np.float64)
-        if Xa.ndim == 1:
-            Xa = Xa[:, None]
-        if Xa.ndim != 2 or Xa.shape[1] != self.n_features_in_:
-            raise InputError(f"X has {Xa.shape[-1]} features, the model was fitted with "
-                             f"{self.n_features_in_}", source="X")
-        d2 = ((Xa[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
-        return np.argmin(d2, axis=1)
-
-
-_DEFAULTS = PCSOSClustering().get_params()

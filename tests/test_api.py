@@ -141,7 +141,7 @@ def test_verbose_prints_progress(capsys):
 # ------------------------------------------------------------------ estimator
 def test_estimator_fit_sets_attributes_and_returns_self():
     X, y = _blobs(seed=1)
-    est = api.PCSOSClustering(3, random_state=0, workers=1)
+    est = pcsos.PCSOSClustering(3, random_state=0, workers=1)
     assert est.fit(X, ml=[(0, 1)], cl=[(0, 10)]) is est
     assert est.labels_.shape == (30,) and est.status_ == "optimal"
     assert est.inertia_ == pytest.approx(sse(X, est.labels_))
@@ -155,23 +155,24 @@ def test_estimator_fit_sets_attributes_and_returns_self():
 
 
 def test_estimator_params_and_errors():
-    est = api.PCSOSClustering(2, tol=1e-3)
+    est = pcsos.PCSOSClustering(2, tol=1e-3)
     assert est.get_params()["tol"] == 1e-3 and "tol=0.001" in repr(est)
     assert est.set_params(n_clusters=3) is est and est.n_clusters == 3
     with pytest.raises(ValueError):
         est.set_params(bogus=1)
-    with pytest.raises(InputError):
-        est.predict(_uniform(3))  # not fitted
+    with pytest.raises(ValueError, match="not fitted"):  # scikit-learn's NotFittedError
+        est.predict(_uniform(3))
     with pytest.raises(InfeasibleError):
-        api.PCSOSClustering(2).fit(_uniform(6), ml=[(0, 1), (1, 2)], cl=[(0, 2)])
-    est = api.PCSOSClustering(2, workers=1).fit(_blobs(k=2)[0])
-    with pytest.raises(InputError):
+        pcsos.PCSOSClustering(2).fit(_uniform(6), ml=[(0, 1), (1, 2)], cl=[(0, 2)])
+    est = pcsos.PCSOSClustering(2, workers=1).fit(_blobs(k=2)[0])
+    with pytest.raises(ValueError, match="X has 5 features, but PCSOSClustering is "
+                       "expecting 2 features"):
         est.predict(np.zeros((2, 5)))
 
 
 def test_estimator_clones_with_sklearn():
     base = pytest.importorskip("sklearn.base")
-    est = api.PCSOSClustering(4, tol=1e-3, random_state=7)
+    est = pcsos.PCSOSClustering(4, tol=1e-3, random_state=7)
     clone = base.clone(est)
     assert clone.get_params() == est.get_params() and clone is not est
 

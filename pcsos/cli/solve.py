@@ -30,6 +30,7 @@ from pcsos.cli.common import (
 )
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.log import GapLog, JsonlLog
+from pcsos.options import ABS_TOL, SolverOptions
 
 _ORDERS = {"best": 0, "depth": 1, "breadth": 2}
 
@@ -88,21 +89,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_cut_arguments(parser, children=True)
 
 
-def _settings(args, cp, workers: int) -> dict:
-    """The log header's settings: the reference program's keys, then pcsos's own."""
-    from pcsos.api import ABS_TOL
+def solver_options(args: argparse.Namespace) -> SolverOptions:
+    """The :class:`SolverOptions` of the command line (the one place it is built)."""
+    return SolverOptions(
+        tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
+        max_nodes=args.max_nodes, time_limit=args.time_limit,
+        workers=args.workers or (os.cpu_count() or 1), threads=args.threads,
+        root_threads=args.root_threads, heuristic=args.heuristic,
+        root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
+        sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol},
+        cp_settings=cut_settings(args, args.cuts, args.tol),
+        feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order)
 
-    threads = args.threads or 1
+
+def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
+    """The log header's settings: the reference program's keys, then pcsos's own."""
+    cp = opts.cp_settings
+    threads = opts.threads or 1
     return {
-        "BRANCH_AND_BOUND_TOL": args.tol,
-        "BRANCH_AND_BOUND_ABS_TOL": ABS_TOL if args.abs_tol is None else args.abs_tol,
-        "BRANCH_AND_BOUND_PARALLEL": workers,
-        "BRANCH_AND_BOUND_MAX_NODES": args.max_nodes if args.max_nodes else "none",
-        "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[args.order],
-        "SDP_SOLVER_SESSION_THREADS_ROOT": args.root_threads or threads,
+        "BRANCH_AND_BOUND_TOL": opts.tol,
+        "BRANCH_AND_BOUND_ABS_TOL": opts.abs_tol,
+        "BRANCH_AND_BOUND_PARALLEL": opts.workers,
+        "BRANCH_AND_BOUND_MAX_NODES": opts.max_nodes if opts.max_nodes else "none",
+        "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[opts.order],
+        "SDP_SOLVER_SESSION_THREADS_ROOT": opts.root_threads or threads,
         "SDP_SOLVER_SESSION_THREADS": threads,
-        "SDP_SOLVER_BACKEND": args.sdp_backend,
-        "SDP_SOLVER_TOL": args.sdp_tol,
+        "SDP_SOLVER_BACKEND": opts.sdp_backend,
+        "SDP_SOLVER_TOL": opts.sdp_options["tol"],
         "SDP_SOLVER_MAX_CP_ITER_ROOT": cp.max_rounds_root,
         "SDP_SOLVER_MAX_CP_ITER": cp.max_rounds_child,
         "SDP_SOLVER_CP_TOL": cp.cp_tol,
@@ -119,18 +132,18 @@ def _settings(args, cp, workers: int) -> dict:
         "SDP_SOLVER_TRIANGLE_PERC": cp.fraction["triangle"],
         "CUTS": ",".join(cp.families) if cp.families else "none",
         "TRIANGLE_COLLECT": cp.collect,
-        "HEURISTIC": args.heuristic,
-        "ROOT_HEURISTIC": args.root_heuristic,
-        "FEASIBILITY_BACKEND": args.feasibility_backend,
-        "TIME_LIMIT": args.time_limit if args.time_limit else "none",
-        "SEED": args.seed,
+        "HEURISTIC": opts.heuristic,
+        "ROOT_HEURISTIC": opts.root_heuristic or "none",
+        "FEASIBILITY_BACKEND": opts.feasibility_backend,
+        "TIME_LIMIT": opts.time_limit if opts.time_limit else "none",
+        "SEED": opts.seed,
         "INIT_LABELS": args.init_labels or "none",
     }
 
 
 def run(args: argparse.Namespace) -> int:
     """Solve, write the requested files, print the summary; see the module doc for codes."""
-    from pcsos.api import ABS_TOL, ProgressPrinter, solve_instance
+    from pcsos.api import ProgressPrinter, solve_instance
     from pcsos.cli import Interrupts
     from pcsos.io import read_labels, write_labels, write_result_matrix
     from pcsos.problem import check_start
@@ -143,9 +156,9 @@ def run(args: argparse.Namespace) -> int:
         start = check_start(inst, read_labels(args.init_labels), source=args.init_labels)
     if not args.quiet:
         print_notes(info)
-    workers = args.workers or (os.cpu_count() or 1)
-    cp = cut_settings(args, args.cuts, args.tol)
-    settings = _settings(args, cp, workers)
+    opts = solver_options(args).checked()
+    cp, workers = opts.cp_settings, opts.workers
+    settings = _settings(opts, args)
     gap_log = GapLog(args.log) if args.log else None
     jsonl = JsonlLog(args.jsonl) if args.jsonl else None
     printer = None if args.quiet else ProgressPrinter(sys.stdout)
@@ -175,14 +188,7 @@ def run(args: argparse.Namespace) -> int:
         intr.arm("solve", args.quiet)
         try:
             res = solve_instance(
-                inst, tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
-                max_nodes=args.max_nodes, time_limit=args.time_limit,
-                workers=workers, threads=args.threads, root_threads=args.root_threads,
-                heuristic=args.heuristic,
-                root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
-                sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol}, cp_settings=cp,
-                feasibility_backend=args.feasibility_backend, seed=args.seed,
-                order=args.order, init_labels=start, callback=on_row,
+                inst, opts, init_labels=start, callback=on_row,
                 progress=None if printer is None else printer.status,
                 stop_event=intr.stop, abort_event=intr.abort)
         finally:

@@ -1,0 +1,188 @@
+"""The scikit-learn estimator: :class:`PCSOSClustering`, exact constrained k-means.
+
+Every solver option (:class:`pcsos.options.SolverOptions`) is a constructor parameter,
+``random_state`` (None, an int, a ``numpy.random.Generator`` or ``RandomState``) replaces
+``seed``, and the pairs and a warm start are ``fit`` keywords. With scikit-learn installed
+(``pip install 'pcsos[sklearn]'``) the class is a ``BaseEstimator`` and ``ClusterMixin``,
+validates its input as scikit-learn does and passes its estimator checks; without it, it
+keeps the same parameters and methods, with pcsos's own validation.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.options import ABS_TOL, SolverOptions
+
+__all__ = ["PCSOSClustering"]
+
+try:  # an optional dependency: the estimator works without it
+    from sklearn.base import BaseEstimator, ClusterMixin
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError:  # pragma: no cover - exercised where scikit-learn is absent
+    BaseEstimator = ClusterMixin = None
+
+
+class _Params:
+    """get_params / set_params / repr from the constructor's signature (scikit-learn's
+    protocol, for when scikit-learn is not installed)."""
+
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor parameters."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters; unknown names raise ValueError."""
+        valid = self._get_param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {p.name: p.default for p in
+                    inspect.signature(type(self).__init__).parameters.values()}
+        changed = {k: v for k, v in self.get_params().items() if v is not defaults.get(k)
+                   and v != defaults.get(k)}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+
+_BASES = (ClusterMixin, BaseEstimator) if BaseEstimator is not None else (_Params,)
+
+
+def _seed(random_state) -> int | None:
+    """An int seed from scikit-learn's random_state (None stays None: the solver's 0)."""
+    if random_state is None:
+        return None
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(
+            random_state, (int, np.integer)) or random_state < 0:
+        raise InputError("random_state must be None, a non-negative int, a numpy Generator "
+                         f"or a RandomState, got {random_state!r}", source="random_state")
+    return int(random_state)
+
+
+class PCSOSClustering(*_BASES):
+    """Exact k-means (minimum sum of squares) with must-link / cannot-link pairs, certified.
+
+    Parameters: ``n_clusters``; every field of :class:`~pcsos.options.SolverOptions` but
+    ``seed`` (same names, same defaults; ``heuristic_options`` and ``sdp_options`` None
+    for empty); ``random_state``; ``verbose`` (the progress table on stderr).
+    After :meth:`fit`: ``labels_``, ``cluster_centers_``, ``inertia_`` (the SSE),
+    ``lower_bound_``, ``gap_``, ``n_nodes_``, ``status_``, ``result_`` (the full
+    :class:`~pcsos.api.Result`), ``n_features_in_``.
+    """
+
+    def __init__(self, n_clusters: int = 8, *, tol: float = 1e-4, abs_tol: float = ABS_TOL,
+                 max_nodes: int | None = None, time_limit: float | None = None,
+                 workers: int | None = None, threads: int | None = None,
+                 root_threads: int | None = None, heuristic: str = "ipc-kmeans",
+                 heuristic_options: dict | None = None,
+                 heuristic_time_limit: float | None = None,
+                 root_heuristic: str | None = "s-mdeclust", sdp_backend: str = "admm",
+                 sdp_options: dict | None = None, cp_settings=None,
+                 feasibility_backend: str = "highs", order: str = "best",
+                 random_state=None, verbose: bool = False):
+        self.n_clusters = n_clusters
+        self.tol = tol
+        self.abs_tol = abs_tol
+        self.max_nodes = max_nodes
+        self.time_limit = time_limit
+        self.workers = workers
+        self.threads = threads
+        self.root_threads = root_threads
+        self.heuristic = heuristic
+        self.heuristic_options = heuristic_options
+        self.heuristic_time_limit = heuristic_time_limit
+        self.root_heuristic = root_heuristic
+        self.sdp_backend = sdp_backend
+        self.sdp_options = sdp_options
+        self.cp_settings = cp_settings
+        self.feasibility_backend = feasibility_backend
+        self.order = order
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def solver_options(self) -> SolverOptions:
+        """The :class:`~pcsos.options.SolverOptions` these parameters stand for."""
+        kw = {name: getattr(self, name) for name in SolverOptions.names() if name != "seed"}
+        kw["heuristic_options"] = dict(self.heuristic_options or {})
+        kw["sdp_options"] = dict(self.sdp_options or {})
+        return SolverOptions(seed=_seed(self.random_state), **kw)
+
+    def _validate(self, X, reset: bool) -> np.ndarray:
+        if BaseEstimator is not None:
+            return validate_data(self, X, reset=reset, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise InputError(f"X must be a 2-D array (n samples x d features), got shape "
+                             f"{X.shape}; reshape your data", source="X")
+        if reset:
+            self.n_features_in_ = X.shape[1]
+        elif X.shape[1] != self.n_features_in_:
+            raise InputError(f"X has {X.shape[1]} features, but PCSOSClustering is "
+                             f"expecting {self.n_features_in_} features as input", source="X")
+        return X
+
+    def fit(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> PCSOSClustering:
+        """Solve on X with the must-link / cannot-link pairs; returns self.
+
+        ``y`` is ignored (scikit-learn convention); pairs are keyword-only so that they are
+        never mistaken for ``y``. ``init_labels``: a feasible clustering to start from (see
+        :func:`pcsos.api.solve_instance`).
+
+        Raises :class:`InputError` (or scikit-learn's ValueError / TypeError for malformed
+        X) for bad input and :class:`InfeasibleError` when the constraints admit no
+        clustering into ``n_clusters`` non-empty clusters. A stop at a limit still sets
+        every attribute (``status_`` and ``gap_`` say how good it is).
+        """
+        from pcsos.api import solve
+
+        Xa = self._validate(X, reset=True)
+        if isinstance(self.n_clusters, (int, np.integer)) and Xa.shape[0] < self.n_clusters:
+            raise InputError(f"n_samples = {Xa.shape[0]} is less than n_clusters = "
+                             f"{self.n_clusters}", source="X")
+        res = solve(Xa, self.n_clusters, ml if ml is not None else (),
+                    cl if cl is not None else (), self.solver_options(),
+                    init_labels=init_labels, verbose=self.verbose)
+        if res.status == "infeasible":
+            raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
+        if res.labels is None:
+            raise InfeasibleError(f"no clustering found before the solver stopped "
+                                  f"({res.status}: {res.message})", reason=res.status)
+        self.result_ = res
+        self.labels_ = res.labels
+        self.cluster_centers_ = np.vstack([Xa[res.labels == h].mean(axis=0)
+                                           for h in range(self.n_clusters)])
+        self.inertia_ = res.objective
+        self.lower_bound_ = res.lower_bound
+        self.gap_ = res.gap
+        self.n_nodes_ = res.nodes
+        self.status_ = res.status
+        return self
+
+    def fit_predict(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> np.ndarray:
+        """:meth:`fit` then return ``labels_``."""
+        return self.fit(X, ml=ml, cl=cl, init_labels=init_labels).labels_
+
+    def predict(self, X) -> np.ndarray:
+        """The nearest cluster centre of each row (constraints do not apply to new points)."""
+        if BaseEstimator is not None:
+            check_is_fitted(self)
+        elif not hasattr(self, "cluster_centers_"):
+            raise InputError("this PCSOSClustering instance is not fitted yet; call fit first")
+        Xa = self._validate(X, reset=False)
+        d2 = ((Xa[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+        return np.argmin(d2, axis=1)

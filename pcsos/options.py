@@ -1,0 +1,162 @@
+"""The solver's options, one object shared by :func:`pcsos.solve`, ``pcsos solve`` and the
+estimator (:class:`pcsos.estimator.PCSOSClustering`).
+
+:class:`SolverOptions` holds what decides the search and its result (tolerances, limits,
+heuristics, backends, cutting-plane settings, seed). What only connects a call to its
+caller (a warm start, an executor, callbacks, stop events, printing) stays a keyword of
+:func:`pcsos.api.solve_instance`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pcsos.errors import InputError
+from pcsos.tree import ORDERS
+
+__all__ = ["SolverOptions", "ABS_TOL", "ORDERS"]
+
+#: default absolute gap tolerance (as Gurobi's MIPGapAbs): a node closes when
+#: UB - LB <= abs_tol, which certifies a zero or tiny optimum whose relative gap is useless
+ABS_TOL = 1e-10
+
+
+@dataclass
+class SolverOptions:
+    """Every option of the exact solver, with its default.
+
+    tol : relative gap tolerance, (UB - LB) / UB.
+    abs_tol : absolute gap tolerance UB - LB, in units of the SSE (0: off).
+    max_nodes, time_limit : node limit and wall-clock limit in seconds (None: none).
+    workers : nodes processed at once (None: the CPU count).
+    threads, root_threads : BLAS threads per job, and for the root, which runs alone
+        (None: 1, and ``threads``).
+    heuristic, heuristic_options, heuristic_time_limit : the upper-bound heuristic of every
+        node, its options and its seconds per call (None: the node's time left).
+    root_heuristic : run once before the root's bound (None: none).
+    sdp_backend, sdp_options : the bounding backend and its options.
+    cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings`, a dict of its fields, or
+        None (the defaults); its prune tolerances are always ``tol`` and ``abs_tol``.
+    feasibility_backend : 'highs' or 'gurobi'.
+    seed : seed of every random choice (None: 0).
+    order : 'best' (ties deeper first), 'depth' or 'breadth'.
+    """
+
+    tol: float = 1e-4
+    abs_tol: float = ABS_TOL
+    max_nodes: int | None = None
+    time_limit: float | None = None
+    workers: int | None = None
+    threads: int | None = None
+    root_threads: int | None = None
+    heuristic: str = "ipc-kmeans"
+    heuristic_options: dict = field(default_factory=dict)
+    heuristic_time_limit: float | None = None
+    root_heuristic: str | None = "s-mdeclust"
+    sdp_backend: str = "admm"
+    sdp_options: dict = field(default_factory=dict)
+    cp_settings: Any = None
+    feasibility_backend: str = "highs"
+    seed: int | None = None
+    order: str = "best"
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def make(cls, options: SolverOptions | None = None, **changes) -> SolverOptions:
+        """``options`` (or the defaults) with ``changes``; an unknown name is an InputError."""
+        unknown = sorted(set(changes) - set(cls.names()))
+        if unknown:
+            raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))}; the "
+                             f"options are {', '.join(cls.names())}", source="options")
+        if options is not None and not isinstance(options, SolverOptions):
+            raise InputError(f"options must be a SolverOptions, got {type(options).__name__}",
+                             source="options")
+        return dataclasses.replace(options if options is not None else cls(), **changes)
+
+    def checked(self) -> SolverOptions:
+        """A validated copy: cp_settings made a CuttingPlaneSettings that stops where the
+        tree prunes. Raises :class:`InputError` naming the option."""
+        _positive_int = _check_positive_int
+        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
+                                              and 0 <= self.tol < 1):
+            raise InputError(f"tol must be a number in [0, 1), got {self.tol!r}", source="tol")
+        if isinstance(self.abs_tol, bool) or not (isinstance(self.abs_tol, (int, float))
+                                                  and self.abs_tol >= 0):
+            raise InputError(f"abs_tol must be a number >= 0, got {self.abs_tol!r}",
+                             source="abs_tol")
+        for name in ("max_nodes", "workers", "threads", "root_threads"):
+            _positive_int(name, getattr(self, name))
+        for name in ("time_limit", "heuristic_time_limit"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not (isinstance(v, (int, float))
+                                                              and v > 0)):
+                raise InputError(f"{name} must be > 0 seconds, got {v!r}", source=name)
+        if self.order not in ORDERS:
+            raise InputError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}",
+                             source="order")
+        from pcsos.heuristics import get_heuristic
+
+        for name in ("heuristic", "root_heuristic"):
+            if getattr(self, name) is None and name == "root_heuristic":
+                continue
+            try:
+                get_heuristic(getattr(self, name))
+            except InputError as exc:  # it names the available ones; say which option
+                raise InputError(str(exc).removeprefix("heuristic: "), source=name) from None
+        if self.feasibility_backend not in ("highs", "gurobi"):
+            raise InputError(f"feasibility_backend must be 'highs' or 'gurobi', got "
+                             f"{self.feasibility_backend!r}", source="feasibility_backend")
+        from pcsos.bounds import BACKENDS
+
+        if self.sdp_backend not in BACKENDS:
+            raise InputError(f"unknown SDP backend {self.sdp_backend!r}; choose one of "
+                             f"{', '.join(BACKENDS)}", source="sdp_backend")
+        if self.seed is not None and (isinstance(self.seed, bool) or not (
+                isinstance(self.seed, (int, np.integer)) and self.seed >= 0)):
+            raise InputError(f"seed must be a non-negative integer, got {self.seed!r}",
+                             source="seed")
+        for name in ("heuristic_options", "sdp_options"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, dict):
+                raise InputError(f"{name} must be a dict, got {type(v).__name__}", source=name)
+        return dataclasses.replace(
+            self, heuristic_options=dict(self.heuristic_options or {}),
+            sdp_options=dict(self.sdp_options or {}), cp_settings=self._cut_settings())
+
+    def _cut_settings(self):
+        from pcsos.cuts.loop import CuttingPlaneSettings
+
+        cp = self.cp_settings
+        if cp is None or isinstance(cp, dict):
+            # the loop stops once the node can be pruned
+            kw = {**dict(cp or {}), "prune_tol": self.tol, "prune_abs_tol": self.abs_tol}
+            try:
+                return CuttingPlaneSettings(**kw)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"invalid cutting-plane settings: {exc}",
+                                 source="cp_settings") from None
+        if not isinstance(cp, CuttingPlaneSettings):
+            raise InputError(f"cp_settings must be a CuttingPlaneSettings, a dict or None, "
+                             f"got {type(cp).__name__}", source="cp_settings")
+        # the loop must stop where the tree prunes
+        return dataclasses.replace(cp, prune_tol=self.tol, prune_abs_tol=self.abs_tol)
+
+
+def _check_positive_int(name: str, v) -> None:
+    if v is None:
+        return
+    ok = not isinstance(v, bool)
+    try:
+        ok = ok and float(v).is_integer() and v >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{name} must be a positive integer, got {v!r}", source=name)

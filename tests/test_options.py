@@ -1,0 +1,154 @@
+"""SolverOptions (one options object for solve, the CLI and the estimator) and the
+estimator's scikit-learn conformance."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pcsos
+from pcsos.cuts.loop import CuttingPlaneSettings
+from pcsos.errors import InputError
+from pcsos.estimator import PCSOSClustering
+from pcsos.options import SolverOptions
+
+
+def _blobs(n=24, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(scale=0.4, size=(n, 2)) + 4.0 * (np.arange(n) % k)[:, None]
+
+
+def test_unknown_option_names_the_known_ones():
+    with pytest.raises(InputError, match="unknown option.*'tolerance'.*the options are tol"):
+        pcsos.solve(_blobs(), 3, tolerance=1e-3)
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"tol": 1.5}, "tol must be a number in"),
+    ({"tol": True}, "tol must be a number in"),
+    ({"abs_tol": -1}, "abs_tol must be a number >= 0"),
+    ({"max_nodes": 0}, "max_nodes must be a positive integer"),
+    ({"workers": 2.5}, "workers must be a positive integer"),
+    ({"threads": "2"}, "threads must be a positive integer"),
+    ({"time_limit": 0}, "time_limit must be > 0"),
+    ({"heuristic_time_limit": -1}, "heuristic_time_limit must be > 0"),
+    ({"order": "random"}, "order must be one of best, depth, breadth"),
+    ({"heuristic": "nope"}, "nope"),
+    ({"root_heuristic": "nope"}, "nope"),
+    ({"feasibility_backend": "cplex"}, "feasibility_backend must be"),
+    ({"sdp_backend": "sedumi"}, "unknown SDP backend"),
+    ({"seed": -1}, "seed must be a non-negative integer"),
+    ({"sdp_options": [1]}, "sdp_options must be a dict"),
+    ({"cp_settings": {"tail_off": 2}}, "invalid cutting-plane settings"),
+    ({"cp_settings": 3}, "cp_settings must be a CuttingPlaneSettings"),
+])
+def test_each_bad_option_is_an_input_error_naming_it(change, needle):
+    with pytest.raises(InputError, match=needle) as err:
+        SolverOptions.make(**change).checked()
+    assert err.value.source == next(iter(change))
+
+
+def test_checked_makes_the_loop_stop_where_the_tree_prunes():
+    for cp in (None, {"tail_off": 0.1, "prune_tol": 0.5},
+               CuttingPlaneSettings(prune_tol=0.5)):
+        out = SolverOptions(tol=1e-3, abs_tol=1e-7, cp_settings=cp).checked()
+        assert isinstance(out.cp_settings, CuttingPlaneSettings)
+        assert (out.cp_settings.prune_tol, out.cp_settings.prune_abs_tol) == (1e-3, 1e-7)
+    given = {"tail_off": 0.1}
+    SolverOptions(cp_settings=given).checked()
+    assert given == {"tail_off": 0.1}  # the caller's dict is not changed
+
+
+def test_an_options_object_and_keywords_give_the_same_solve():
+    X = _blobs()
+    opts = SolverOptions(tol=1e-3, workers=1, root_heuristic=None)
+    a = pcsos.solve(X, 3, options=opts)
+    b = pcsos.solve(X, 3, tol=1e-3, workers=1, root_heuristic=None)
+    c = pcsos.solve(X, 3, options=dataclasses.replace(opts, tol=0.5), tol=1e-3)
+    assert a.objective == b.objective == c.objective
+    assert np.array_equal(a.labels, b.labels)
+
+
+# ------------------------------------------------------------------ estimator
+def test_the_estimator_takes_every_solver_option():
+    params = inspect.signature(PCSOSClustering.__init__).parameters
+    names = set(params) - {"self"}
+    assert names == ({"n_clusters", "random_state", "verbose"}
+                     | (set(SolverOptions.names()) - {"seed"}))
+    defaults = SolverOptions()
+    for name in set(SolverOptions.names()) - {"seed"}:
+        want = getattr(defaults, name)
+        assert params[name].default == (None if want == {} else want), name
+    est = PCSOSClustering(4, time_limit=30, heuristic_options={"n_init": 3}, random_state=5)
+    opts = est.solver_options()
+    assert opts.time_limit == 30 and opts.heuristic_options == {"n_init": 3}
+    assert opts.seed == 5
+
+
+@pytest.mark.parametrize("rs", [None, 3, np.int64(3), np.random.default_rng(0),
+                                np.random.RandomState(0)])
+def test_random_state_forms(rs):
+    est = PCSOSClustering(3, workers=1, random_state=rs).fit(_blobs())
+    assert est.status_ == "optimal"
+
+
+@pytest.mark.parametrize("rs", [-1, 1.5, "0", True])
+def test_bad_random_state(rs):
+    with pytest.raises(InputError, match="random_state must be"):
+        PCSOSClustering(3, random_state=rs).fit(_blobs())
+
+
+def test_the_estimator_works_without_scikit_learn():
+    code = """
+import sys
+sys.modules["sklearn"] = None  # as if it were not installed
+import numpy as np
+from pcsos.estimator import PCSOSClustering
+X = np.random.default_rng(0).normal(size=(12, 2)) + 5.0 * (np.arange(12) % 2)[:, None]
+est = PCSOSClustering(2, workers=1, tol=1e-3)
+assert "tol=0.001" in repr(est) and est.get_params()["tol"] == 1e-3
+assert est.set_params(tol=1e-4) is est and est.tol == 1e-4
+try:
+    est.set_params(bogus=1)
+except ValueError:
+    pass
+else:
+    raise AssertionError("set_params accepted an unknown name")
+labels = est.fit_predict(X, ml=[(0, 2)])
+assert (est.predict(X) == labels).all() and est.n_features_in_ == 2
+for bad in (X[0], X[:, :1]):
+    try:
+        est.predict(bad)
+    except ValueError as exc:
+        print("refused:", exc)
+    else:
+        raise AssertionError("predict accepted a wrong shape")
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "reshape your data" in p.stdout and "X has 1 features" in p.stdout
+
+
+def _sklearn_checks():
+    try:
+        from sklearn.utils.estimator_checks import parametrize_with_checks
+    except ImportError:
+        return pytest.mark.parametrize("estimator, check", [pytest.param(
+            None, None, marks=pytest.mark.skip(reason="scikit-learn not installed"))])
+    # the checks fit noise of up to 100 points, whose bound closes slowly: a node limit, a
+    # loose SDP tolerance and one cutting-plane round keep each fit short (a stopped fit
+    # still sets every attribute; one worker keeps it deterministic)
+    return parametrize_with_checks([PCSOSClustering(
+        n_clusters=3, workers=1, max_nodes=3, sdp_options={"tol": 1e-3},
+        cp_settings={"max_rounds_root": 1, "max_rounds_child": 1})])
+
+
+@_sklearn_checks()
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
