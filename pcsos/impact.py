@@ -1,0 +1,190 @@
+"""Which pairs cost the most: a score per must-link / cannot-link pair (``pcsos impact``).
+
+Pairs come from people and are often wrong, and a wrong pair usually costs the objective
+more than a right one: it forces two points of one natural cluster apart, or two of
+different clusters together. :func:`impact` estimates, for each pair, how much the optimum
+would drop without it, from a clustering of the instance (the optimal one by default):
+
+``score`` = ``drop``
+    value(clustering) minus the value of the best clustering found for the instance
+    without the pair: a heuristic (ipc-kmeans by default) started from the clustering
+    itself, which stays feasible when a pair is removed; with ``exact=True``, the exact
+    solver, warm-started the same way. Any clustering that obeys the other pairs bounds
+    the optimum without the pair from above, so ``drop`` is a **proven lower bound** on
+    value(clustering) - OPT(without the pair), and with the optimal clustering and
+    ``exact=True`` it is that drop itself (to the solver's tolerance). A must-link pair
+    whose ends stay linked through other must-link pairs scores 0, rightly.
+``dual``
+    the score of Randel's thesis (seed 003, ch. 5, eq. 5.17), with the clustering
+    criterion linearised at the clustering's means: minus the sum over clusters of the LP
+    multipliers of the pair's rows in the assignment relaxation (x_ih + x_jh <= 1 for a
+    cannot-link pair, x_ih = x_jh for a must-link pair), the first-order rate at which the
+    assignment cost falls as the pair is relaxed. Reported beside ``drop``; the validation
+    in ``docs/impact.md`` shows how the two rank.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcsos.errors import InfeasibleError
+from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance, sse
+
+__all__ = ["impact", "ImpactResult", "PairImpact"]
+
+
+@dataclass
+class PairImpact:
+    """One pair's scores: ``i``, ``j`` (0-based, i < j), ``type`` ('ML' or 'CL'), ``score``
+    (= ``drop``: a proven lower bound on how much the clustering's value would fall without
+    the pair) and ``dual`` (the thesis's Lagrangian score, >= 0)."""
+
+    i: int
+    j: int
+    type: str
+    score: float
+    drop: float
+    dual: float
+
+
+@dataclass
+class ImpactResult:
+    """Pairs ranked by ``score`` (highest first), the clustering they were scored against
+    (``labels``, its ``objective``, and whether it is certified ``optimal``), ``seconds``."""
+
+    pairs: list[PairImpact]
+    labels: np.ndarray
+    objective: float
+    optimal: bool
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``pairs`` as a list of objects, highest score first."""
+        return {"pairs": [vars(p) for p in self.pairs], "labels": self.labels.tolist(),
+                "objective": self.objective, "optimal": self.optimal,
+                "seconds": self.seconds, "notes": list(self.notes)}
+
+
+def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
+                   seed: int, time_limit: float | None, solve_options: dict) -> float:
+    """The value of the best clustering found for ``inst`` (a pair removed), started from
+    ``lab``, which obeys every pair of ``inst``."""
+    if exact:
+        from pcsos.api import solve_instance
+
+        res = solve_instance(inst, init_labels=lab, time_limit=time_limit, **solve_options)
+        return res.objective
+    from pcsos.heuristics import run_heuristic
+
+    problem = Problem.from_instance(inst, infer_k2=False)
+    h = run_heuristic(heuristic, problem, seed=seed, init_labels=lab,
+                      time_limit=time_limit)
+    return h.objective if h.status == "found" else math.inf
+
+
+def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
+                 centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The thesis's scores (5.17) from the LP relaxation of the fixed-centre assignment."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    n = len(Xc)
+    c = ((Xc[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2).ravel()  # x_ih at i*k+h
+    var = np.arange(n * k).reshape(n, k)
+
+    def rows(pairs, sign):
+        # one row per pair and cluster, pair-major: x_ih + sign * x_jh
+        m = len(pairs)
+        r = np.repeat(np.arange(m * k), 2)
+        cols = np.column_stack([var[pairs[:, 0]].ravel(), var[pairs[:, 1]].ravel()]).ravel()
+        vals = np.tile([1.0, sign], m * k)
+        return coo_matrix((vals, (r, cols)), shape=(m * k, n * k))
+
+    A_eq = [coo_matrix((np.ones(n * k), (np.repeat(np.arange(n), k), var.ravel())),
+                       shape=(n, n * k))]
+    b_eq = [np.ones(n)]
+    if len(ml):
+        A_eq.append(rows(ml, -1.0))
+        b_eq.append(np.zeros(len(ml) * k))
+    # every cluster non-empty: -sum_i x_ih <= -1
+    A_ub = [coo_matrix((-np.ones(n * k), (np.tile(np.arange(k), n), var.ravel())),
+                       shape=(k, n * k))]
+    b_ub = [-np.ones(k)]
+    if len(cl):
+        A_ub.append(rows(cl, 1.0))
+        b_ub.append(np.ones(len(cl) * k))
+    res = linprog(c, A_ub=vstack(A_ub).tocsr(), b_ub=np.concatenate(b_ub),
+                  A_eq=vstack(A_eq).tocsr(), b_eq=np.concatenate(b_eq), bounds=(0, 1),
+                  method="highs")
+    if res.status != 0:
+        return np.full(len(ml), math.nan), np.full(len(cl), math.nan)
+    eq = np.asarray(res.eqlin.marginals)[n:]
+    ub = np.asarray(res.ineqlin.marginals)[k:]
+    # a <= row's multiplier is <= 0: relaxing it lowers the cost by |multiplier| per unit;
+    # an equality row relaxed both ways by b lowers it by |multiplier| per unit
+    dual_ml = np.abs(eq.reshape(-1, k)).sum(axis=1) if len(ml) else np.zeros(0)
+    dual_cl = -ub.reshape(-1, k).sum(axis=1) if len(cl) else np.zeros(0)
+    return dual_ml, np.maximum(dual_cl, 0.0)
+
+
+def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans",
+           exact: bool = False, seed: int = 0, time_limit: float | None = None,
+           progress=None, **solve_options) -> ImpactResult:
+    """Score every pair by how much the optimum would drop without it; ranked, highest first.
+
+    ``labels``: the clustering to score against (checked as a warm start: n labels, k
+    clusters, every pair obeyed); default: the optimum from :func:`pcsos.solve` (with
+    ``time_limit`` and ``solve_options``; if a limit stops it, its best clustering, and
+    ``optimal`` is False). Per pair, ``heuristic`` (a registered name) or, with ``exact``,
+    the exact solver re-solves the instance without the pair from that clustering, within
+    ``time_limit`` seconds each. ``progress(done, total)`` is called after each pair.
+    Raises :class:`InputError` for bad input and :class:`InfeasibleError` when no
+    clustering exists.
+    """
+    t0 = time.perf_counter()
+    from pcsos.heuristics import get_heuristic
+
+    get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
+    inst = make_instance(X, k, ml, cl)
+    notes: list[str] = []
+    if labels is None:
+        from pcsos.api import solve_instance
+
+        res = solve_instance(inst, time_limit=time_limit, **solve_options)
+        if res.labels is None:
+            raise InfeasibleError(f"no clustering to score the pairs against ({res.status}: "
+                                  f"{res.message})", pairs=res.infeasible_pairs)
+        lab, optimal = np.asarray(res.labels), res.status == "optimal"
+        if not optimal:
+            notes.append(f"the solve stopped ({res.status}, gap {res.gap:.3%}): the scores "
+                         "bound the drop of its clustering's value, not of the optimum")
+    else:
+        lab, optimal = check_start(inst, labels, source="labels"), False
+        notes.append("scored against the given clustering: each drop bounds how much its "
+                     "value would fall without the pair")
+    value = sse(inst.X, lab)
+    Xc = inst.X - inst.X.mean(axis=0)
+    centres = np.vstack([Xc[lab == h].mean(axis=0) for h in range(inst.k)])
+    dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres)
+    out: list[PairImpact] = []
+    total = len(inst.ml) + len(inst.cl)
+    for kind, pairs, duals in (("ML", inst.ml, dual_ml), ("CL", inst.cl, dual_cl)):
+        for t, (i, j) in enumerate(pairs):
+            rest = np.delete(pairs, t, axis=0)
+            without = make_instance(inst.X, inst.k, rest if kind == "ML" else inst.ml,
+                                    rest if kind == "CL" else inst.cl)
+            best = _value_without(without, lab, heuristic, exact, seed, time_limit,
+                                  solve_options)
+            # the start is feasible without the pair: best <= value up to rounding
+            drop = max(0.0, value - best) if math.isfinite(best) else 0.0
+            out.append(PairImpact(int(i), int(j), kind, drop, drop, float(duals[t])))
+            if progress is not None:
+                progress(len(out), total)
+    out.sort(key=lambda p: (-p.score, -(p.dual if math.isfinite(p.dual) else 0.0)))
+    return ImpactResult(out, canonical_labels(lab), value, optimal, time.perf_counter() - t0,
+                        notes)

@@ -1,0 +1,114 @@
+"""Constraint impact: each pair's score is a proven lower bound on the drop of the optimum
+without it (checked by brute force), exact with ``exact=True``, and a flipped pair ranks
+first."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+
+from pcsos.errors import InputError
+from pcsos.impact import impact
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _case(seed: int, n: int = 10, k: int = 3, n_ml: int = 3, n_cl: int = 4):
+    rng = np.random.default_rng(seed)
+    truth = np.arange(n) % k
+    X = rng.normal(size=(n, 2)) + 2.0 * truth[:, None]
+    ml, cl = [], []
+    while len(ml) < n_ml:
+        i, j = map(int, rng.choice(n, 2, replace=False))
+        ml.append((i, j))
+    while len(cl) < n_cl:
+        i, j = map(int, rng.choice(n, 2, replace=False))
+        cl.append((i, j))
+    return X, k, ml, cl
+
+
+def _true_drops(X, k, ml, cl, opt):
+    out = {}
+    for kind, pairs in (("ML", ml), ("CL", cl)):
+        for t, (i, j) in enumerate(pairs):
+            rest = pairs[:t] + pairs[t + 1:]
+            o2, _ = brute_force(X, k, rest if kind == "ML" else ml, rest if kind == "CL" else cl)
+            out[(kind, min(i, j), max(i, j))] = opt - o2
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_scores_never_exceed_the_true_drop(seed):
+    X, k, ml, cl = _case(seed)
+    opt, lab = brute_force(X, k, ml, cl)
+    if lab is None:
+        pytest.skip("this draw has no feasible clustering")
+    true = _true_drops(X, k, ml, cl, opt)
+    res = impact(X, k, ml, cl, labels=lab)
+    assert len(res.pairs) == len(true)  # duplicates aside, one row per pair
+    for p in res.pairs:
+        assert 0.0 <= p.score <= true[(p.type, p.i, p.j)] + 1e-9 * max(1.0, opt)
+        assert p.dual >= 0.0
+    scores = [p.score for p in res.pairs]
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_scores_are_the_true_drops(seed):
+    X, k, ml, cl = _case(seed)
+    opt, lab = brute_force(X, k, ml, cl)
+    if lab is None:
+        pytest.skip("this draw has no feasible clustering")
+    true = _true_drops(X, k, ml, cl, opt)
+    res = impact(X, k, ml, cl, exact=True, workers=1)
+    assert res.optimal
+    for p in res.pairs:
+        assert p.score == pytest.approx(true[(p.type, p.i, p.j)], abs=1e-4 * opt)
+
+
+def test_a_flipped_pair_ranks_first():
+    rng = np.random.default_rng(0)
+    n, k = 30, 3
+    truth = np.arange(n) % k
+    X = rng.normal(scale=0.5, size=(n, 2)) + 4.0 * truth[:, None]
+    same = [(i, j) for i in range(n) for j in range(i + 1, n) if truth[i] == truth[j]]
+    diff = [(i, j) for i in range(n) for j in range(i + 1, n) if truth[i] != truth[j]]
+    pick = rng.permutation(len(same))[:6]
+    ml = [same[t] for t in pick[:5]]
+    cl = [diff[t] for t in rng.permutation(len(diff))[:5]] + [same[pick[5]]]  # one wrong
+    res = impact(X, k, ml, cl, workers=1)
+    assert (res.pairs[0].type, res.pairs[0].i, res.pairs[0].j) == ("CL", *same[pick[5]])
+    assert res.pairs[0].score > 10 * max(res.pairs[1].score, 1e-12)
+
+
+def test_bad_inputs():
+    X, k, ml, cl = _case(0)
+    with pytest.raises(InputError, match="unknown heuristic"):
+        impact(X, k, ml, cl, heuristic="nope")
+    with pytest.raises(InputError, match="labels: expected 10 labels"):
+        impact(X, k, ml, cl, labels=[0, 1, 2])
+
+
+def test_cli_json(tmp_path):
+    data = ROOT / "data" / "blobs.txt"
+    cons = tmp_path / "c.txt"
+    lines = (ROOT / "data" / "blobs_constraints.txt").read_text().splitlines()
+    cons.write_text("\n".join(lines + ["CL 0 1"]) + "\n")  # 0 and 1: one blob in the data
+    js = tmp_path / "i.json"
+    p = subprocess.run([sys.executable, "-m", "pcsos", "impact", str(data), "-c", str(cons),
+                        "-k", "3", "--json", str(js), "--top", "3"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(js.read_text())
+    pairs = out["pairs"]
+    assert len(pairs) == len(lines) + 1
+    assert all(set(q) >= {"i", "j", "type", "score"} for q in pairs)
+    assert [q["score"] for q in pairs] == sorted((q["score"] for q in pairs), reverse=True)
+    assert (pairs[0]["type"], pairs[0]["i"], pairs[0]["j"]) == ("CL", 0, 1)
+    assert "   1   CL      0      1" in p.stdout
