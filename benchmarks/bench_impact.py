@@ -67,7 +67,7 @@ def _pairs_from(truth, rng, n_ml, n_cl, n_flip):
 
 def small_part(args, out):
     from pcsos.api import solve_instance
-    from pcsos.impact import impact
+    from pcsos.pair_impact import impact
     from pcsos.problem import make_instance
 
     rows = []
@@ -112,8 +112,8 @@ def small_part(args, out):
 
 
 def flipped_part(args, out):
-    from pcsos.impact import impact
     from pcsos.io import read_constraints, read_data
+    from pcsos.pair_impact import impact
     from pcsos.problem import Problem, make_instance
 
     rows = []

@@ -27,6 +27,7 @@ _EXPORTS = {
     "UndecidedError": "pcsos.errors",
     "Feasibility": "pcsos.feasibility",
     "check_instance": "pcsos.feasibility",
+    "impact": "pcsos.pair_impact",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

@@ -14,7 +14,7 @@ import pytest
 from bruteforce import brute_force
 
 from pcsos.errors import InputError
-from pcsos.impact import impact
+from pcsos.pair_impact import impact
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -112,3 +112,9 @@ def test_cli_json(tmp_path):
     assert [q["score"] for q in pairs] == sorted((q["score"] for q in pairs), reverse=True)
     assert (pairs[0]["type"], pairs[0]["i"], pairs[0]["j"]) == ("CL", 0, 1)
     assert "   1   CL      0      1" in p.stdout
+
+
+def test_the_package_exports_impact():
+    import pcsos
+
+    assert pcsos.impact is impact  # pcsos.impact(...) is the function, not a module

@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the pairs and report them."""
-    from pcsos.impact import impact
     from pcsos.io import read_labels
+    from pcsos.pair_impact import impact
 
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
