@@ -106,15 +106,37 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = ()) -> Instance:
     return Instance(Xa, k, mla, cla, mld, cld)
 
 
-def group_sums(labels: np.ndarray, M: np.ndarray, k: int) -> np.ndarray:
-    """Row sums of ``M`` per label 0..k-1, a (k, d) array.
+#: above this many entries (k x n) the one-hot product of :func:`group_sums` is not built
+ONE_HOT_MAX = 1 << 20
 
-    Computed as a one-hot matrix product: ``np.add.at`` is about 10x slower on wide data.
+
+def group_sums(labels: np.ndarray, M: np.ndarray, k: int) -> np.ndarray:
+    """Row sums of ``M`` per label 0..k-1, a (k, d) array, in O(n d + k d) memory.
+
+    Small cases use a dense one-hot matrix product (fastest: 13 us at n = 214, k = 6); when
+    k x n exceeds :data:`ONE_HOT_MAX` (the super-points of a large instance: k ~ n, where
+    the one-hot matrix took 8 n^2 bytes, 3.2 GB at n = 20 000) one ``np.bincount`` per
+    column for narrow data, a sparse one-hot product for wide data (``np.add.at`` is about
+    10x slower than either).
     """
     labels = np.asarray(labels, dtype=np.int64)
-    G = np.zeros((k, len(labels)))
-    G[labels, np.arange(len(labels))] = 1.0
-    return G @ M
+    M = np.asarray(M, dtype=np.float64)
+    n = len(labels)
+    if M.ndim == 1:
+        return np.bincount(labels, weights=M, minlength=k)
+    if k * n <= ONE_HOT_MAX:
+        G = np.zeros((k, n))
+        G[labels, np.arange(n)] = 1.0
+        return G @ M
+    if M.shape[1] <= 32:
+        out = np.empty((k, M.shape[1]))
+        for j in range(M.shape[1]):
+            out[:, j] = np.bincount(labels, weights=M[:, j], minlength=k)
+        return out
+    from scipy.sparse import csr_matrix
+
+    G = csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+    return np.asarray(G @ M)
 
 
 def sse(X: np.ndarray, labels: np.ndarray) -> float:

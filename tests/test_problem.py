@@ -122,3 +122,22 @@ def test_super_objective_equals_sse(seed):
     for _ in range(10):
         sl = rng.integers(0, 3, size=p.s)
         assert p.super_objective(sl) == pytest.approx(sse(X, p.to_points(sl)), abs=1e-9)
+
+
+@pytest.mark.parametrize("d", [1, 3, 40])
+def test_group_sums_agrees_in_every_regime(monkeypatch, d):
+    import pcsos.problem as problem_mod
+
+    rng = np.random.default_rng(d)
+    labels = rng.integers(0, 7, size=50)
+    labels[:7] = np.arange(7)
+    M = rng.normal(size=(50, d))
+    want = np.zeros((9, d))  # labels 7 and 8 have no member: zero rows
+    for i, h in enumerate(labels):
+        want[h] += M[i]
+    dense = problem_mod.group_sums(labels, M, 9)
+    monkeypatch.setattr(problem_mod, "ONE_HOT_MAX", 0)  # the large-instance paths
+    large = problem_mod.group_sums(labels, M, 9)
+    np.testing.assert_allclose(dense, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(large, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(problem_mod.group_sums(labels, M[:, 0], 9), want[:, 0])
