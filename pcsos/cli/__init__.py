@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "heuristic": "run one upper-bound heuristic",
     "solve": "solve to certified optimality by branch-and-cut",
     "kcenter": "constrained k-center 2-approximation with a certified radius bound",
+    "certify": "a certified gap for large instances: bound subsets of the data and add",
     "impact": "rank the pairs by their estimated cost to the optimum",
     "plot": "draw a run's progress or a clustering to an image file",
 }

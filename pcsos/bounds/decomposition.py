@@ -1,0 +1,308 @@
+"""A lower bound for instances too large for one SDP: bound subsets and add (``certify``).
+
+**The bound.** Partition the points into subsets S_1..S_T, every must-link group inside
+one subset. Take any feasible clustering of the whole instance and restrict it to S_t: a
+clustering of S_t into at most k clusters that obeys every pair with both ends in S_t. Its
+sum of squares about its own means is at most the share of S_t in the whole objective
+(about the whole clusters' means), since a set's mean minimises its sum of squares. Hence
+
+    OPT >= sum_t OPT_t,   OPT_t = least SSE of S_t in at most k clusters under its pairs,
+
+and any valid lower bound of each OPT_t gives a valid lower bound of OPT. For each subset:
+
+* fewer than k + 1 super-points (must-link groups): OPT_t is the scatter of the groups about
+  their own means (each group alone is a clustering; no clustering splits a group), exact;
+* otherwise at most k clusters may be taken as exactly k (splitting a cluster that holds two
+  groups never raises the SSE and breaks no pair), so the safe SDP bound of the subset's
+  root (with cuts, :func:`pcsos.cuts.loop.cutting_plane_loop`) is valid, whatever the SDP
+  solver's accuracy (spec §3.2); a subset whose loop cannot finish in its time keeps
+* the spectral floor: SSE >= c0 - (sum of the k - 1 largest eigenvalues of W^T D^-1 W),
+  with W the super-points' sums of the centred data, D their sizes and c0 the total
+  scatter (the Peng-Wei relaxation without Z >= 0 and without cannot-links, whose
+  maximum of <Z, M> over Z with eigenvalues in [0, 1], trace k and sqrt(e) as an
+  eigenvector is the sum of the top eigenvalues of M; a d x d eigenproblem). It is also
+  the closed-form bound of the whole instance, :func:`spectral_floor`.
+
+The bound is strong when every subset looks like the whole data: the partition deals the
+groups of each cluster of a reference clustering (the incumbent) over the subsets in turn,
+by distance to their cluster's centre, so that each subset gets a share of every cluster
+(stratified anticlustering). Croella, Piccialli and Sudoso (2025, arXiv 2502.08397, AVOC)
+bound the unconstrained problem this way; here the subsets keep the must-link groups whole
+and the cannot-link pairs inside them. docs/decomposition.md has the proof and the
+figures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.problem import Instance, Problem, make_instance, sse
+
+__all__ = ["spectral_floor", "partition", "decomposition_bound", "certify", "SubsetBound",
+           "CertifyResult"]
+
+
+def spectral_floor(problem: Problem) -> float:
+    """The closed-form lower bound of ``problem`` (module doc): O(s d^2) time, no SDP."""
+    k = problem.k
+    e = np.asarray(problem.e, dtype=np.float64)
+    W = np.asarray(problem.W, dtype=np.float64)
+    within = problem.c0 - float(np.einsum("ij,ij->", W, W / e[:, None]))
+    if problem.s <= k:
+        return max(0.0, within)  # each group alone: exact
+    M = (W / np.sqrt(e)[:, None]).T @ (W / np.sqrt(e)[:, None])  # W^T D^-1 W, d x d
+    ev = np.sort(np.linalg.eigvalsh(M))[::-1]
+    top = float(np.clip(ev[: k - 1], 0.0, None).sum())
+    # rounding: c0 and the eigenvalues carry relative errors of a few eps
+    slack = 1e-12 * (abs(problem.c0) + float(np.abs(ev).sum()))
+    return max(0.0, problem.c0 - top - slack)
+
+
+def partition(instance: Instance, labels: np.ndarray, size: int,
+              seed: int = 0) -> list[np.ndarray]:
+    """Subsets of about ``size`` points, each must-link group in one, each a stratified
+    share of every cluster of ``labels`` (module doc); sorted point indices per subset."""
+    n = instance.n
+    if size < 1:
+        raise InputError(f"subset size must be >= 1, got {size}", source="subset_size")
+    T = max(1, math.ceil(n / size))
+    if T == 1:
+        return [np.arange(n)]
+    problem = Problem.from_instance(instance, infer_k2=False)
+    groups = problem.point_labels  # point -> must-link group
+    e = np.asarray(problem.e)
+    glabel = np.empty(problem.s, dtype=np.int64)
+    glabel[groups] = np.asarray(labels)  # a feasible clustering keeps groups whole
+    means = problem.W / e[:, None]
+    rng = np.random.default_rng(seed)
+    order = []
+    for h in np.unique(glabel):
+        members = np.flatnonzero(glabel == h)
+        c = (means[members] * e[members, None]).sum(axis=0) / e[members].sum()
+        dist = ((means[members] - c) ** 2).sum(axis=1)
+        # ties (equal distances) broken at random so that no subset gets all of a tie run
+        members = members[np.lexsort((rng.random(len(members)), dist))]
+        order.extend(members.tolist())
+    load = np.zeros(T)
+    sub_of = np.empty(problem.s, dtype=np.int64)
+    t = 0
+    for g in order:  # deal in turn, skipping subsets that are already full
+        for _ in range(T):
+            if load[t] + e[g] <= size or load[t] == 0:
+                break
+            t = (t + 1) % T
+        else:
+            t = int(np.argmin(load))
+        sub_of[g] = t
+        load[t] += e[g]
+        t = (t + 1) % T
+    pts = sub_of[groups]
+    return [np.flatnonzero(pts == t) for t in range(T) if np.any(pts == t)]
+
+
+@dataclass
+class SubsetBound:
+    """One subset's bound: its ``points`` (indices), size ``n``, super-points ``s``,
+    ``lower_bound``, how (``method``: 'groups' exact, 'sdp' or 'spectral'), ``seconds``
+    and the SDP loop's ``message`` when one ran."""
+
+    points: np.ndarray
+    n: int
+    s: int
+    lower_bound: float
+    method: str
+    seconds: float
+    message: str = ""
+
+
+def _sub_instance(instance: Instance, pts: np.ndarray) -> Instance:
+    where = np.full(instance.n, -1, dtype=np.int64)
+    where[pts] = np.arange(len(pts))
+
+    def inside(pairs):
+        m = where[pairs]
+        keep = (m >= 0).all(axis=1) if len(pairs) else np.zeros(0, dtype=bool)
+        return m[keep]
+
+    # a subset of fewer than k points is a clustering problem with at most that many
+    # clusters: its bound is its groups' scatter, which does not depend on k
+    return make_instance(instance.X[pts], min(instance.k, len(pts)), inside(instance.ml),
+                         inside(instance.cl))
+
+
+def _bound_subset(instance: Instance, pts: np.ndarray, time_limit: float | None,
+                  sdp_options: dict, cp_settings, seed: int, upper: float) -> SubsetBound:
+    t0 = time.perf_counter()
+    sub = _sub_instance(instance, pts)
+    # k = 2 merges the colour classes of cannot-link components, valid only when the whole
+    # instance has k = 2 (not when a tiny subset's k was lowered to its size). An
+    # InfeasibleError here means the whole instance is infeasible too.
+    problem = Problem.from_instance(sub, infer_k2=instance.k == 2)
+    floor = spectral_floor(problem)
+    if problem.s <= instance.k:
+        return SubsetBound(pts, len(pts), problem.s, floor, "groups",
+                           time.perf_counter() - t0)
+    if time_limit is not None and time_limit <= 0:
+        return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
+                           time.perf_counter() - t0, "no time left for the SDP")
+    from pcsos.cuts.loop import cutting_plane_loop
+
+    loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings, root=True,
+                              sdp_options=dict(sdp_options), seed=seed, time_limit=time_limit)
+    lb = float(loop.lower_bound)
+    if not lb > floor:
+        return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
+                           time.perf_counter() - t0, loop.message)
+    return SubsetBound(pts, len(pts), problem.s, lb, "sdp", time.perf_counter() - t0,
+                       loop.message)
+
+
+def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
+                        time_limit: float | None = None, workers: int | None = None,
+                        sdp_options: dict | None = None, cp_settings=None, seed: int = 0,
+                        labels: np.ndarray | None = None,
+                        progress=None) -> tuple[float, list[SubsetBound]]:
+    """Sum of the subsets' lower bounds (a valid lower bound of the whole; module doc).
+
+    ``subsets`` must partition the points with each must-link group inside one (else
+    :class:`InputError`). Subsets are bounded on ``workers`` threads (default: the CPU
+    count), each within an equal share of ``time_limit``; ``labels``, a clustering of the
+    whole, gives each subset's loop its restriction's value as the upper bound at which it
+    may stop. ``progress(done, total, bound_so_far)`` after each subset.
+    """
+    n = instance.n
+    seen = np.zeros(n, dtype=np.int64)
+    for pts in subsets:
+        seen[np.asarray(pts, dtype=np.int64)] += 1
+    if not np.all(seen == 1):
+        raise InputError("the subsets must cover every point exactly once", source="subsets")
+    owner = np.empty(n, dtype=np.int64)
+    for t, pts in enumerate(subsets):
+        owner[np.asarray(pts, dtype=np.int64)] = t
+    if len(instance.ml) and np.any(owner[instance.ml[:, 0]] != owner[instance.ml[:, 1]]):
+        raise InputError("a must-link pair is split between two subsets", source="subsets")
+    workers = int(workers) if workers else (os.cpu_count() or 1)
+    rounds = math.ceil(len(subsets) / workers)
+    t0 = time.perf_counter()
+    opts = dict(sdp_options or {})
+
+    def one(t: int) -> SubsetBound:
+        left = None
+        if time_limit is not None:
+            # the subsets still to start share the time left, in rounds of `workers`
+            left = max(0.0, (time_limit - (time.perf_counter() - t0))
+                       / max(1, rounds - t // workers))
+        pts = np.asarray(subsets[t], dtype=np.int64)
+        upper = math.inf if labels is None else sse(instance.X[pts], np.asarray(labels)[pts])
+        return _bound_subset(instance, pts, left, opts, cp_settings, seed + t, upper)
+
+    from threadpoolctl import threadpool_limits
+
+    out: list[SubsetBound | None] = [None] * len(subsets)
+    total = 0.0
+    with threadpool_limits(limits=1, user_api="blas"), \
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pcsos-subset") as ex:
+        futures = {ex.submit(one, t): t for t in range(len(subsets))}
+        for done, fut in enumerate(as_completed(futures), 1):
+            t = futures[fut]
+            out[t] = fut.result()
+            total += out[t].lower_bound
+            if progress is not None:
+                progress(done, len(subsets), total)
+    return float(sum(b.lower_bound for b in out)), out  # type: ignore[union-attr]
+
+
+@dataclass
+class CertifyResult:
+    """A certified gap for a clustering of a large instance (:func:`certify`).
+
+    ``lower_bound`` (valid for the optimum), ``objective`` of ``labels``, ``gap`` =
+    (objective - lower_bound) / objective, ``spectral_floor`` (the closed-form bound of the
+    whole), ``subsets`` (per-subset bounds), ``heuristic`` (which made the labels, or
+    'given'), ``seconds`` and ``message``.
+    """
+
+    lower_bound: float
+    objective: float
+    gap: float
+    labels: np.ndarray
+    spectral_floor: float
+    subsets: list[SubsetBound] = field(repr=False)
+    heuristic: str
+    seconds: float
+    message: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready, with the partition as lists of point indices."""
+        return {"lower_bound": self.lower_bound, "objective": self.objective,
+                "gap": self.gap, "spectral_floor": self.spectral_floor,
+                "heuristic": self.heuristic, "seconds": self.seconds,
+                "message": self.message, "labels": self.labels.tolist(),
+                "subsets": [{"points": b.points.tolist(), "n": b.n, "s": b.s,
+                             "lower_bound": b.lower_bound, "method": b.method,
+                             "seconds": b.seconds, "message": b.message}
+                            for b in self.subsets]}
+
+
+def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int = 300,
+            time_limit: float | None = None, workers: int | None = None,
+            heuristic: str = "s-mdeclust", seed: int = 0, sdp_options: dict | None = None,
+            cp_settings=None, progress=None) -> CertifyResult:
+    """A clustering and a certified lower bound for an instance of any size.
+
+    ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
+    obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
+    the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
+    :func:`partition` subsets of ``subset_size`` points. ``progress(stage, done, total,
+    bound)`` reports the stages ('heuristic', 'subsets'). Raises :class:`InputError` for
+    bad input and :class:`InfeasibleError` when no clustering exists.
+    """
+    t0 = time.perf_counter()
+    inst = make_instance(X, k, ml, cl)
+    from pcsos.problem import check_start
+
+    def left() -> float | None:
+        return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
+
+    if labels is not None:
+        lab, made_by = check_start(inst, labels, source="labels"), "given"
+    else:
+        from pcsos.heuristics import run_heuristic
+
+        if progress is not None:
+            progress("heuristic", 0, 1, None)
+        whole = Problem.from_instance(inst)
+        budget = None if time_limit is None else 0.25 * time_limit
+        h = run_heuristic(heuristic, whole, seed=seed, time_limit=budget)
+        if h.status != "found":
+            raise InfeasibleError(f"{heuristic} found no clustering ({h.status}: "
+                                  f"{h.message}); give one with labels=")
+        lab, made_by = np.asarray(h.labels), heuristic
+    objective = sse(inst.X, lab)
+    floor = spectral_floor(Problem.from_instance(inst))
+    subsets = partition(inst, lab, subset_size, seed=seed)
+
+    def sub_progress(done, total, bound):
+        if progress is not None:
+            progress("subsets", done, total, bound)
+
+    lb, parts = decomposition_bound(inst, subsets, time_limit=left(), workers=workers,
+                                    sdp_options=sdp_options, cp_settings=cp_settings,
+                                    seed=seed, labels=lab, progress=sub_progress)
+    lower = max(lb, floor)
+    gap = (objective - lower) / objective if objective > 0 else 0.0
+    sdp = sum(b.method == "sdp" for b in parts)
+    msg = (f"{len(parts)} subsets of at most ~{subset_size} points: {sdp} bounded by their "
+           f"SDP, {sum(b.method == 'groups' for b in parts)} exactly (at most k groups), "
+           f"{sum(b.method == 'spectral' for b in parts)} by the spectral floor only")
+    if floor >= lb:
+        msg += "; the spectral floor of the whole is the larger bound"
+    return CertifyResult(lower, objective, max(0.0, gap), lab, floor, parts, made_by,
+                         time.perf_counter() - t0, msg)

@@ -1,0 +1,137 @@
+"""The decomposition bound (``pcsos certify``): never above the optimum, on tiny instances
+checked by brute force, with must-link groups, cannot-link pairs and subsets of fewer than
+k + 1 groups."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+
+import pcsos
+from pcsos.bounds.decomposition import (
+    certify,
+    decomposition_bound,
+    partition,
+    spectral_floor,
+)
+from pcsos.errors import InputError
+from pcsos.problem import Problem, make_instance, pairs_satisfied
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _random_case(rng, n, k):
+    truth = rng.integers(0, k, n)
+    X = rng.normal(size=(n, 2)) + 2.0 * truth[:, None]
+    ml, cl = [], []
+    for _ in range(int(rng.integers(0, 4))):
+        i, j = map(int, rng.choice(n, 2, replace=False))
+        (ml if truth[i] == truth[j] else cl).append((i, j))
+    for _ in range(int(rng.integers(0, 4))):
+        i, j = map(int, rng.choice(n, 2, replace=False))
+        if truth[i] != truth[j]:
+            cl.append((i, j))
+    return X, ml, cl
+
+
+def _random_subsets(rng, inst, T):
+    """T subsets at random, each must-link group kept whole (some may be tiny)."""
+    groups = Problem.from_instance(inst, infer_k2=False).point_labels
+    sub_of_group = rng.integers(0, T, groups.max() + 1)
+    pts = sub_of_group[groups]
+    return [np.flatnonzero(pts == t) for t in range(T) if np.any(pts == t)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_bound_never_exceeds_the_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(5, 10)), int(rng.integers(2, 4))
+    X, ml, cl = _random_case(rng, n, k)
+    opt, _ = brute_force(X, k, ml, cl)
+    if not np.isfinite(opt):
+        pytest.skip("infeasible draw")
+    inst = make_instance(X, k, ml, cl)
+    floor = spectral_floor(Problem.from_instance(inst))
+    assert floor <= opt * (1 + 1e-9) + 1e-12
+    for T in (1, 2, 3):
+        subsets = _random_subsets(rng, inst, T)
+        lb, parts = decomposition_bound(inst, subsets, workers=1)
+        assert lb <= opt * (1 + 1e-7) + 1e-12, (T, lb, opt, [p.method for p in parts])
+        assert {p.method for p in parts} <= {"groups", "sdp", "spectral"}
+
+
+def test_small_subsets_are_bounded_exactly_by_their_groups():
+    # two subsets with at most k groups each: each bound is its groups' own scatter
+    X = np.array([[0.0], [1.0], [10.0], [11.0], [20.0], [22.0]])
+    inst = make_instance(X, 3, [(0, 1), (2, 3), (4, 5)], [])
+    lb, parts = decomposition_bound(inst, [np.array([0, 1, 2, 3]), np.array([4, 5])],
+                                    workers=1)
+    assert [p.method for p in parts] == ["groups", "groups"]
+    assert lb == pytest.approx(0.5 + 0.5 + 2.0)  # = the optimum here
+    assert lb == pytest.approx(brute_force(X, 3, [(0, 1), (2, 3), (4, 5)])[0])
+
+
+def test_partition_keeps_groups_and_sizes():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    ml = [(2 * i, 2 * i + 1) for i in range(30)]
+    inst = make_instance(X, 4, ml, [(100, 101)])
+    from pcsos.heuristics import run_heuristic
+
+    labels = run_heuristic("cop-kmeans", Problem.from_instance(inst), seed=0).labels
+    subsets = partition(inst, labels, 50)
+    assert sorted(np.concatenate(subsets).tolist()) == list(range(200))
+    owner = np.empty(200, dtype=int)
+    for t, s in enumerate(subsets):
+        owner[s] = t
+    assert all(owner[i] == owner[j] for i, j in ml)
+    assert len(subsets) == 4 and max(len(s) for s in subsets) <= 51
+    # every subset gets a share of every cluster
+    for s in subsets:
+        assert len(set(labels[s].tolist())) == 4
+
+
+def test_bad_subsets_are_refused():
+    X = np.arange(6.0)[:, None]
+    inst = make_instance(X, 2, [(0, 5)], [])
+    with pytest.raises(InputError, match="exactly once"):
+        decomposition_bound(inst, [np.array([0, 1, 2])])
+    with pytest.raises(InputError, match="must-link pair is split"):
+        decomposition_bound(inst, [np.array([0, 1, 2]), np.array([3, 4, 5])])
+
+
+def test_certify_against_the_exact_optimum():
+    rng = np.random.default_rng(3)
+    truth = np.arange(60) % 3
+    X = rng.normal(scale=0.6, size=(60, 2)) + 3.0 * truth[:, None]
+    ml = [(0, 3), (1, 4), (2, 5)]
+    cl = [(0, 1), (1, 2), (6, 7)]
+    exact = pcsos.solve(X, 3, ml, cl, workers=1)
+    res = certify(X, 3, ml, cl, subset_size=20, workers=1)
+    assert res.lower_bound <= exact.objective * (1 + 1e-9)
+    assert res.lower_bound >= res.spectral_floor
+    assert res.objective >= exact.objective * (1 - 1e-9)
+    assert pairs_satisfied(res.labels, np.array(ml), np.array(cl))
+    assert res.gap == pytest.approx((res.objective - res.lower_bound) / res.objective)
+    assert len(res.subsets) == 3 and res.heuristic == "s-mdeclust"
+    # stratified subsets of well-separated clusters: the bound is within a few percent
+    assert res.gap < 0.1
+
+
+def test_cli_certify_json(tmp_path):
+    js = tmp_path / "c.json"
+    p = subprocess.run([sys.executable, "-m", "pcsos", "certify", str(ROOT / "data" /
+                        "blobs.txt"), "-c", str(ROOT / "data" / "blobs_constraints.txt"),
+                        "-k", "3", "--subset-size", "30", "--json", str(js)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(js.read_text())
+    assert out["lower_bound"] <= out["objective"] and len(out["subsets"]) == 3
+    assert sorted(sum((s["points"] for s in out["subsets"]), [])) == list(range(75))
+    assert "lower bound" in p.stdout and "gap" in p.stdout
