@@ -306,7 +306,11 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                            "left, so it was not started")
         else:
             res.message = f"{tr.message} before the root node finished"
-        if res.lower_bound <= 0:
+        nsub = rows[0].get("decomposition_subsets") if rows else None
+        if nsub and res.lower_bound > 0:
+            res.message += (f"; the lower bound is a decomposition bound: {nsub} subsets of "
+                            "the data bounded apart and added (docs/decomposition.md)")
+        elif res.lower_bound <= 0:
             res.message += ("; no lower bound but 0, so the clustering is the best "
                             "heuristic one, uncertified")
     if printer is not None:

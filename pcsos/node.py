@@ -223,11 +223,17 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
     need = _sdp_seconds(problem.s)
     if need > ctx.remaining():
         # no bound can come out in the time left (a large instance): say so at once rather
-        # than spend the time and GBs of memory on a solve that cannot finish
-        bound = max(data.parent_bound, 0.0)  # an SSE is never negative: the log agrees
+        # than spend the time and GBs of memory on a solve that cannot finish; the root
+        # bounds subsets of the data instead (an SSE is never negative: 0 at the least)
+        extra = {}
+        bound = max(data.parent_bound, 0.0)
+        if data.kind == "root" and best_labels is not None:
+            ctx.report("decomposition bound")
+            extra = _decomposition(problem, best_labels, ctx)
+            bound = max(bound, extra["decomposition_bound"])
         return NodeOutcome(bound, best_val, best_labels, row=_row(
             data, lb=bound, flag=FLAG_FAILED, time=time.perf_counter() - t0,
-            ub=own_val, closed="sdp_too_large", sdp_estimate=need))
+            ub=own_val, closed="sdp_too_large", sdp_estimate=need, **extra))
     sdp_options = dict(options.sdp_options)
     sdp_options.setdefault("backend", options.sdp_backend)
     # lets Ctrl-C / a time limit end a long SDP solve within one iteration
@@ -300,6 +306,23 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
 
 #: the root heuristic (run before the root's bound) gets at most this share of the time left
 ROOT_HEURISTIC_SHARE = 0.25
+#: points per subset of the decomposition bound of a root too large for its SDP
+DECOMPOSITION_SUBSET = 300
+
+
+def _decomposition(problem: Problem, labels, ctx: Context) -> dict:
+    """The decomposition bound of the root's instance (pcsos.bounds.decomposition) within
+    the time left, on this job's thread: the log row's fields."""
+    from pcsos.bounds.decomposition import decomposition_bound, partition, spectral_floor
+
+    inst = problem.instance
+    subsets = partition(inst, labels, DECOMPOSITION_SUBSET)
+    lb, parts = decomposition_bound(
+        inst, subsets, time_limit=_finite(ctx.remaining()), workers=1, labels=labels,
+        sdp_options={"should_stop": ctx.cancelled}, blas_limit=None)
+    floor = spectral_floor(problem)
+    return {"decomposition_bound": max(lb, floor), "decomposition_subsets": len(parts),
+            "decomposition_sdp": sum(b.method == "sdp" for b in parts)}
 
 
 def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_labels,

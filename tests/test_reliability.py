@@ -201,18 +201,22 @@ def test_the_root_heuristic_runs_once_before_the_bound_within_its_share_of_the_t
 
 def test_a_root_sdp_that_cannot_finish_is_not_started(monkeypatch):
     """The policy for instances too large for the time left: heuristic first, progress at
-    once, and a result that says why there is no bound, within seconds."""
+    once, a decomposition bound instead of the root's SDP, and a result that says so."""
     monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
     monkeypatch.setattr(pcsos.node, "MIN_SDP_ITERATIONS", 1e12)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 50)
     X, k, cl = _branching(n=200, n_cl=20)
     statuses = []
     res = pcsos.solve(X, k, cl=cl, workers=1, time_limit=300, progress=statuses.append)
     assert res.status == "time_limit" and res.seconds < 60
-    assert res.lower_bound == 0.0 and res.labels is not None
-    assert "needs at least" in res.message and "uncertified" in res.message
+    assert res.labels is not None and 0.0 < res.lower_bound < res.objective
+    assert "needs at least" in res.message and "decomposition bound: 4 subsets" in res.message
     assert statuses and statuses[0]["stage"] == "feasibility check"
-    assert res.log[0]["closed"] == "sdp_too_large" and res.log[0]["ub"] < math.inf
-    assert res.log[0]["lb"] == 0.0  # the log and the progress table say what the result says
+    root = res.log[0]
+    assert root["closed"] == "sdp_too_large" and root["ub"] < math.inf
+    assert root["decomposition_subsets"] == 4 and root["decomposition_sdp"] >= 1
+    # the log and the progress table say what the result says
+    assert root["lb"] == pytest.approx(res.lower_bound)
     # the heuristic's clustering, not the feasibility witness
     assert res.objective <= min(r["ub"] for r in res.log)
 

@@ -167,15 +167,17 @@ def _bound_subset(instance: Instance, pts: np.ndarray, time_limit: float | None,
 def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         time_limit: float | None = None, workers: int | None = None,
                         sdp_options: dict | None = None, cp_settings=None, seed: int = 0,
-                        labels: np.ndarray | None = None,
-                        progress=None) -> tuple[float, list[SubsetBound]]:
+                        labels: np.ndarray | None = None, progress=None,
+                        blas_limit: int | None = 1) -> tuple[float, list[SubsetBound]]:
     """Sum of the subsets' lower bounds (a valid lower bound of the whole; module doc).
 
     ``subsets`` must partition the points with each must-link group inside one (else
     :class:`InputError`). Subsets are bounded on ``workers`` threads (default: the CPU
     count), each within an equal share of ``time_limit``; ``labels``, a clustering of the
     whole, gives each subset's loop its restriction's value as the upper bound at which it
-    may stop. ``progress(done, total, bound_so_far)`` after each subset.
+    may stop. ``progress(done, total, bound_so_far)`` after each subset. ``blas_limit``:
+    BLAS threads while the subsets run (None: leave the limit alone, as a job inside the
+    tree must, threadpoolctl limits being process-wide).
     """
     n = instance.n
     seen = np.zeros(n, dtype=np.int64)
@@ -203,12 +205,16 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
         upper = math.inf if labels is None else sse(instance.X[pts], np.asarray(labels)[pts])
         return _bound_subset(instance, pts, left, opts, cp_settings, seed + t, upper)
 
+    from contextlib import nullcontext
+
     from threadpoolctl import threadpool_limits
 
     out: list[SubsetBound | None] = [None] * len(subsets)
     total = 0.0
-    with threadpool_limits(limits=1, user_api="blas"), \
-            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pcsos-subset") as ex:
+    limit = (nullcontext() if blas_limit is None
+             else threadpool_limits(limits=int(blas_limit), user_api="blas"))
+    with limit, ThreadPoolExecutor(max_workers=workers,
+                                   thread_name_prefix="pcsos-subset") as ex:
         futures = {ex.submit(one, t): t for t in range(len(subsets))}
         for done, fut in enumerate(as_completed(futures), 1):
             t = futures[fut]
