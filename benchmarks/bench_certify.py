@@ -1,0 +1,118 @@
+"""Certified gaps at scale: ``pcsos.certify`` on synthetic Gaussian mixtures.
+
+The sets of the S-MDEClust paper's third group: 2-D mixtures of k spherical Gaussians with
+standard deviation 10 ("so that they are not well separated"), n points, 1 000 pairs drawn
+at random and labelled must-link or cannot-link by the true classes. The paper does not say
+where the centres lie; here they are uniform in a square of side 35 sqrt(k) (a mean
+spacing of about 35, 3.5 standard deviations), numpy seed = the case's seed.
+
+Each case runs in its own process (so that its peak memory, ``ru_maxrss``, is its own) and
+appends one JSON line to the results file (default
+``benchmarks/results/bench_certify.jsonl``): n, k, pairs, subset size, lower bound,
+objective, gap, spectral floor, seconds, peak MB, how the subsets were bounded.
+
+Example::
+
+    python benchmarks/bench_certify.py --n 2000,5000,10000 --k 2,20 --time-limit 3600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def mixture(n: int, k: int, pairs: int, seed: int):
+    """(X, truth, ml, cl) of one synthetic case (module doc)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(0.0, 35.0 * np.sqrt(k), size=(k, 2))
+    truth = rng.integers(0, k, n)
+    truth[:k] = np.arange(k)  # every class present
+    X = centres[truth] + rng.normal(scale=10.0, size=(n, 2))
+    ml, cl, seen = [], [], set()
+    while len(ml) + len(cl) < pairs:
+        i, j = map(int, rng.choice(n, 2, replace=False))
+        p = (min(i, j), max(i, j))
+        if p in seen:
+            continue
+        seen.add(p)
+        (ml if truth[i] == truth[j] else cl).append(p)
+    return X, truth, ml, cl
+
+
+def one_case(args) -> dict:
+    import resource
+
+    import pcsos
+
+    X, _, ml, cl = mixture(args.n_one, args.k_one, args.pairs, args.seed)
+    t0 = time.perf_counter()
+    res = pcsos.certify(X, args.k_one, ml, cl, subset_size=args.subset_size,
+                        time_limit=args.time_limit, workers=args.workers, seed=args.seed,
+                        heuristic=args.heuristic)
+    secs = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    methods = {}
+    for b in res.subsets:
+        methods[b.method] = methods.get(b.method, 0) + 1
+    return {"n": args.n_one, "k": args.k_one, "pairs": args.pairs, "ml": len(ml),
+            "cl": len(cl), "seed": args.seed, "subset_size": args.subset_size,
+            "heuristic": args.heuristic, "time_limit": args.time_limit,
+            "lower_bound": res.lower_bound, "objective": res.objective, "gap": res.gap,
+            "spectral_floor": res.spectral_floor, "subsets": len(res.subsets),
+            "methods": methods, "seconds": secs, "peak_mb": peak, "message": res.message}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", default="2000,5000,10000,20000")
+    ap.add_argument("--k", default="2,20,100")
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--subset-size", type=int, default=300)
+    ap.add_argument("--time-limit", type=float, default=3600.0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--heuristic", default="s-mdeclust")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                         "bench_certify.jsonl"))
+    ap.add_argument("--n-one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--k-one", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.n_one is not None:  # the child process of one case
+        print(json.dumps(one_case(args)))
+        return 0
+    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, cwd=ROOT).stdout.strip()
+    for n in map(int, args.n.split(",")):
+        for k in map(int, args.k.split(",")):
+            cmd = [sys.executable, __file__, "--n-one", str(n), "--k-one", str(k),
+                   "--pairs", str(args.pairs), "--subset-size", str(args.subset_size),
+                   "--time-limit", str(args.time_limit), "--workers", str(args.workers),
+                   "--heuristic", args.heuristic, "--seed", str(args.seed)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                row = {"n": n, "k": k, "error": p.stderr.strip().splitlines()[-1:]}
+            else:
+                row = json.loads(p.stdout.strip().splitlines()[-1])
+            row.update(code=code, command="python " + " ".join(sys.argv),
+                       machine={"python": platform.python_version(),
+                                "platform": platform.platform()})
+            with open(args.out, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            print(f"n = {n}, k = {k}: " + (f"gap {100 * row['gap']:.2f} %, "
+                  f"{row['seconds']:.0f} s, {row['peak_mb']:.0f} MB" if "gap" in row
+                  else f"error {row['error']}"), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
