@@ -192,9 +192,9 @@ def report(rows: list[dict]) -> str:
         kind, total = mix_of(int(m.group(1)), int(m.group(2)))
         groups.setdefault((r["dataset"], kind, total), []).append(r)
     lines += ["", "### Aggregated like the paper's Tables 2-4 (ours | paper)", "",
-              "| dataset | mix | draws | size | root gap | nodes | time (s) | success | "
-              "paper size | paper root gap | paper nodes | paper time (s) | paper success | "
-              "time ratio |", "|" + "---|" * 14]
+              "| dataset | mix | draws | size | root gap | nodes | time (s) | median time (s) | "
+              "success | paper size | paper root gap | paper nodes | paper time (s) | "
+              "paper success | time ratio | median / paper |", "|" + "---|" * 16]
     ratios = []
     first = {}
     for r in rows:
@@ -209,22 +209,30 @@ def report(rows: list[dict]) -> str:
         succ = sum(r["status"] == "optimal" and (r["max_nodes"] is None or r["nodes"] <=
                                                  r["max_nodes"]) for r in rs) / len(rs)
         rg = [r["root_gap"] for r in rs if r["root_gap"] is not None]
+        tm = statistics.median([r["seconds"] for r in rs])
         ratio = t / p["time"] if p.get("time") else None
+        mratio = tm / p["time"] if p.get("time") else None
         if ratio is not None:
             ratios.append(ratio)
         lines.append(
             f"| {ds} | {kind} {total} | {len(rs)} | {mean([r['root_size'] for r in rs]):.1f} | "
             f"{_f(mean(rg), '{:.4%}') if rg else '-'} | {mean([r['nodes'] for r in rs]):.1f} | "
-            f"{t:.1f} | {succ:.0%} | {_f(p.get('size'), '{:.1f}')} | "
+            f"{t:.1f} | {tm:.1f} | {succ:.0%} | {_f(p.get('size'), '{:.1f}')} | "
             f"{_f(p.get('root_gap'), '{:.3%}')} | {_f(p.get('nodes'), '{:.1f}')} | "
             f"{_f(p.get('time'), '{:.1f}')} | {p.get('success', '-')} | "
-            f"{_f(ratio, '{:.2f}')} |")
+            f"{_f(ratio, '{:.2f}')} | {_f(mratio, '{:.2f}')} |")
     lines.append("")
     if ratios:
         lines.append(f"Median ratio of our wall time (2-core machine) to the paper's 16-core "
                      f"time over {len(ratios)} dataset/mix groups: "
                      f"{statistics.median(ratios):.2f} (min {min(ratios):.2f}, max "
                      f"{max(ratios):.2f}).")
+    children = [n for r in rows for n in (r.get("node_rows") or []) if n.get("kind") != "root"]
+    if children:
+        lines.append(f"Child nodes ({len(children)}): median "
+                     f"{statistics.median(n['time'] for n in children):.2f} s and "
+                     f"{statistics.median(n['cp_iter'] for n in children):g} cutting-plane "
+                     f"rounds per child.")
     n_opt = sum(r["status"] == "optimal" for r in rows)
     lines.append(f"{n_opt} of {len(rows)} instances optimal (gap <= tol).")
     if flags:
