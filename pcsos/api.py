@@ -188,6 +188,9 @@ def solve_instance(
     stop_event: threading.Event | None = None,
     abort_event: threading.Event | None = None,
     verbose: bool = False,
+    checkpoint=None,
+    checkpoint_every: float | None = 60.0,
+    resume=None,
     **changes,
 ) -> Result:
     """:func:`solve` on a validated :class:`Instance` (e.g. from :func:`make_instance`).
@@ -207,22 +210,38 @@ def solve_instance(
     running jobs at once instead of giving them a second to hand in their work;
     ``executor`` replaces the default thread pool (any ``concurrent.futures.Executor``, e.g.
     a process pool); ``verbose`` prints the progress table on stderr.
+    ``checkpoint``: a file to which the open nodes, incumbent and bounds are written every
+    ``checkpoint_every`` seconds (None: only at the end) and when the solve ends, atomically
+    (:mod:`pcsos.checkpoint`); ``resume``: such a file (of the same data and pairs, else
+    :class:`InputError`) to go on from: nodes and seconds are summed over the runs,
+    ``max_nodes`` counts every run and ``time_limit`` this one.
     """
     from pcsos.problem import check_start
 
     opts = SolverOptions.make(options, **changes).checked()
     start = None if init_labels is None else check_start(instance, init_labels)
+    state = None
+    if resume is not None:
+        from pcsos.checkpoint import read_checkpoint
+
+        state = read_checkpoint(resume, instance)
+    if checkpoint_every is not None and not (isinstance(checkpoint_every, (int, float))
+                                             and checkpoint_every > 0):
+        raise InputError(f"checkpoint_every must be > 0 seconds or None, got "
+                         f"{checkpoint_every!r}", source="checkpoint_every")
     from threadpoolctl import threadpool_limits
 
     per_job = opts.threads if opts.threads is not None else 1
     with threadpool_limits(limits=int(per_job), user_api="blas"):
         return _solve(instance, opts, init_labels=start, executor=executor, callback=callback,
                       progress=progress, stop_event=stop_event, abort_event=abort_event,
-                      verbose=verbose)
+                      verbose=verbose, checkpoint=checkpoint,
+                      checkpoint_every=checkpoint_every, resumed=state)
 
 
 def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, progress,
-           stop_event, abort_event, verbose) -> Result:
+           stop_event, abort_event, verbose, checkpoint=None, checkpoint_every=None,
+           resumed=None) -> Result:
     t0 = time.time()
     n, k = instance.n, instance.k
     tol, abs_tol, time_limit = opts.tol, opts.abs_tol, opts.time_limit
@@ -243,6 +262,8 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                       seconds=time.time() - t0, infeasible_pairs=list(exc.pairs), **base)
     if init_labels is not None:  # checked feasible: it is the witness
         witness = init_labels
+    elif resumed is not None:  # feasibility was settled by the run that wrote it
+        witness = None
     else:
         from pcsos.feasibility import check_problem
 
@@ -270,33 +291,50 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
         seed=opts.seed, blas_threads=threads, root_blas_threads=root_threads)
     root = NodeData(problem, known_feasible=True, hint=witness)
     rows: list[dict] = []
-    logger = _RowBuilder(rows, callback, printer)
+    state, meta = resumed if resumed is not None else (None, {})
+    # a resumed run numbers its rows after the nodes of the runs before it
+    logger = _RowBuilder(rows, callback, printer,
+                         first=int(state.processed) if state is not None else 0)
     # the user's start or the feasibility witness is a clustering: the first incumbent, so
     # that even a stop during the root returns one
     start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
+    first_root_gap = meta.get("root_gap", math.inf)
+
+    def save(st) -> None:
+        if checkpoint is None:
+            return
+        from pcsos.checkpoint import write_checkpoint
+
+        write_checkpoint(checkpoint, st, instance, root_gap=root_gap_now(),
+                         root_size=problem.s)
+
+    def root_gap_now() -> float:
+        return _root_gap(rows) if rows and rows[0].get("node") == 0 else first_root_gap
+
     tr = branch_and_bound(process_node, root, options=options, executor=executor,
                           workers=workers, tol=tol, abs_tol=abs_tol, max_nodes=opts.max_nodes,
                           time_limit=time_limit, start_time=t0, order=opts.order,
                           callback=logger, progress=progress, stop_event=stop_event,
-                          abort_event=abort_event, incumbent=start)
+                          abort_event=abort_event, incumbent=start, resume=state,
+                          checkpoint=save if checkpoint is not None else None,
+                          checkpoint_every=checkpoint_every)
     labels = tr.solution
     objective = tr.objective
     if labels is not None:
         labels = canonical_labels(np.asarray(labels, dtype=np.int64))
         objective = sse(instance.X, labels)  # recomputed once more from the data
-    # as in the paper: the incumbent after the root against the root's bound
-    root_gap = (relative_gap(rows[0]["gub"], rows[0]["lb"])
-                if rows and math.isfinite(rows[0]["gub"]) else math.inf)
+    root_gap = root_gap_now()
     # an SSE is never negative: 0 is the bound of a root that a stop left unbounded
     lower = max(float(tr.lower_bound), 0.0)
     gap = relative_gap(objective, lower) if math.isfinite(objective) else math.inf
     res = Result(labels, float(objective), lower, gap, tr.status, tr.message, nodes=tr.nodes,
-                 seconds=time.time() - t0, root_lower_bound=max(float(tr.root_bound), 0.0),
+                 seconds=tr.seconds, root_lower_bound=max(float(tr.root_bound), 0.0),
                  root_gap=float(root_gap),
                  root_size=problem.s, log=rows, **base)
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
-    elif tr.status != "optimal" and (not rows or rows[0].get("closed") == "sdp_too_large"):
+    elif state is None and tr.status != "optimal" and (
+            not rows or rows[0].get("closed") == "sdp_too_large"):
         # the root never finished
         est = rows[0].get("sdp_estimate") if rows else None
         if est is not None:  # refused for lack of time: the time limit is why it stopped
@@ -319,17 +357,25 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
     return res
 
 
+def _root_gap(rows: list[dict]) -> float:
+    """As in the paper: the incumbent after the root against the root's bound."""
+    if rows and rows[0].get("node") == 0 and math.isfinite(rows[0]["gub"]):
+        return relative_gap(rows[0]["gub"], rows[0]["lb"])
+    return math.inf
+
+
 class _RowBuilder:
     """Turns tree events into pc-sos-sdp log rows (node ids in order of completion)."""
 
-    def __init__(self, rows: list[dict], callback, printer):
+    def __init__(self, rows: list[dict], callback, printer, first: int = 0):
         self.rows = rows
         self.callback = callback
         self.printer = printer
+        self.first = first  # nodes logged by earlier runs (a resumed solve)
         self.ids: dict[int, int] = {}
 
     def __call__(self, ev: NodeEvent) -> None:
-        nid = len(self.rows)
+        nid = self.first + len(self.rows)
         self.ids[ev.node_id] = nid
         row = dict(ev.row)
         row.update(node=nid, node_parent=self.ids.get(ev.parent_id, -1), lb=ev.bound,

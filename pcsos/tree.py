@@ -15,7 +15,6 @@ running, or finished without being resolved).
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import os
 import queue
@@ -38,6 +37,7 @@ __all__ = [
     "gap_closed",
     "ORDERS",
     "STATUSES",
+    "TreeState",
 ]
 
 ORDERS = ("best", "depth", "breadth")
@@ -229,6 +229,36 @@ class TreeResult:
     message: str = ""
 
 
+@dataclass
+class TreeState:
+    """What a search needs to go on later (checkpoint / resume), whatever stopped it.
+
+    ``open``: ``(node_id, parent_id, depth, bound, data)`` of every node not yet processed
+    (queued or running when the state was taken: a running node is processed again);
+    ``incumbent`` and ``solution``; ``unresolved`` (bounds of nodes closed without proof)
+    and ``closed`` (smallest bound pruned within the tolerance), both part of the certified
+    bound; ``processed`` nodes and ``seconds`` over every run so far; ``next_id``; the
+    root's bound and objective. The node data must be picklable to be written to a file.
+    """
+
+    open: list
+    incumbent: float
+    solution: Any
+    unresolved: list
+    closed: float
+    processed: int
+    next_id: int
+    seconds: float
+    root_bound: float
+    root_objective: float
+
+    @property
+    def lower_bound(self) -> float:
+        """The certified lower bound the state carries."""
+        lbs = [o[3] for o in self.open] + list(self.unresolved) + [self.closed]
+        return min(min(lbs), self.incumbent)
+
+
 @dataclass(order=True)
 class _Open:
     key: tuple
@@ -323,7 +353,8 @@ class _Search:
         self.inc = _Incumbent(float(incumbent[0]), incumbent[1])
         self.callback = callback
         self.t0 = t0
-        self.ids = itertools.count()
+        self.next_id = 0
+        self.prior = 0.0  # seconds of the runs before a resume
         self.heap: list[_Open] = []
         self.running: dict[Future, _Open] = {}
         self.reports: dict[int, dict] = {}  # what running jobs say they are doing
@@ -340,9 +371,39 @@ class _Search:
 
     def push(self, data: Any, bound: float, depth: int, parent_id: int,
              node_id: int | None = None) -> None:
-        nid = next(self.ids) if node_id is None else node_id
+        if node_id is None:
+            nid, self.next_id = self.next_id, self.next_id + 1
+        else:
+            nid = node_id
         heapq.heappush(self.heap, _Open(_key(self.order, bound, depth, nid), nid, parent_id,
                                         depth, bound, data))
+
+    def elapsed(self) -> float:
+        """Seconds over every run (a resumed search goes on counting)."""
+        return self.prior + time.time() - self.t0
+
+    def snapshot(self) -> TreeState:
+        """The state to resume from; running nodes count as open (they run again)."""
+        nodes = list(self.heap) + list(self.running.values())
+        return TreeState(
+            open=[(o.node_id, o.parent_id, o.depth, o.bound, o.data) for o in nodes],
+            incumbent=self.inc.value, solution=self.inc.solution,
+            unresolved=list(self.unresolved), closed=self.closed, processed=self.processed,
+            next_id=self.next_id, seconds=self.elapsed(), root_bound=self.root_bound,
+            root_objective=self.root_objective)
+
+    def restore(self, state: TreeState) -> None:
+        """Go on from ``state`` (see :class:`TreeState`)."""
+        self.inc.offer(float(state.incumbent), state.solution, -1)
+        for nid, parent, depth, bound, data in state.open:
+            self.push(data, bound, depth, parent, nid)
+        self.unresolved = list(state.unresolved)
+        self.closed = state.closed
+        self.processed = self.submitted = int(state.processed)
+        self.next_id = int(state.next_id)
+        self.prior = float(state.seconds)
+        self.root_bound = state.root_bound
+        self.root_objective = state.root_objective
 
     def global_bound(self) -> float:
         """The certified lower bound: the minimum bound over open, running, unresolved and
@@ -413,7 +474,7 @@ class _Search:
                        gap=relative_gap(ub, glb) if math.isfinite(ub) else INF,
                        node_gap=relative_gap(ub, bound) if math.isfinite(ub) else INF,
                        open=len(self.heap) + len(self.running), processed=self.processed,
-                       seconds=time.time() - self.t0, row=dict(out.row))
+                       seconds=self.elapsed(), row=dict(out.row))
         self.log.append(ev)
         if self.callback is not None:
             self.callback(ev)
@@ -425,7 +486,7 @@ class _Search:
         return {"nodes": self.processed, "open": len(self.heap) + len(self.running),
                 "bound": glb, "incumbent": ub,
                 "gap": relative_gap(ub, glb) if math.isfinite(ub) else INF,
-                "elapsed": time.time() - self.t0,
+                "elapsed": self.elapsed(),
                 "running": {o.node_id: dict(self.reports.get(o.node_id, {}))
                             for o in self.running.values()}}
 
@@ -451,6 +512,9 @@ def branch_and_bound(
     stop_event: threading.Event | None = None,
     abort_event: threading.Event | None = None,
     grace: float = 1.0,
+    resume: TreeState | None = None,
+    checkpoint: Callable[[TreeState], None] | None = None,
+    checkpoint_every: float | None = None,
 ) -> TreeResult:
     """Minimise by best-first (or depth-/breadth-first) branch and bound.
 
@@ -467,6 +531,10 @@ def branch_and_bound(
     abandoned (their bounds stay in the certified gap), none once ``abort_event`` is set.
     ``callback(event)`` runs in the calling thread after every node; ``progress(status)``
     about every ``progress_interval`` seconds while jobs run (see ``_Search.status``).
+    ``resume``: a :class:`TreeState` to go on from instead of ``root_data`` (node and time
+    counts go on; ``max_nodes`` counts every run, ``time_limit`` this run);
+    ``checkpoint(state)`` is called with the current :class:`TreeState` every
+    ``checkpoint_every`` seconds (None: only at the end) and once when the search ends.
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
@@ -485,14 +553,22 @@ def branch_and_bound(
     pool = WorkerPool(workers) if own else executor
     cancel = threading.Event()
     st = _Search(order, tol, abs_tol, incumbent, callback, t0)
-    st.push(root_data, root_bound, 0, -1)
+    if resume is not None:
+        st.restore(resume)
+    else:
+        st.push(root_data, root_bound, 0, -1)
     ticker = _Ticker(progress, progress_interval)
+    saved = time.time()
     status = None
     try:
         while status is None:
             status = _step(st, process, pool, options, cancel, deadline, workers, max_nodes,
                            stop_event)
             ticker(st)
+            if (status is None and checkpoint is not None and checkpoint_every is not None
+                    and time.time() - saved >= checkpoint_every):
+                checkpoint(st.snapshot())
+                saved = time.time()
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
@@ -515,6 +591,9 @@ def branch_and_bound(
                         st.absorb(node, fut.result())
         except KeyboardInterrupt:
             pass
+    if checkpoint is not None:
+        st.drop_pruned()
+        checkpoint(st.snapshot())
     return _result(st, status, tol, max_nodes, time_limit)
 
 
@@ -600,6 +679,6 @@ def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> Tree
                        f"the gap {gap:.3g} is certified"),
     }
     return TreeResult(status=status, solution=st.inc.solution, objective=ub, lower_bound=lb,
-                      gap=gap, nodes=st.processed, seconds=time.time() - st.t0,
+                      gap=gap, nodes=st.processed, seconds=st.elapsed(),
                       root_bound=st.root_bound, root_objective=st.root_objective,
                       open_nodes=left, log=st.log, message=messages[status])

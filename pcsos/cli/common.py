@@ -21,7 +21,7 @@ __all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", 
            "load_instance", "print_notes", "write_json", "jsonable"]
 
 #: the options of any subcommand that name a file to write ('-' is standard output)
-OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output")
+OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpoint")
 #: the options that name files to read, which no output may overwrite
 INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file")
 

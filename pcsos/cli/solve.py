@@ -47,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--labels", metavar="FILE", help="write one label per line")
     out.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress table or summary")
+    out.add_argument("--checkpoint", metavar="FILE",
+                     help="write the open nodes, incumbent and bounds to FILE (atomically) "
+                          "every --checkpoint-every seconds and at the end, to --resume later")
+    out.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+                     help="seconds between checkpoints (default: 60)")
+    out.add_argument("--resume", metavar="FILE",
+                     help="go on from a checkpoint of the same data and pairs (nodes and "
+                          "time are summed; --time-limit applies to this run)")
     lim = parser.add_argument_group("limits")
     lim.add_argument("--tol", type=float, default=1e-4,
                      help="relative gap tolerance (UB - LB) / UB (default: 1e-4)")
@@ -138,6 +146,8 @@ def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
         "TIME_LIMIT": opts.time_limit if opts.time_limit else "none",
         "SEED": opts.seed,
         "INIT_LABELS": args.init_labels or "none",
+        "CHECKPOINT": args.checkpoint or "none",
+        "RESUMED_FROM": args.resume or "none",
     }
 
 
@@ -188,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
         intr.arm("solve", args.quiet)
         try:
             res = solve_instance(
-                inst, opts, init_labels=start, callback=on_row,
+                inst, opts, init_labels=start, callback=on_row, checkpoint=args.checkpoint,
+                checkpoint_every=args.checkpoint_every, resume=args.resume,
                 progress=None if printer is None else printer.status,
                 stop_event=intr.stop, abort_event=intr.abort)
         finally:
