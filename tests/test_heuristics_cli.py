@@ -75,3 +75,40 @@ def test_ari_matches_scikit_learn():
                                                           abs=1e-12)
     assert adjusted_rand_index([0, 0, 1, 1], [5, 5, 2, 2]) == 1.0
     assert adjusted_rand_index([0, 0, 0], [1, 1, 1]) == 1.0
+
+
+def test_progress_on_stderr_unless_quiet(instance, capsys, monkeypatch):
+    import pcsos.cli.heuristic as cli_heur
+
+    tmp, data, _, cons = instance
+    monkeypatch.setattr(cli_heur._Progress, "__init__",
+                        lambda self, name, t0, interval=0.0: (
+                            setattr(self, "name", name), setattr(self, "t0", t0),
+                            setattr(self, "interval", 0.0), setattr(self, "last", -1e9))[0])
+    rc = main(["heuristic", "s-mdeclust", str(data), "-c", str(cons), "--seed", "1",
+               "-o", "N_max=5", "-o", "P=4"])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert "pcsos heuristic s-mdeclust: n = 24, k = 3" in err
+    assert "initial population 4 of 4, best" in err and "generation 1, best" in err
+    rc = main(["heuristic", "s-mdeclust", str(data), "-c", str(cons), "--seed", "1", "-q",
+               "-o", "N_max=5", "-o", "P=4"])
+    assert rc == 0 and capsys.readouterr().err == ""
+
+
+def test_time_limit_covers_the_whole_command(instance, monkeypatch):
+    import pcsos.cli.heuristic as cli_heur
+
+    tmp, data, _, cons = instance
+    seen = {}
+    real = cli_heur.run_heuristic
+
+    def spy(*a, **kw):
+        seen["time_limit"] = kw["time_limit"]
+        return real(*a, **kw)
+
+    monkeypatch.setattr(cli_heur, "run_heuristic", spy)
+    assert main(["heuristic", "cop-kmeans", str(data), "-c", str(cons), "--seed", "1", "-q",
+                 "--time-limit", "30"]) == 0
+    assert 0 < seen["time_limit"] < 30  # what loading took is taken off
+    assert main(["heuristic", "cop-kmeans", str(data), "--time-limit", "-1"]) == 2

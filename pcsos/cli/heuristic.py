@@ -1,5 +1,9 @@
 """Run one upper-bound heuristic on an instance and report its clustering.
 
+Progress goes to stderr (what the heuristic reports, at most every 2 seconds; s-mdeclust:
+its initial population and generations with the best objective) unless -q. --time-limit
+covers the whole command, loading and set-up included.
+
 Exit codes: 0 a clustering was found, 1 none was found (e.g. COP-k-means failed or the
 time limit hit first; a normal outcome, reported with status 'no_solution'), 2 invalid
 input or an unknown heuristic, 3 the instance is infeasible (found by preprocessing or
@@ -10,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
+import time
 
 from pcsos.cli.common import add_instance_arguments, load_instance, write_json
 from pcsos.errors import InfeasibleError, InputError, PcsosError
@@ -41,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the report as JSON ('-' = stdout)")
     parser.add_argument("--result", metavar="FILE", default=None,
                         help="write the n x k 0/1 assignment matrix (pc-sos-sdp result format)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress on stderr")
 
 
 def parse_options(items: list[str]) -> dict:
@@ -58,13 +67,53 @@ def parse_options(items: list[str]) -> dict:
     return out
 
 
+class _Progress:
+    """Progress lines on stderr: what the heuristic reports, at most every 2 seconds."""
+
+    def __init__(self, name: str, t0: float, interval: float = 2.0):
+        self.name = name
+        self.t0 = t0
+        self.interval = interval
+        self.last = -math.inf
+
+    def line(self, text: str) -> None:
+        print(f"pcsos heuristic {self.name}: {text} ({time.perf_counter() - self.t0:.1f} s)",
+              file=sys.stderr, flush=True)
+        self.last = time.perf_counter()
+
+    def __call__(self, info: dict) -> None:
+        if time.perf_counter() - self.last < self.interval:
+            return
+        stage = info.get("stage", "")
+        if stage == "population":
+            what = f"initial population {info['members']} of {info['of']}"
+        elif stage == "generation":
+            what = f"generation {info['generation']}"
+        else:
+            what = stage or "running"
+        if info.get("best") is not None:
+            what += f", best {info['best']:.10g}"
+        self.line(what)
+
+
 def run(args: argparse.Namespace) -> int:
     """``pcsos heuristic``: load, run, print a summary, write --json / --result."""
+    t0 = time.perf_counter()
     options = parse_options(args.option)
+    if args.time_limit is not None and not args.time_limit >= 0:
+        raise InputError(f"--time-limit must be >= 0 seconds, got {args.time_limit}",
+                         source="--time-limit")
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
-    res = run_heuristic(args.name, problem, seed=args.seed, time_limit=args.time_limit,
-                        **options)
+    printer = None if args.quiet else _Progress(args.name, t0)
+    if printer is not None:
+        printer.line(f"n = {inst.n}, k = {inst.k}, {problem.s} groups, "
+                     f"{len(problem.cl)} cannot-link pairs between them")
+    # the time limit covers loading and set-up too
+    left = None if args.time_limit is None else max(
+        0.0, args.time_limit - (time.perf_counter() - t0))
+    res = run_heuristic(args.name, problem, seed=args.seed, time_limit=left,
+                        progress=printer, **options)
     rep = {
         "heuristic": args.name,
         "status": res.status,

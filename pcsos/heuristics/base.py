@@ -68,12 +68,22 @@ class HeuristicResult:
 
 
 class Deadline:
-    """A wall-clock deadline (``time.monotonic``); ``None`` seconds means no limit."""
+    """A wall-clock deadline (``time.monotonic``); ``None`` seconds means no limit.
 
-    def __init__(self, seconds: float | None = None):
+    ``progress``: a callable that :meth:`note` hands what the heuristic is doing (a dict
+    with ``elapsed`` and the heuristic's own keys, e.g. ``generation`` and ``best``).
+    """
+
+    def __init__(self, seconds: float | None = None, progress=None):
         self.start = time.monotonic()
         self.limit = None if seconds is None else float(seconds)
         self.at = math.inf if seconds is None else self.start + float(seconds)
+        self.progress = progress
+
+    def note(self, **info) -> None:
+        """Report progress (a no-op without a ``progress`` callable)."""
+        if self.progress is not None:
+            self.progress({"elapsed": self.elapsed(), **info})
 
     def remaining(self) -> float | None:
         """Seconds left (None when unlimited, never negative)."""

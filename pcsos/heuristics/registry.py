@@ -143,7 +143,8 @@ def check_labels(problem, labels: np.ndarray) -> str | None:
 
 def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
                   time_limit: float | None = None, blas_threads: int | None = 1,
-                  init_labels: np.ndarray | None = None, **options) -> HeuristicResult:
+                  init_labels: np.ndarray | None = None, progress=None,
+                  **options) -> HeuristicResult:
     """Run the heuristic ``name`` on a node's super-point ``problem``.
 
     ``Z`` is the node's SDP solution (s x s) when available; ``seed`` anything
@@ -153,8 +154,10 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     ``init_labels`` a clustering of the original points (e.g. the incumbent) that the
     heuristic should use as a start: passed as ``init_labels=`` to every heuristic that
     takes that keyword (all built-in ones do; see :mod:`pcsos.heuristics.base`) and
-    dropped, with a note in ``stats``, for one that does not; ``options`` go to the
-    heuristic. The returned labelling is re-checked (see
+    dropped, with a note in ``stats``, for one that does not; ``progress(info)`` receives
+    what the heuristic reports through its deadline's ``note`` (s-mdeclust: each member of
+    the initial population and each generation, with the best objective so far);
+    ``options`` go to the heuristic. The returned labelling is re-checked (see
     :func:`check_labels`) and its SSE recomputed from the original data; a heuristic whose
     labelling fails the check yields ``status='no_solution'`` with the reason in
     ``message`` and ``stats['rejected']``. Raises :class:`InputError` for an unknown name,
@@ -180,10 +183,10 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     # The heuristics' matrix products are small (s x d by d x k): extra BLAS threads only
     # contend for the cores (measured 10x slower on a loaded 2-core machine), so one.
     if blas_threads is None:
-        res = heur(problem, Z, rng, Deadline(time_limit), **options)
+        res = heur(problem, Z, rng, Deadline(time_limit, progress), **options)
     else:
         with threadpool_limits(limits=blas_threads, user_api="blas"):
-            res = heur(problem, Z, rng, Deadline(time_limit), **options)
+            res = heur(problem, Z, rng, Deadline(time_limit, progress), **options)
     seconds = time.perf_counter() - t0
     if not isinstance(res, HeuristicResult):
         raise TypeError(f"heuristic {name!r} returned {type(res).__name__}, "

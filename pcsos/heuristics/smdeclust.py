@@ -161,6 +161,8 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         if r.labels is not None:
             pop_labels.append(r.labels)
             pop_f.append(r.sse)
+            deadline.note(stage="population", members=len(pop_labels), of=P,
+                          best=min(pop_f))
     if len(pop_labels) < P:
         best = pop_labels[int(np.argmin(pop_f))] if pop_labels else None
         return result(best, "time_limit (initial population incomplete)")
@@ -182,6 +184,8 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
             break
         gen += 1
         stats["generations"] = gen
+        deadline.note(stage="generation", generation=gen, best=best_f,
+                      since_improvement=n_it)
         for si in range(P):
             if deadline.expired():
                 stop = "time_limit"
