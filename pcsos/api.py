@@ -19,6 +19,7 @@ shared: wine ml_50_cl_50_0 took 449 s with 2 threads and 1 worker on a busy 2-co
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -191,6 +192,7 @@ def solve_instance(
     checkpoint=None,
     checkpoint_every: float | None = 60.0,
     resume=None,
+    dask=None,
     **changes,
 ) -> Result:
     """:func:`solve` on a validated :class:`Instance` (e.g. from :func:`make_instance`).
@@ -215,6 +217,9 @@ def solve_instance(
     (:mod:`pcsos.checkpoint`); ``resume``: such a file (of the same data and pairs, else
     :class:`InputError`) to go on from: nodes and seconds are summed over the runs,
     ``max_nodes`` counts every run and ``time_limit`` this one.
+    ``dask``: run the nodes on a Dask cluster (:mod:`pcsos.distributed`): a
+    ``distributed.Client``, ``'local:N'`` (a LocalCluster of N worker processes, closed at
+    the end) or a scheduler address; ``workers`` then defaults to the cluster's threads.
     """
     from pcsos.problem import check_start
 
@@ -225,23 +230,41 @@ def solve_instance(
         from pcsos.checkpoint import read_checkpoint
 
         state = read_checkpoint(resume, instance)
-    if checkpoint_every is not None and not (isinstance(checkpoint_every, (int, float))
-                                             and checkpoint_every > 0):
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not (
+            isinstance(checkpoint_every, (int, float)) and checkpoint_every > 0)):
         raise InputError(f"checkpoint_every must be > 0 seconds or None, got "
                          f"{checkpoint_every!r}", source="checkpoint_every")
     from threadpoolctl import threadpool_limits
 
     per_job = opts.threads if opts.threads is not None else 1
-    with threadpool_limits(limits=int(per_job), user_api="blas"):
-        return _solve(instance, opts, init_labels=start, executor=executor, callback=callback,
-                      progress=progress, stop_event=stop_event, abort_event=abort_event,
-                      verbose=verbose, checkpoint=checkpoint,
-                      checkpoint_every=checkpoint_every, resumed=state)
+    remote = client = None
+    own = False
+    if dask is not None:
+        if executor is not None:
+            raise InputError("give executor or dask, not both", source="dask")
+        from pcsos.distributed import DaskExecutor, DaskSignals, connect
+
+        client, own = connect(dask)
+        executor, remote = DaskExecutor(client, instance), DaskSignals()
+        if opts.workers is None:
+            opts = dataclasses.replace(opts, workers=max(1, sum(client.nthreads().values())))
+    try:
+        with threadpool_limits(limits=int(per_job), user_api="blas"):
+            return _solve(instance, opts, init_labels=start, executor=executor,
+                          callback=callback, progress=progress, stop_event=stop_event,
+                          abort_event=abort_event, verbose=verbose, checkpoint=checkpoint,
+                          checkpoint_every=checkpoint_every, resumed=state, remote=remote)
+    finally:
+        if own:
+            cluster = client.cluster
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, progress,
            stop_event, abort_event, verbose, checkpoint=None, checkpoint_every=None,
-           resumed=None) -> Result:
+           resumed=None, remote=None) -> Result:
     t0 = time.time()
     n, k = instance.n, instance.k
     tol, abs_tol, time_limit = opts.tol, opts.abs_tol, opts.time_limit
@@ -300,13 +323,16 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
     start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
     first_root_gap = meta.get("root_gap", math.inf)
 
+    save_errors: list[str] = []
+
     def save(st) -> None:
-        if checkpoint is None:
-            return
         from pcsos.checkpoint import write_checkpoint
 
-        write_checkpoint(checkpoint, st, instance, root_gap=root_gap_now(),
-                         root_size=problem.s)
+        try:
+            write_checkpoint(checkpoint, st, instance, root_gap=root_gap_now(),
+                             root_size=problem.s)
+        except Exception as exc:  # noqa: BLE001 - a failed checkpoint must not end the solve
+            save_errors.append(str(exc))
 
     def root_gap_now() -> float:
         return _root_gap(rows) if rows and rows[0].get("node") == 0 else first_root_gap
@@ -317,7 +343,7 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                           callback=logger, progress=progress, stop_event=stop_event,
                           abort_event=abort_event, incumbent=start, resume=state,
                           checkpoint=save if checkpoint is not None else None,
-                          checkpoint_every=checkpoint_every)
+                          checkpoint_every=checkpoint_every, remote=remote)
     labels = tr.solution
     objective = tr.objective
     if labels is not None:
@@ -351,6 +377,9 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
         elif res.lower_bound <= 0:
             res.message += ("; no lower bound but 0, so the clustering is the best "
                             "heuristic one, uncertified")
+    if save_errors:
+        res.message += (f"; {len(save_errors)} checkpoint write(s) failed, the last: "
+                        f"{save_errors[-1]}")
     if printer is not None:
         printer.finish()
         ProgressPrinter.summary(res)

@@ -54,6 +54,10 @@ def write_checkpoint(path, state: TreeState, instance: Instance, **meta) -> None
         os.replace(tmp, path)
     except OSError as exc:
         raise InputError(f"cannot write the checkpoint: {exc.strerror}", source=path) from None
+    except Exception:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
@@ -77,5 +81,7 @@ def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
         raise InputError(f"the checkpoint was written for other data (n = {blob.get('n')}, "
                          f"k = {blob.get('k')}, or other points or pairs): refusing to resume",
                          source=path)
+    if not isinstance(blob.get("tree"), TreeState):
+        raise InputError("not a pcsos checkpoint (no search state)", source=path)
     meta = {key: v for key, v in blob.items() if key != "tree"}
     return blob["tree"], meta

@@ -229,7 +229,7 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
         bound = max(data.parent_bound, 0.0)
         if data.kind == "root" and best_labels is not None:
             ctx.report("decomposition bound")
-            extra = _decomposition(problem, best_labels, ctx)
+            extra = _decomposition(problem, best_labels, ctx, options)
             bound = max(bound, extra["decomposition_bound"])
         return NodeOutcome(bound, best_val, best_labels, row=_row(
             data, lb=bound, flag=FLAG_FAILED, time=time.perf_counter() - t0,
@@ -310,16 +310,20 @@ ROOT_HEURISTIC_SHARE = 0.25
 DECOMPOSITION_SUBSET = 300
 
 
-def _decomposition(problem: Problem, labels, ctx: Context) -> dict:
+def _decomposition(problem: Problem, labels, ctx: Context, options: NodeOptions) -> dict:
     """The decomposition bound of the root's instance (pcsos.bounds.decomposition) within
-    the time left, on this job's thread: the log row's fields."""
+    the time left, on this job's thread, with the solve's SDP and cut settings: the log
+    row's fields."""
     from pcsos.bounds.decomposition import decomposition_bound, partition, spectral_floor
 
     inst = problem.instance
     subsets = partition(inst, labels, DECOMPOSITION_SUBSET)
+    sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
+                   "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(
         inst, subsets, time_limit=_finite(ctx.remaining()), workers=1, labels=labels,
-        sdp_options={"should_stop": ctx.cancelled}, blas_limit=None)
+        sdp_options=sdp_options, cp_settings=options.cp_settings,
+        seed=0 if options.seed is None else int(options.seed), blas_limit=None)
     floor = spectral_floor(problem)
     return {"decomposition_bound": max(lb, floor), "decomposition_subsets": len(parts),
             "decomposition_sdp": sum(b.method == "sdp" for b in parts)}

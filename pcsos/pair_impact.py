@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcsos.errors import InfeasibleError
+from pcsos.errors import InfeasibleError, UndecidedError
 from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance, sse
 
 __all__ = ["impact", "ImpactResult", "PairImpact"]
@@ -148,17 +148,21 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     """
     t0 = time.perf_counter()
     from pcsos.heuristics import get_heuristic
+    from pcsos.options import SolverOptions
 
     get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
+    SolverOptions.make(**solve_options).checked()  # a misspelt option is named, not dropped
     inst = make_instance(X, k, ml, cl)
     notes: list[str] = []
     if labels is None:
         from pcsos.api import solve_instance
 
         res = solve_instance(inst, time_limit=time_limit, **solve_options)
+        if res.status == "infeasible":
+            raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
         if res.labels is None:
-            raise InfeasibleError(f"no clustering to score the pairs against ({res.status}: "
-                                  f"{res.message})", pairs=res.infeasible_pairs)
+            raise UndecidedError(f"no clustering to score the pairs against ({res.status}: "
+                                 f"{res.message}); give one with labels=")
         lab, optimal = np.asarray(res.labels), res.status == "optimal"
         if not optimal:
             notes.append(f"the solve stopped ({res.status}, gap {res.gap:.3%}): the scores "

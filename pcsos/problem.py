@@ -331,6 +331,12 @@ class Problem:
     def d(self) -> int:
         return self.instance.d
 
+    def __getstate__(self):
+        # what cached_property fills in is recomputed where needed: a pickle (a checkpoint,
+        # a node sent to another process) stays small, and a copy taken while a job fills
+        # the cache cannot see the dict change size (dict.copy is atomic under the GIL)
+        return {key: v for key, v in self.__dict__.copy().items() if key not in _CACHED}
+
     @cached_property
     def C(self) -> np.ndarray:
         """The s x s matrix W W^T (so SSE = c0 - <C, Z>)."""
@@ -456,6 +462,9 @@ class Problem:
     def __repr__(self) -> str:
         return (f"Problem(n={self.n}, d={self.d}, k={self.k}, s={self.s}, "
                 f"cl={len(self.cl)})")
+
+
+_CACHED = ("C", "centroids")  # the cached_property names of Problem
 
 
 def _orient_unique(pairs: np.ndarray) -> np.ndarray:

@@ -109,8 +109,11 @@ class Context:
     manager's process (it improves while the job runs); after pickling (process pools) it is
     the value at submission. ``deadline`` is a ``time.time()`` instant (``inf`` for none)
     that every job must respect so that a time limit or Ctrl-C returns within seconds;
-    ``cancelled()`` turns true when the manager stops (threads only; processes see their
-    deadline instead). ``is_root`` is true for the first node, which runs alone.
+    ``cancelled()`` turns true when the manager stops (threads; in other processes only
+    through a ``remote`` signal object, else at the deadline). ``remote``: a picklable
+    object with ``cancelled()`` and ``incumbent()`` that reaches the manager from any
+    process (e.g. :class:`pcsos.distributed.DaskSignals`). ``is_root`` is true for the
+    first node, which runs alone.
     ``offer(value, solution)`` hands a solution found mid-job to the manager at once and
     ``report(stage, **info)`` says what the job is doing, for progress output (both only
     reach the manager from threads of its process; elsewhere they are no-ops and the
@@ -119,13 +122,14 @@ class Context:
 
     def __init__(self, incumbent: float | _Incumbent, deadline: float, options: Any = None,
                  cancel: threading.Event | None = None, node_id: int = 0, depth: int = 0,
-                 is_root: bool = False, reports: dict | None = None):
+                 is_root: bool = False, reports: dict | None = None, remote: Any = None):
         self._inc = incumbent if isinstance(incumbent, _Incumbent) else _Incumbent(incumbent)
         self._snapshot = self._inc.value
         self.deadline = deadline
         self.options = options
         self._cancel = cancel
         self._reports = reports
+        self._remote = remote
         self.node_id = node_id
         self.depth = depth
         self.is_root = is_root
@@ -133,6 +137,8 @@ class Context:
     @property
     def incumbent(self) -> float:
         """The best objective value known to the manager (never worse than at submission)."""
+        if self._remote is not None:
+            return min(self._snapshot, self._inc.value, self._remote.incumbent())
         return min(self._snapshot, self._inc.value)
 
     def offer(self, value: float, solution: Any) -> bool:
@@ -146,18 +152,24 @@ class Context:
 
     def cancelled(self) -> bool:
         """True when the manager has stopped (interrupt, time limit, limit reached)."""
-        return (self._cancel is not None and self._cancel.is_set()) or time.time() >= self.deadline
+        return ((self._cancel is not None and self._cancel.is_set())
+                or time.time() >= self.deadline
+                or (self._remote is not None and self._remote.cancelled()))
 
     def remaining(self) -> float:
         """Seconds left until the deadline (``inf`` when there is none; 0 once cancelled)."""
         if self._cancel is not None and self._cancel.is_set():
+            return 0.0
+        if self._remote is not None and self._remote.cancelled():
             return 0.0
         return max(0.0, self.deadline - time.time())
 
     def __getstate__(self):
         # Events, locks and the live incumbent cannot cross a process boundary: a snapshot.
         state = self.__dict__.copy()
-        state["_inc"] = _Incumbent(self.incumbent)
+        # the local value only: pickling may run in an executor's I/O thread, where a remote
+        # read would block or misbehave; the remote signal travels and is read on arrival
+        state["_inc"] = _Incumbent(min(self._snapshot, self._inc.value))
         state["_snapshot"] = state["_inc"].value
         state["_cancel"] = None
         state["_reports"] = None
@@ -235,10 +247,12 @@ class TreeState:
 
     ``open``: ``(node_id, parent_id, depth, bound, data)`` of every node not yet processed
     (queued or running when the state was taken: a running node is processed again);
-    ``incumbent`` and ``solution``; ``unresolved`` (bounds of nodes closed without proof)
-    and ``closed`` (smallest bound pruned within the tolerance), both part of the certified
-    bound; ``processed`` nodes and ``seconds`` over every run so far; ``next_id``; the
-    root's bound and objective. The node data must be picklable to be written to a file.
+    ``incumbent`` and ``solution``; ``unresolved`` (nodes closed without proof, e.g. a
+    numerical failure or an SDP too large for the time left, in the same form as ``open``:
+    a resumed run processes them again) and ``closed`` (smallest bound pruned within the
+    tolerance), both part of the certified bound; ``processed`` nodes and ``seconds`` over
+    every run so far; ``next_id``; the root's bound and objective. The node data must be
+    picklable to be written to a file.
     """
 
     open: list
@@ -255,7 +269,7 @@ class TreeState:
     @property
     def lower_bound(self) -> float:
         """The certified lower bound the state carries."""
-        lbs = [o[3] for o in self.open] + list(self.unresolved) + [self.closed]
+        lbs = [o[3] for o in self.open] + [o[3] for o in self.unresolved] + [self.closed]
         return min(min(lbs), self.incumbent)
 
 
@@ -358,7 +372,7 @@ class _Search:
         self.heap: list[_Open] = []
         self.running: dict[Future, _Open] = {}
         self.reports: dict[int, dict] = {}  # what running jobs say they are doing
-        self.unresolved: list[float] = []  # bounds of nodes closed without proof
+        self.unresolved: list[_Open] = []  # nodes closed without proof (bound updated)
         self.closed = INF  # smallest bound of a node pruned within the tolerance
         self.log: list[NodeEvent] = []
         self.submitted = 0  # jobs handed out, including the ones still running
@@ -385,19 +399,24 @@ class _Search:
     def snapshot(self) -> TreeState:
         """The state to resume from; running nodes count as open (they run again)."""
         nodes = list(self.heap) + list(self.running.values())
+        with self.inc.lock:  # a job may offer a solution meanwhile: value and solution agree
+            value, solution = self.inc.value, self.inc.solution
+
+        def rows(opens):
+            return [(o.node_id, o.parent_id, o.depth, o.bound, o.data) for o in opens]
+
         return TreeState(
-            open=[(o.node_id, o.parent_id, o.depth, o.bound, o.data) for o in nodes],
-            incumbent=self.inc.value, solution=self.inc.solution,
-            unresolved=list(self.unresolved), closed=self.closed, processed=self.processed,
+            open=rows(nodes), incumbent=value, solution=solution,
+            unresolved=rows(self.unresolved), closed=self.closed, processed=self.processed,
             next_id=self.next_id, seconds=self.elapsed(), root_bound=self.root_bound,
             root_objective=self.root_objective)
 
     def restore(self, state: TreeState) -> None:
         """Go on from ``state`` (see :class:`TreeState`)."""
         self.inc.offer(float(state.incumbent), state.solution, -1)
-        for nid, parent, depth, bound, data in state.open:
+        # nodes closed without proof get another chance (more time, another machine)
+        for nid, parent, depth, bound, data in list(state.open) + list(state.unresolved):
             self.push(data, bound, depth, parent, nid)
-        self.unresolved = list(state.unresolved)
         self.closed = state.closed
         self.processed = self.submitted = int(state.processed)
         self.next_id = int(state.next_id)
@@ -409,7 +428,7 @@ class _Search:
         """The certified lower bound: the minimum bound over open, running, unresolved and
         pruned nodes (pruned ones lie within the tolerance of the incumbent)."""
         lbs = ([o.bound for o in self.heap] + [o.bound for o in self.running.values()]
-               + self.unresolved + [self.closed])
+               + [o.bound for o in self.unresolved] + [self.closed])
         return min(min(lbs), self.inc.value)
 
     def close(self, bound: float) -> None:
@@ -418,11 +437,11 @@ class _Search:
 
     def drop_pruned(self) -> None:
         keep_u = []
-        for b in self.unresolved:
-            if self.prunable(b):
-                self.close(b)
+        for o in self.unresolved:
+            if self.prunable(o.bound):
+                self.close(o.bound)
             else:
-                keep_u.append(b)
+                keep_u.append(o)
         self.unresolved = keep_u
         kept = []
         for o in self.heap:
@@ -433,6 +452,11 @@ class _Search:
         if len(kept) != len(self.heap):
             self.heap = kept
             heapq.heapify(self.heap)
+
+    def requeue(self, node: _Open) -> None:
+        """A submitted node that did not run to the end: open again, not counted."""
+        self.submitted -= 1
+        self.push(node.data, node.bound, node.depth, node.parent_id, node.node_id)
 
     def absorb(self, node: _Open, out: NodeOutcome) -> None:
         """Merge a finished node: incumbent, children, log event."""
@@ -463,8 +487,9 @@ class _Search:
             self.close(bound)
         else:
             # closed without children, yet its bound is not within tol of the incumbent
-            # (a numerical failure): keep it in the gap
-            self.unresolved.append(bound)
+            # (a numerical failure): keep it in the gap, and its data for a resume
+            self.unresolved.append(_Open(node.key, node.node_id, node.parent_id, node.depth,
+                                         bound, node.data))
         self.drop_pruned()
         glb = self.global_bound()
         ub = self.inc.value
@@ -515,6 +540,7 @@ def branch_and_bound(
     resume: TreeState | None = None,
     checkpoint: Callable[[TreeState], None] | None = None,
     checkpoint_every: float | None = None,
+    remote: Any = None,
 ) -> TreeResult:
     """Minimise by best-first (or depth-/breadth-first) branch and bound.
 
@@ -535,6 +561,9 @@ def branch_and_bound(
     counts go on; ``max_nodes`` counts every run, ``time_limit`` this run);
     ``checkpoint(state)`` is called with the current :class:`TreeState` every
     ``checkpoint_every`` seconds (None: only at the end) and once when the search ends.
+    ``remote``: signals for jobs in other processes (see :class:`Context`): the manager
+    calls ``remote.publish(incumbent)`` when the incumbent improves and ``remote.stop()``
+    when the search stops.
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
@@ -560,11 +589,17 @@ def branch_and_bound(
     ticker = _Ticker(progress, progress_interval)
     saved = time.time()
     status = None
+    published = st.inc.value
+    if remote is not None:
+        remote.publish(published)  # workers may read it before any improvement
     try:
         while status is None:
             status = _step(st, process, pool, options, cancel, deadline, workers, max_nodes,
-                           stop_event)
+                           stop_event, remote)
             ticker(st)
+            if remote is not None and st.inc.value < published:
+                published = st.inc.value
+                remote.publish(published)
             if (status is None and checkpoint is not None and checkpoint_every is not None
                     and time.time() - saved >= checkpoint_every):
                 checkpoint(st.snapshot())
@@ -573,6 +608,8 @@ def branch_and_bound(
         status = "interrupted"
     finally:
         cancel.set()
+        if remote is not None:
+            remote.stop()
         if own:
             pool.shutdown(wait=False, cancel_futures=True)
         else:
@@ -589,6 +626,8 @@ def branch_and_bound(
                     node = st.running.pop(fut)
                     if not fut.cancelled() and fut.exception() is None:
                         st.absorb(node, fut.result())
+                    else:  # never ran, or failed: still open (its bound stays in the gap)
+                        st.requeue(node)
         except KeyboardInterrupt:
             pass
     if checkpoint is not None:
@@ -616,7 +655,7 @@ class _Ticker:
 
 def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event,
           deadline: float, workers: int, max_nodes: int | None,
-          stop_event: threading.Event | None) -> str | None:
+          stop_event: threading.Event | None, remote: Any = None) -> str | None:
     """One round of the main loop: stop tests, submissions, collection. A status stops it."""
     st.drop_pruned()
     # the stop tests come first: a job that saw the deadline hands its node back unfinished,
@@ -636,8 +675,13 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
             break  # the root runs alone (it may use every core)
         node = heapq.heappop(st.heap)
         ctx = Context(st.inc, deadline, options, cancel, node.node_id, node.depth,
-                      is_root=node.node_id == 0, reports=st.reports)
-        st.running[pool.submit(process, node.data, ctx)] = node
+                      is_root=node.node_id == 0, reports=st.reports, remote=remote)
+        try:
+            fut = pool.submit(process, node.data, ctx)
+        except BaseException:  # Ctrl-C or a refusing executor: the node stays open
+            heapq.heappush(st.heap, node)
+            raise
+        st.running[fut] = node
         st.submitted += 1
         limit_hit = max_nodes is not None and st.submitted >= max_nodes
         if node.node_id == 0:

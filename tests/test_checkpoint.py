@@ -124,3 +124,50 @@ def test_kill_9_between_checkpoints_then_resume(tmp_path):
     assert out.status == "optimal"
     assert out.objective == pytest.approx(ref.objective, rel=1e-6)
     assert out.nodes >= state.processed
+
+
+def _flat(data, ctx):
+    """A full binary tree of depth 4 that nothing prunes: every leaf is worth 1, every
+    inner node's bound is 0, so all 31 nodes are processed, in any order."""
+    if len(data) == 4:
+        return NodeOutcome(1.0, 1.0, data)
+    return NodeOutcome(0.0, children=[(data + (0,), 0.0), (data + (1,), 0.0)])
+
+
+def _slow_flat(data, ctx):
+    time.sleep(0.1)
+    return _flat(data, ctx)
+
+
+def test_nodes_that_never_ran_stay_open_after_a_stop():
+    # one executor thread for three workers: two of the submitted jobs are still queued
+    # when the time limit cancels them; they must come back as open nodes
+    from concurrent.futures import ThreadPoolExecutor
+
+    assert branch_and_bound(_flat, (), tol=0.0).nodes == 31
+    states = []
+    with ThreadPoolExecutor(max_workers=1) as ex:
+        part = branch_and_bound(_slow_flat, (), tol=0.0, workers=3, executor=ex,
+                                time_limit=0.45, checkpoint=states.append)
+    assert part.status == "time_limit" and 0 < part.nodes < 31
+    rest = branch_and_bound(_flat, None, tol=0.0, resume=states[-1])
+    assert (rest.status, rest.objective) == ("optimal", 1.0)
+    assert rest.nodes == 31  # no node lost, none processed twice
+
+
+def test_a_root_refused_for_lack_of_time_is_solved_on_resume(tmp_path, monkeypatch):
+    import pcsos.node
+
+    X = _uniform()
+    ck = tmp_path / "run.ckpt"
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.node, "MIN_SDP_ITERATIONS", 1e12)
+    first = pcsos.solve(X, 3, time_limit=60, checkpoint=ck, **BRANCHY)
+    assert first.log[0]["closed"] == "sdp_too_large"
+    state, _ = read_checkpoint(ck, make_instance(X, 3))
+    assert [u[0] for u in state.unresolved] == [0]  # the root, data kept
+    monkeypatch.undo()
+    again = pcsos.solve(X, 3, resume=ck, **BRANCHY)
+    whole = pcsos.solve(X, 3, **BRANCHY)
+    assert again.status == "optimal"
+    assert again.objective == pytest.approx(whole.objective, rel=1e-6)

@@ -23,13 +23,13 @@ def _case(seed: int, n: int = 10, k: int = 3, n_ml: int = 3, n_cl: int = 4):
     rng = np.random.default_rng(seed)
     truth = np.arange(n) % k
     X = rng.normal(size=(n, 2)) + 2.0 * truth[:, None]
-    ml, cl = [], []
-    while len(ml) < n_ml:
-        i, j = map(int, rng.choice(n, 2, replace=False))
-        ml.append((i, j))
-    while len(cl) < n_cl:
-        i, j = map(int, rng.choice(n, 2, replace=False))
-        cl.append((i, j))
+    ml, cl, seen = [], [], set()
+    while len(ml) + len(cl) < n_ml + n_cl:  # distinct pairs: removing one removes it all
+        i, j = sorted(map(int, rng.choice(n, 2, replace=False)))
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        (ml if len(ml) < n_ml else cl).append((i, j))
     return X, k, ml, cl
 
 

@@ -72,6 +72,9 @@ def test_an_options_object_and_keywords_give_the_same_solve():
     c = pcsos.solve(X, 3, options=dataclasses.replace(opts, tol=0.5), tol=1e-3)
     assert a.objective == b.objective == c.objective
     assert np.array_equal(a.labels, b.labels)
+    # the keyword won over the object's tol = 0.5
+    assert "tolerance 0.001" in c.message and c.gap <= 1e-3
+    assert SolverOptions.make(opts, tol=0.25).tol == 0.25 and opts.tol == 1e-3
 
 
 # ------------------------------------------------------------------ estimator

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcsos.errors import InfeasibleError, InputError
+from pcsos.errors import InfeasibleError, InputError, UndecidedError
 from pcsos.problem import Instance, Problem, make_instance, sse
 
 __all__ = ["spectral_floor", "partition", "decomposition_bound", "certify", "SubsetBound",
@@ -54,14 +54,16 @@ def spectral_floor(problem: Problem) -> float:
     k = problem.k
     e = np.asarray(problem.e, dtype=np.float64)
     W = np.asarray(problem.W, dtype=np.float64)
-    within = problem.c0 - float(np.einsum("ij,ij->", W, W / e[:, None]))
+    # rounding: sums of n terms (the centring, the group sums, c0) carry relative errors of
+    # about n eps each, and the result is a difference of such sums; a margin of
+    # 64 (n + d) eps of the terms' size is taken off (a bound is lowered, never raised)
+    slack = 64 * (problem.n + problem.d) * np.finfo(float).eps * abs(problem.c0)
     if problem.s <= k:
-        return max(0.0, within)  # each group alone: exact
+        within = problem.c0 - float(np.einsum("ij,ij->", W, W / e[:, None]))
+        return max(0.0, within - slack)  # each group alone: exact up to rounding
     M = (W / np.sqrt(e)[:, None]).T @ (W / np.sqrt(e)[:, None])  # W^T D^-1 W, d x d
     ev = np.sort(np.linalg.eigvalsh(M))[::-1]
     top = float(np.clip(ev[: k - 1], 0.0, None).sum())
-    # rounding: c0 and the eigenvalues carry relative errors of a few eps
-    slack = 1e-12 * (abs(problem.c0) + float(np.abs(ev).sum()))
     return max(0.0, problem.c0 - top - slack)
 
 
@@ -182,7 +184,10 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     n = instance.n
     seen = np.zeros(n, dtype=np.int64)
     for pts in subsets:
-        seen[np.asarray(pts, dtype=np.int64)] += 1
+        pts = np.asarray(pts, dtype=np.int64).ravel()
+        if len(pts) and (pts.min() < 0 or pts.max() >= n):
+            raise InputError(f"a subset holds an index outside 0..{n - 1}", source="subsets")
+        np.add.at(seen, pts, 1)  # a point repeated inside one subset counts twice
     if not np.all(seen == 1):
         raise InputError("the subsets must cover every point exactly once", source="subsets")
     owner = np.empty(n, dtype=np.int64)
@@ -190,6 +195,9 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
         owner[np.asarray(pts, dtype=np.int64)] = t
     if len(instance.ml) and np.any(owner[instance.ml[:, 0]] != owner[instance.ml[:, 1]]):
         raise InputError("a must-link pair is split between two subsets", source="subsets")
+    if workers is not None and (isinstance(workers, bool) or not int(workers) >= 1):
+        raise InputError(f"workers must be a positive integer, got {workers!r}",
+                         source="workers")
     workers = int(workers) if workers else (os.cpu_count() or 1)
     rounds = math.ceil(len(subsets) / workers)
     t0 = time.perf_counter()
@@ -287,9 +295,12 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int = 300,
         whole = Problem.from_instance(inst)
         budget = None if time_limit is None else 0.25 * time_limit
         h = run_heuristic(heuristic, whole, seed=seed, time_limit=budget)
+        if h.status == "infeasible":
+            raise InfeasibleError(f"{heuristic} proved the constraints infeasible: "
+                                  f"{h.message}")
         if h.status != "found":
-            raise InfeasibleError(f"{heuristic} found no clustering ({h.status}: "
-                                  f"{h.message}); give one with labels=")
+            raise UndecidedError(f"{heuristic} found no clustering ({h.status}: "
+                                 f"{h.message}); give one with labels=")
         lab, made_by = np.asarray(h.labels), heuristic
     objective = sse(inst.X, lab)
     floor = spectral_floor(Problem.from_instance(inst))

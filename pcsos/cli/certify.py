@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from pcsos.errors import InputError
     from pcsos.io import read_labels
 
-    if args.subset_size < 2:
-        raise InputError(f"--subset-size must be >= 2, got {args.subset_size}",
+    if args.subset_size < 1:
+        raise InputError(f"--subset-size must be >= 1, got {args.subset_size}",
                          source="--subset-size")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")

@@ -67,7 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="stop after this many seconds (default: none)")
     alg = parser.add_argument_group("algorithm")
     alg.add_argument("--workers", type=int, default=None,
-                     help="nodes processed in parallel (default: CPU count)")
+                     help="nodes processed in parallel (default: CPU count; with --dask, the "
+                          "cluster's threads)")
+    alg.add_argument("--dask", metavar="ADDRESS", default=None,
+                     help="run the nodes on a Dask cluster: a scheduler address, or local:N "
+                          "for a local cluster of N worker processes (pip install "
+                          "'pcsos[dask]'; docs/solver.md)")
     alg.add_argument("--threads", type=int, default=None,
                      help="BLAS threads per worker (default: 1; more pays only on an "
                           "otherwise idle machine)")
@@ -102,7 +107,8 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
     return SolverOptions(
         tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
         max_nodes=args.max_nodes, time_limit=args.time_limit,
-        workers=args.workers or (os.cpu_count() or 1), threads=args.threads,
+        workers=args.workers or (None if args.dask else (os.cpu_count() or 1)),
+        threads=args.threads,
         root_threads=args.root_threads, heuristic=args.heuristic,
         root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
         sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol},
@@ -117,7 +123,8 @@ def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
     return {
         "BRANCH_AND_BOUND_TOL": opts.tol,
         "BRANCH_AND_BOUND_ABS_TOL": opts.abs_tol,
-        "BRANCH_AND_BOUND_PARALLEL": opts.workers,
+        "BRANCH_AND_BOUND_PARALLEL": opts.workers or "the Dask cluster's threads",
+        "DASK": args.dask or "none",
         "BRANCH_AND_BOUND_MAX_NODES": opts.max_nodes if opts.max_nodes else "none",
         "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[opts.order],
         "SDP_SOLVER_SESSION_THREADS_ROOT": opts.root_threads or threads,
@@ -179,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
                            args.log, settings)
         if not args.quiet:
             print(f"pcsos solve: n = {inst.n}, d = {inst.d}, k = {inst.k}, "
-                  f"{len(inst.ml)} ML, {len(inst.cl)} CL, {workers} worker(s)")
+                  f"{len(inst.ml)} ML, {len(inst.cl)} CL, "
+                  + (f"{workers} worker(s)" if workers else f"Dask cluster {args.dask}"))
             sys.stdout.flush()
 
         def on_row(row: dict) -> None:
@@ -199,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             res = solve_instance(
                 inst, opts, init_labels=start, callback=on_row, checkpoint=args.checkpoint,
-                checkpoint_every=args.checkpoint_every, resume=args.resume,
+                checkpoint_every=args.checkpoint_every, resume=args.resume, dask=args.dask,
                 progress=None if printer is None else printer.status,
                 stop_event=intr.stop, abort_event=intr.abort)
         finally:

@@ -1,0 +1,104 @@
+"""The tree on a Dask LocalCluster of worker processes: the same answer as the thread
+pool, a stop within seconds, and no node lost when a worker dies."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pcsos
+
+distributed = pytest.importorskip("distributed", reason="dask.distributed not installed "
+                                  "(pip install 'pcsos[dask]')")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BRANCHY = dict(tol=1e-6, root_heuristic=None, cp_settings={"families": "none"},
+               sdp_options={"tol": 1e-3})
+
+
+@pytest.fixture(scope="module")
+def client():
+    import logging
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=logging.ERROR)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _uniform(n, seed=0):
+    return np.random.default_rng(seed).uniform(size=(n, 2))
+
+
+def test_same_answer_as_the_thread_pool(client):
+    X = _uniform(30)
+    local = pcsos.solve(X, 3, workers=2, **BRANCHY)
+    remote = pcsos.solve(X, 3, dask=client, **BRANCHY)
+    assert local.status == remote.status == "optimal" and remote.nodes > 5
+    assert remote.objective == pytest.approx(local.objective, rel=1e-9)
+    assert remote.lower_bound <= local.objective * (1 + 1e-9)
+
+
+def test_a_stop_reaches_remote_nodes_within_seconds(client):
+    X = _uniform(90, seed=2)  # each node takes seconds: a stop must cut them short
+    stop = threading.Event()
+    timer = threading.Timer(4.0, stop.set)
+    timer.start()
+    t0 = time.time()
+    res = pcsos.solve(X, 6, dask=client, stop_event=stop, tol=1e-9, root_heuristic=None)
+    took = time.time() - t0
+    timer.cancel()
+    assert res.status == "interrupted"
+    assert took < 4.0 + 5.0
+    assert res.labels is not None and res.lower_bound <= res.objective
+
+
+def test_a_worker_that_dies_loses_no_node(client):
+    X = _uniform(36, seed=3)
+    ref = pcsos.solve(X, 3, workers=2, **BRANCHY)
+    pids = list(client.run(os.getpid).values())
+    killer = threading.Timer(2.0, os.kill, args=(pids[0], signal.SIGKILL))
+    killer.start()
+    res = pcsos.solve(X, 3, dask=client, **BRANCHY)
+    killer.join()
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next test
+
+
+def test_cli_dask_and_sigint(tmp_path):
+    X = _uniform(90, seed=2)
+    data = tmp_path / "u.txt"
+    data.write_text("90 2\n" + "".join(f"{a!r} {b!r}\n" for a, b in X.tolist()))
+    js = tmp_path / "r.json"
+    p = subprocess.Popen([sys.executable, "-m", "pcsos", "solve", str(data), "-k", "6",
+                          "--dask", "local:2", "--tol", "1e-9", "--root-heuristic", "none",
+                          "--json", str(js)], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    # wait for the first progress line of the tree (the cluster has started)
+    t0 = time.time()
+    line = ""
+    while time.time() - t0 < 60 and "root" not in line:
+        line = p.stdout.readline()
+        if not line and p.poll() is not None:
+            break
+    time.sleep(1.0)
+    t_int = time.time()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert time.time() - t_int < 5.0 + 5.0  # the stop, then the cluster's shutdown
+    assert p.returncode in (0, 130), err
+    assert "Traceback" not in err
+    if p.returncode == 0:
+        res = pcsos.Result.from_json(js)
+        assert res.status == "interrupted" and res.lower_bound <= res.objective
