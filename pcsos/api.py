@@ -51,7 +51,7 @@ class Result:
     status : 'optimal', 'node_limit', 'time_limit', 'interrupted', 'infeasible' or
         'unresolved' (nodes that failed numerically keep the gap open).
     message : a sentence saying why it stopped (for 'infeasible': the explanation).
-    nodes : nodes processed; seconds : wall time.
+    nodes : nodes processed; seconds : wall time (over every run of a resumed solve).
     root_lower_bound, root_gap, root_size : the root's bound, gap and SDP size (s).
     log : per-node rows (dicts; the keys of the pc-sos-sdp log table and more).
     infeasible_pairs : conflicting pairs (original indices) when infeasible.
@@ -171,8 +171,9 @@ def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, **kwarg
     ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices.
     ``options``: a :class:`~pcsos.options.SolverOptions`; keywords override its fields
     (``tol``, ``time_limit``, ``workers``, ... see there) or are those of
-    :func:`solve_instance` (``init_labels``, ``executor``, ``callback``, ``progress``,
-    ``stop_event``, ``abort_event``, ``verbose``). Raises :class:`InputError` for malformed
+    :func:`solve_instance` (``init_labels``, ``executor``, ``dask``, ``callback``,
+    ``progress``, ``stop_event``, ``abort_event``, ``verbose``, ``checkpoint``,
+    ``checkpoint_every``, ``resume``). Raises :class:`InputError` for malformed
     input; infeasible constraints give ``status='infeasible'``.
     """
     return solve_instance(make_instance(X, k, ml, cl), options, **kwargs)
