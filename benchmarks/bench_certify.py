@@ -95,7 +95,7 @@ def shared_part(args) -> None:
         row = {"part": "shared", "instance": r["instance"], "n": r["n"], "k": r["k"],
                "subset_size": args.subset_size, "lower_bound": res.lower_bound,
                "optimum": r["objective"], "optimum_lower_bound": r["lower_bound"],
-               "valid": res.lower_bound <= r["objective"] * (1 + 1e-9),
+               "valid": bool(res.lower_bound <= r["objective"] * (1 + 1e-9)),
                "gap_to_optimum": (r["objective"] - res.lower_bound) / r["objective"],
                "subsets": len(res.subsets), "seconds": time.perf_counter() - t0}
         with open(args.out, "a") as fh:
