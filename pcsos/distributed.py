@@ -214,8 +214,9 @@ class DaskExecutor(Executor):
                 if not out.done():
                     out.set_exception(exc)
 
+        # a cancel() of `out` (the manager stopping) leaves the remote job running until it
+        # sees the stop signal, which the manager sets at the same time
         remote.add_done_callback(done)
-        out._pcsos_remote = remote  # noqa: SLF001 - lets cancel() reach the Dask future
         return out
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
