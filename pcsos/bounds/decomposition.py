@@ -285,14 +285,15 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int = 300,
     def left() -> float | None:
         return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
 
-    if labels is not None:
-        lab, made_by = check_start(inst, labels, source="labels"), "given"
+    start = None if labels is None else check_start(inst, labels, source="labels")
+    whole = Problem.from_instance(inst)  # the heuristic's problem and the spectral floor's
+    if start is not None:
+        lab, made_by = start, "given"
     else:
         from pcsos.heuristics import run_heuristic
 
         if progress is not None:
             progress("heuristic", 0, 1, None)
-        whole = Problem.from_instance(inst)
         budget = None if time_limit is None else 0.25 * time_limit
         h = run_heuristic(heuristic, whole, seed=seed, time_limit=budget)
         if h.status == "infeasible":
@@ -303,7 +304,7 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int = 300,
                                  f"{h.message}); give one with labels=")
         lab, made_by = np.asarray(h.labels), heuristic
     objective = sse(inst.X, lab)
-    floor = spectral_floor(Problem.from_instance(inst))
+    floor = spectral_floor(whole)
     subsets = partition(inst, lab, subset_size, seed=seed)
 
     def sub_progress(done, total, bound):
