@@ -186,6 +186,24 @@ def test_smdeclust_variants_and_options():
         run_heuristic("ipc-kmeans", p, n_inti=3)
 
 
+@pytest.mark.parametrize("variant", ["SM-MDE", "SMG-MDE"])
+def test_smdeclust_mutation_probability_one_over_generation(variant):
+    """As the authors' code: every child of generation 1 is mutated, then with probability
+    1 / g (over 5 generations of 6 children: 6 * H_5 = 13.7 expected, 30 children)."""
+    rng = np.random.default_rng(4)
+    X, ml, cl = planted_instance(rng, 30, 3, 5, 25)
+    p = Problem.from_instance(make_instance(X, 3, ml, cl))
+    one = run_heuristic("s-mdeclust", p, seed=1, variant=variant, P=6, N_max=10 ** 6,
+                        tol=0.0, max_generations=1)
+    assert one.stats["offspring"] == 6 and one.stats["mutations"] == 6
+    five = run_heuristic("s-mdeclust", p, seed=1, variant=variant, P=6, N_max=10 ** 6,
+                         tol=-1.0, max_generations=5)
+    assert five.stats["offspring"] == 30 and five.stats["stop"] == "max_generations"
+    assert 6 < five.stats["mutations"] < 24
+    no = run_heuristic("s-mdeclust", p, seed=1, variant="SG-MDE", P=6, max_generations=3)
+    assert no.stats["mutations"] == 0
+
+
 def test_blpkm_unsquared_variant_and_repair_start():
     rng = np.random.default_rng(6)
     X, ml, cl = planted_instance(rng, 40, 3, 10, 20)

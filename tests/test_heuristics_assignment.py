@@ -63,9 +63,11 @@ def test_transportation_matches_lp_and_is_integral():
         assert a.cost == pytest.approx(lp.fun, rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.parametrize("decompose", [True, False])
 @pytest.mark.parametrize("fallback", [False, True])
-def test_milp_matches_enumeration(fallback, monkeypatch):
-    """With CL: HiGHS (highspy, or scipy.milp when highspy is missing) equals enumeration."""
+def test_milp_matches_enumeration(fallback, decompose, monkeypatch):
+    """With CL: HiGHS (highspy, or scipy.milp when highspy is missing) equals enumeration,
+    through the decomposition and through the full MILP."""
     if fallback:
         monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy -> ImportError
     rng = np.random.default_rng(1)
@@ -75,7 +77,7 @@ def test_milp_matches_enumeration(fallback, monkeypatch):
         pts = rng.normal(size=(s, 2))
         w = rng.integers(1, 3, size=s).astype(float)
         cl = random_cl(rng, s, int(rng.integers(1, min(10, s * (s - 1) // 2) + 1)))
-        eng = AssignmentEngine(pts, w, cl, k)
+        eng = AssignmentEngine(pts, w, cl, k, decompose=decompose)
         assert eng.method == ("scipy-milp" if fallback else "highs")
         warm = None
         for _rep in range(2):  # the second call reuses the model with new costs
@@ -102,7 +104,7 @@ def test_milp_fractional_lp_path():
         pts = rng.normal(size=(s, 2))
         w = np.ones(s)
         cl = random_cl(rng, s, 14)
-        eng = AssignmentEngine(pts, w, cl, k)
+        eng = AssignmentEngine(pts, w, cl, k, decompose=False)
         C = rng.normal(size=(k, 2))
         ref = enumerate_assignment(squared_costs(pts, w, C), cl)
         a = eng.solve(C)
@@ -121,7 +123,7 @@ def test_highs_engine_writes_nothing_to_stdout(capfd):
     rng = np.random.default_rng(2)
     pts = rng.normal(size=(9, 2))
     capfd.readouterr()
-    eng = AssignmentEngine(pts, np.ones(9), random_cl(rng, 9, 14), 3)
+    eng = AssignmentEngine(pts, np.ones(9), random_cl(rng, 9, 14), 3, decompose=False)
     for _ in range(5):
         eng.solve(rng.normal(size=(3, 2)))
     out = capfd.readouterr()
@@ -136,6 +138,65 @@ def test_infeasible_cases_do_not_raise():
     # fewer points than clusters
     a = AssignmentEngine(pts[:2], np.ones(2), np.empty((0, 2)), 3).solve(np.zeros((3, 1)))
     assert a.status == "infeasible"
+
+
+def test_decomposition_matches_enumeration_and_full_milp():
+    """Forests, cycles, k = 1 and starts where the relaxation leaves a cluster empty: the
+    decomposition's answer is the enumerated optimum, and it builds no MILP on a forest."""
+    rng = np.random.default_rng(11)
+    kinds = {"forest": 0, "cycles": 0, "empty": 0, "infeasible": 0}
+    for t in range(150):
+        s, k = int(rng.integers(3, 9)), int(rng.integers(1, 4))
+        pts = rng.normal(size=(s, 2))
+        w = rng.integers(1, 4, size=s).astype(float)
+        cl = random_cl(rng, s, int(rng.integers(1, min(12, s * (s - 1) // 2) + 1)))
+        eng = AssignmentEngine(pts, w, cl, k)
+        C = rng.normal(size=(k, 2)) * (0.2 if t % 3 == 0 else 2.0)
+        costs = squared_costs(pts, w, C)
+        ref = enumerate_assignment(costs, cl)
+        a = eng.solve(C)
+        if np.isinf(ref):
+            assert a.status == "infeasible" and a.labels is None
+            kinds["infeasible"] += 1
+            continue
+        assert a.status == "optimal" and valid(a.labels, s, k, cl)
+        assert a.cost == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        if eng.decomposed_calls == 0:
+            kinds["empty"] += 1  # the full MILP decided
+        elif "cycles" in eng._models:
+            kinds["cycles"] += 1
+        else:
+            kinds["forest"] += 1
+            assert "full" not in eng._models
+    assert min(kinds.values()) > 0, kinds
+
+
+def test_decomposition_adds_only_broken_pairs():
+    """Row generation: pairs between clusters far apart never enter the relaxation."""
+    rng = np.random.default_rng(5)
+    centres = rng.uniform(-50, 50, size=(10, 2))
+    y = np.repeat(np.arange(10), 30)
+    pts = centres[y] + rng.normal(size=(300, 2))
+    cl = np.array([(i, j) for i in range(300) for j in range(i + 1, 300)
+                   if y[i] != y[j] and rng.random() < 0.02])
+    eng = AssignmentEngine(pts, np.ones(300), cl, 10)
+    a = eng.solve(centres)
+    assert a.status == "optimal" and valid(a.labels, 300, 10, cl)
+    assert eng._active.sum() < 0.1 * len(cl)
+    full = AssignmentEngine(pts, np.ones(300), cl, 10, decompose=False).solve(centres)
+    assert a.cost == pytest.approx(full.cost, rel=1e-9)
+
+
+def test_call_time_limit_returns_the_warm_start():
+    """A call cut short with nothing better returns its (feasible) warm start."""
+    pts = np.arange(6.0)[:, None]
+    cl = np.array([[0, 1], [1, 2], [0, 2]])
+    eng = AssignmentEngine(pts, np.ones(6), cl, 3, decompose=False, call_time_limit=1e-9)
+    warm = np.array([0, 1, 2, 2, 2, 2])
+    a = eng.solve(np.array([[0.0], [3.0], [5.0]]), warm=warm)
+    assert a.status == "feasible" and np.array_equal(a.labels, warm)
+    with pytest.raises(InputError, match="call_time_limit"):
+        AssignmentEngine(pts, np.ones(6), cl, 3, call_time_limit=0)
 
 
 def test_time_limit_zero_is_reported():
@@ -216,7 +277,7 @@ def _gurobi_engine_or_skip(gp, made, pts, cl, k):
     Before skipping it checks what needs no licence: the refused start opened one Env and
     disposed it, and a second call neither opens another nor hides the reason.
     """
-    eng = AssignmentEngine(pts, np.ones(len(pts)), cl, k, backend="gurobi")
+    eng = AssignmentEngine(pts, np.ones(len(pts)), cl, k, backend="gurobi", decompose=False)
     assert made == []  # the Env is opened lazily, on the first MILP solve
     C = np.zeros((k, pts.shape[1]))
     try:
@@ -309,7 +370,7 @@ def test_gurobi_refused_start_disposes_env_without_licence(monkeypatch):
     fake = types.SimpleNamespace(Env=Env, Model=model, GurobiError=GurobiError)
     monkeypatch.setitem(sys.modules, "gurobipy", fake)
     eng = AssignmentEngine(np.arange(6.0)[:, None], np.ones(6), np.array([[0, 1]]), 2,
-                           backend="gurobi")
+                           backend="gurobi", decompose=False)
     assert made == []
     for _ in range(3):
         with pytest.raises(BackendUnavailableError, match="No Gurobi license found"):

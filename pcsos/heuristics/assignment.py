@@ -12,13 +12,23 @@ exactly k non-empty clusters and every cannot-link pair in different clusters.
   :func:`scipy.optimize.linear_sum_assignment`) on the regret ``cost_ih - min_h' cost_ih'``.
   Any feasible assignment picks one member per cluster as representative and pays at least
   the nearest-centre cost for the others, so this is optimal; no LP or MILP is needed.
-* With cannot-link pairs it is a MILP (NP-hard). The model is built once per engine; between
-  calls only the objective costs change and the previous assignment is passed as a warm
-  start. Backends: ``'highs'`` (default; :mod:`highspy`, falling back to
-  :func:`scipy.optimize.milp` — the same HiGHS solver, model rebuilt per call — when highspy
-  is not installed) and ``'gurobi'`` (:mod:`gurobipy`; the engine opens one Gurobi
-  environment on its first MILP solve and disposes it in :meth:`AssignmentEngine.close`, on
-  leaving its ``with`` block, or when it is garbage collected).
+* With cannot-link pairs it is NP-hard, but it decomposes (``decompose=True``, the
+  default). Drop the k cover rows: what is left separates into the super-points without a
+  cannot-link partner (each takes its nearest centre) and the connected components of the
+  cannot-link graph. A component that is a tree is solved exactly by dynamic programming
+  (``f_v(h) = cost_vh + sum_children min_{g != h} f_c(g)``, in O(size * k), all trees at once
+  level by level); the components with cycles go together into one MILP without cover rows.
+  When the combined labelling opens all k clusters it is optimal for the full problem (it is
+  optimal for a relaxation and feasible); otherwise, and with ``decompose=False``, the full
+  MILP is solved. At n = 20 000 with 1 000 pairs the full model has 2 million columns for
+  k = 100, the decomposition touches only the ~2 000 constrained super-points.
+* The MILP (NP-hard) is built once per engine, when first needed; between calls only the
+  objective costs change and the previous assignment is passed as a warm start. Backends:
+  ``'highs'`` (default; :mod:`highspy`, falling back to :func:`scipy.optimize.milp` — the
+  same HiGHS solver, model rebuilt per call — when highspy is not installed) and
+  ``'gurobi'`` (:mod:`gurobipy`; the engine opens one Gurobi environment per model on its
+  first solve and disposes it in :meth:`AssignmentEngine.close`, on leaving its ``with``
+  block, or when it is garbage collected).
 
 Infeasibility (no k-colouring of the cannot-link graph, or fewer super-points than clusters)
 is reported as ``status='infeasible'``, a time limit without any assignment as
@@ -33,7 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from scipy.sparse import csc_matrix
+from scipy.sparse import coo_matrix, csc_matrix
+from scipy.sparse.csgraph import connected_components
 
 from pcsos.errors import BackendUnavailableError, InputError
 from pcsos.problem import group_sums
@@ -100,10 +111,16 @@ class AssignmentEngine:
     threads : solver threads (1 by default: heuristics run inside a busy tree search).
     mip_rel_gap : relative MIP gap at which the solver stops (default 1e-6, i.e. optimal up
         to rounding, which keeps the assignment/update loop monotone).
+    decompose : solve by the decomposition of the module doc (default) or always by the
+        full MILP.
+    call_time_limit : seconds at most per :meth:`solve` call (None: only its own
+        ``time_limit``). A call cut short returns the solver's best assignment, or the warm
+        start when it has none better, with status ``'feasible'``.
     """
 
     def __init__(self, points: np.ndarray, weights: np.ndarray, cl: np.ndarray, k: int, *,
-                 backend: str = "highs", threads: int = 1, mip_rel_gap: float = 1e-6):
+                 backend: str = "highs", threads: int = 1, mip_rel_gap: float = 1e-6,
+                 decompose: bool = True, call_time_limit: float | None = None):
         self.points = np.asarray(points, dtype=np.float64)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
@@ -114,16 +131,52 @@ class AssignmentEngine:
                              f"{', '.join(BACKENDS)}", source="backend")
         self.backend = backend
         self.calls = 0
+        self.decomposed_calls = 0  # calls answered by the decomposition alone
+        if call_time_limit is not None and not call_time_limit > 0:
+            raise InputError(f"call_time_limit must be > 0 seconds, got {call_time_limit!r}",
+                             source="call_time_limit")
+        self.call_time_limit = None if call_time_limit is None else float(call_time_limit)
         self._closed = False
-        self._milp = None
-        if len(self.cl) and self.s >= self.k:
-            if backend == "gurobi":
-                self._milp = _GurobiModel(self.s, self.k, self.cl, threads, mip_rel_gap)
+        self._opts = (threads, mip_rel_gap)
+        self._models: dict[str, object] = {}  # 'full' and 'cycles' MILPs, built on first use
+        self._has_milp = bool(len(self.cl)) and self.s >= self.k
+        if self._has_milp and backend == "gurobi":
+            try:  # the model is built on first use; a missing package is said at once
+                import gurobipy  # noqa: F401
+            except ImportError:
+                raise BackendUnavailableError(
+                    "backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]')") from None
+        self._decompose = self._has_milp and decompose
+        # the cannot-link pairs in the decomposition's relaxation: those ever broken by its
+        # answer (see _solve_parts); the structure is rebuilt when the set grows
+        self._ucl = np.unique(np.sort(self.cl, axis=1), axis=0) if self._decompose else None
+        self._active = np.zeros(len(self._ucl), dtype=bool) if self._decompose else None
+        self._parts = _Decomposition(self.s, self.k, self._ucl[:0]) if self._decompose \
+            else None
+        self.rebuilds = 0
+
+    @property
+    def _milp(self):
+        """The full assignment MILP (built on first access)."""
+        return self._model("full")
+
+    def _model(self, which: str):
+        m = self._models.get(which)
+        if m is None:
+            if which == "full":
+                s, cl, cover = self.s, self.cl, True
+            else:
+                s, cl, cover = len(self._parts.cyc_nodes), self._parts.cyc_cl, False
+            threads, gap = self._opts
+            if self.backend == "gurobi":
+                m = _GurobiModel(s, self.k, cl, threads, gap, cover)
             else:
                 try:
-                    self._milp = _HighsModel(self.s, self.k, self.cl, threads, mip_rel_gap)
+                    m = _HighsModel(s, self.k, cl, threads, gap, cover)
                 except ImportError:
-                    self._milp = _ScipyMilpModel(self.s, self.k, self.cl, mip_rel_gap)
+                    m = _ScipyMilpModel(s, self.k, cl, gap, cover)
+            self._models[which] = m
+        return m
 
     def close(self) -> None:
         """Release the solver's resources (Gurobi: the model and its Env); idempotent.
@@ -133,9 +186,10 @@ class AssignmentEngine:
         collected, so callers that simply drop it leak nothing either.
         """
         self._closed = True
-        close = getattr(self._milp, "close", None)
-        if close is not None:
-            close()
+        for m in self._models.values():
+            close = getattr(m, "close", None)
+            if close is not None:
+                close()
 
     def __enter__(self) -> AssignmentEngine:
         return self
@@ -152,7 +206,15 @@ class AssignmentEngine:
     @property
     def method(self) -> str:
         """Which algorithm :meth:`solve` uses: ``'matching'`` or the MILP backend's name."""
-        return "matching" if self._milp is None else self._milp.name
+        if not self._has_milp:
+            return "matching"
+        if self.backend == "gurobi":
+            return "gurobi"
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            return "scipy-milp"
+        return "highs"
 
     def costs(self, centres: np.ndarray) -> np.ndarray:
         """The squared-distance cost matrix for the given (k, d) centres."""
@@ -183,7 +245,7 @@ class AssignmentEngine:
         if self.s < self.k:
             return Assignment(None, float("inf"), "infeasible", time.perf_counter() - t0,
                               self.method)
-        if self._milp is None:
+        if not self._has_milp:
             labels = _match_assign(costs)
             status = "optimal"
         else:
@@ -192,7 +254,20 @@ class AssignmentEngine:
                                   time.perf_counter() - t0, self.method)
             if warm is not None and not self._is_feasible(warm):
                 warm = None
-            labels, status = self._milp.solve(costs, warm, time_limit)
+            labels, status = None, ""
+            if self.call_time_limit is not None:
+                time_limit = self.call_time_limit if time_limit is None \
+                    else min(time_limit, self.call_time_limit)
+            if self._decompose:
+                labels, status = self._solve_parts(costs, warm, time_limit, t0)
+            if labels is None and status not in ("infeasible", "time_limit"):
+                left = None if time_limit is None else \
+                    time_limit - (time.perf_counter() - t0)
+                labels, status = self._milp.solve(costs, warm, left) \
+                    if left is None or left > 0 else (None, "time_limit")
+            if labels is None and status == "time_limit" and warm is not None:
+                # the solver stopped with nothing better than the start it was given
+                labels, status = np.array(warm, dtype=np.int64), "feasible"
             if labels is not None and not self._is_feasible(labels):
                 # a solver answer that breaks the model (tolerance trouble) is not returned,
                 # and proves nothing about feasibility
@@ -200,6 +275,50 @@ class AssignmentEngine:
         cost = float(costs[np.arange(self.s), labels].sum()) if labels is not None \
             else float("inf")
         return Assignment(labels, cost, status, time.perf_counter() - t0, self.method)
+
+    def _solve_parts(self, costs, warm, time_limit, t0):
+        """The decomposition (module doc): labels and 'optimal' when they open all k clusters;
+        (None, 'infeasible' | 'time_limit') when the cycles' MILP says so; else (None, '').
+
+        The relaxation holds only the cannot-link pairs that some earlier answer broke (row
+        generation): it is solved, the pairs its labels break are added, and it is solved
+        again until none is broken. Every round solves a relaxation of the assignment, so
+        the first labelling that breaks no pair is optimal; pairs between far-apart clusters,
+        most of them when k is large, never enter a model.
+        """
+        if self.k < 2:
+            return None, "infeasible"  # a cannot-link pair needs two clusters
+        ucl = self._ucl
+        while True:
+            parts = self._parts
+            labels = np.argmin(costs, axis=1)
+            parts.solve_trees(costs, labels)
+            status = "optimal"
+            if len(parts.cyc_nodes):
+                sub = parts.cyc_nodes
+                left = None if time_limit is None else \
+                    time_limit - (time.perf_counter() - t0)
+                if left is not None and left <= 0:
+                    return None, "time_limit"
+                lab, status = self._model("cycles").solve(
+                    np.ascontiguousarray(costs[sub]), None if warm is None else warm[sub],
+                    left)
+                if lab is None:
+                    return None, status if status in ("infeasible", "time_limit") else ""
+                labels[sub] = lab
+            broken = ~self._active & (labels[ucl[:, 0]] == labels[ucl[:, 1]])
+            if not broken.any():
+                break
+            self._active |= broken
+            self._parts = _Decomposition(self.s, self.k, ucl[self._active])
+            old = self._models.pop("cycles", None)
+            if old is not None and hasattr(old, "close"):
+                old.close()
+            self.rebuilds += 1
+        if np.bincount(labels, minlength=self.k).min() == 0:
+            return None, ""
+        self.decomposed_calls += 1
+        return labels, status
 
     def _is_feasible(self, labels) -> bool:
         labels = np.asarray(labels)
@@ -223,10 +342,82 @@ def _match_assign(costs: np.ndarray) -> np.ndarray:
     return labels
 
 
-def _model_matrix(s: int, k: int, cl: np.ndarray):
+class _Decomposition:
+    """The cannot-link graph split for :meth:`AssignmentEngine.solve` (module doc): its tree
+    components, ordered for the dynamic programme, and the super-points of the components
+    that have cycles, with their pairs re-indexed."""
+
+    def __init__(self, s: int, k: int, cl: np.ndarray):
+        from scipy.sparse.csgraph import breadth_first_order
+
+        self.k = k
+        cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
+        A = coo_matrix((np.ones(len(cl)), (cl[:, 0], cl[:, 1])), shape=(s, s)).tocsr()
+        A = (A + A.T).tocsr()
+        ncomp, comp = connected_components(A, directed=False)
+        size = np.bincount(comp, minlength=ncomp)
+        edges = np.bincount(comp[cl[:, 0]], minlength=ncomp)
+        is_tree = (size > 1) & (edges == size - 1)
+        cyclic = edges > size - 1
+        self.cyc_nodes = np.flatnonzero(cyclic[comp])
+        pos = np.full(s, -1)
+        pos[self.cyc_nodes] = np.arange(len(self.cyc_nodes))
+        keep = cyclic[comp[cl[:, 0]]]
+        self.cyc_cl = pos[cl[keep]]
+        # every tree rooted at its first node; nodes listed by depth, parents first
+        roots = np.full(ncomp, -1)
+        tree_nodes = np.flatnonzero(is_tree[comp])
+        first = np.unique(comp[tree_nodes], return_index=True)[1]
+        roots[comp[tree_nodes[first]]] = tree_nodes[first]
+        dep = np.full(s, -1)
+        par = np.full(s, -1)
+        for r in roots[roots >= 0]:
+            nodes, pred = breadth_first_order(A, int(r), directed=False)
+            par[nodes] = pred[nodes]
+            par[r] = -1
+            dep[r] = 0
+            for v in nodes[1:]:
+                dep[v] = dep[par[v]] + 1
+        nodes = tree_nodes[np.argsort(dep[tree_nodes], kind="stable")]
+        self.tree_nodes = nodes
+        self.parent = par
+        d = dep[nodes]
+        self.levels = [nodes[d == t] for t in range(int(d.max()) + 1)] if len(nodes) else []
+
+    def solve_trees(self, costs: np.ndarray, labels: np.ndarray) -> None:
+        """Optimal labels of the tree components, written into ``labels`` (in place).
+
+        f_v(h) = cost_vh + sum over children c of min_{g != h} f_c(g); the message of a child
+        is its smallest f except at its argmin, where it is its second smallest (k >= 2).
+        """
+        if not self.levels:
+            return
+        f = costs.copy()  # rows of tree nodes accumulate their children's messages
+        best = []
+        for level in reversed(self.levels[1:]):
+            fl = f[level]
+            a1 = np.argmin(fl, axis=1)
+            rows = np.arange(len(level))
+            m1 = fl[rows, a1]
+            fl2 = fl.copy()
+            fl2[rows, a1] = np.inf
+            a2 = np.argmin(fl2, axis=1)
+            m2 = fl2[rows, a2]
+            par = self.parent[level]
+            np.add.at(f, par, np.repeat(m1[:, None], self.k, axis=1))
+            np.add.at(f, (par, a1), m2 - m1)
+            best.append((a1, a2))
+        roots = self.levels[0]
+        labels[roots] = np.argmin(f[roots], axis=1)
+        for level, (a1, a2) in zip(self.levels[1:], reversed(best)):
+            lp = labels[self.parent[level]]
+            labels[level] = np.where(a1 != lp, a1, a2)
+
+
+def _model_matrix(s: int, k: int, cl: np.ndarray, cover: bool = True):
     """The assignment MILP's rows in CSC form: s equalities, k cover rows, q*k CL rows.
 
-    Column ``i * k + h`` is x_ih.
+    Column ``i * k + h`` is x_ih. Without ``cover`` the cover rows are free (bounds 0..inf).
     """
     q = len(cl)
     cols_i = np.repeat(np.arange(s), k)
@@ -243,7 +434,8 @@ def _model_matrix(s: int, k: int, cl: np.ndarray):
     rows = np.concatenate(r)
     cols = np.concatenate(c)
     A = csc_matrix((np.ones(len(rows)), (rows, cols)), shape=(s + k + q * k, s * k))
-    lo = np.concatenate([np.ones(s), np.ones(k), np.full(q * k, -np.inf)])
+    lo = np.concatenate([np.ones(s), np.full(k, 1.0 if cover else 0.0),
+                         np.full(q * k, -np.inf)])
     hi = np.concatenate([np.ones(s), np.full(k, np.inf), np.ones(q * k)])
     return A, lo, hi
 
@@ -280,12 +472,12 @@ class _HighsModel:
 
     name = "highs"
 
-    def __init__(self, s, k, cl, threads, mip_rel_gap):
+    def __init__(self, s, k, cl, threads, mip_rel_gap, cover=True):
         import highspy
 
         self._hs = highspy
         self.s, self.k = s, k
-        A, lo, hi = _model_matrix(s, k, cl)
+        A, lo, hi = _model_matrix(s, k, cl, cover)
         inf = highspy.kHighsInf
         lp = highspy.HighsLp()
         lp.num_col_ = s * k
@@ -360,11 +552,11 @@ class _ScipyMilpModel:
 
     name = "scipy-milp"
 
-    def __init__(self, s, k, cl, mip_rel_gap):
+    def __init__(self, s, k, cl, mip_rel_gap, cover=True):
         from scipy.optimize import Bounds, LinearConstraint
 
         self.s, self.k = s, k
-        A, lo, hi = _model_matrix(s, k, cl)
+        A, lo, hi = _model_matrix(s, k, cl, cover)
         self.cons = LinearConstraint(A.tocsr(), lo, hi)
         self.bounds = Bounds(0, 1)
         self.gap = mip_rel_gap
@@ -399,7 +591,7 @@ class _GurobiModel:
 
     name = "gurobi"
 
-    def __init__(self, s, k, cl, threads, mip_rel_gap):
+    def __init__(self, s, k, cl, threads, mip_rel_gap, cover=True):
         try:
             import gurobipy as gp
         except ImportError:
@@ -408,6 +600,7 @@ class _GurobiModel:
         self.gp = gp
         self.s, self.k = s, k
         self._cl, self._threads, self._gap = cl, int(threads), float(mip_rel_gap)
+        self._cover = bool(cover)
         # Env and model live in a holder that the finalizer reaches without a reference to
         # self (a reference to self would keep it alive forever).
         self._res = {"env": None, "model": None}
@@ -450,11 +643,12 @@ class _GurobiModel:
             m = self._res["model"] = gp.Model(env=env)
             m.Params.Threads = self._threads
             m.Params.MIPGap = self._gap
-            A, lo, hi = _model_matrix(s, k, self._cl)
+            A, lo, hi = _model_matrix(s, k, self._cl, self._cover)
             x = m.addMVar(s * k, vtype=gp.GRB.BINARY)
             A = A.tocsr()
             m.addConstr(A[:s] @ x == 1)
-            m.addConstr(A[s:s + k] @ x >= 1)
+            if self._cover:
+                m.addConstr(A[s:s + k] @ x >= 1)
             m.addConstr(A[s + k:] @ x <= 1)
         except gp.GurobiError as exc:
             # no licence (10009) or another refusal: free what was created now and remember

@@ -1,0 +1,201 @@
+"""Heuristics at scale (issue 19): synthetic sets as in the S-MDEClust paper, and a
+quality/speed regression check of ``s-mdeclust`` on the shared instances.
+
+``synthetic``: 2-D Gaussian mixtures (k centres uniform in a box, standard deviation 10,
+equal cluster sizes), ``pairs`` point pairs drawn uniformly and labelled must-link when the
+true labels agree, cannot-link otherwise (the paper's protocol). On each set s-mdeclust runs
+first with ``--time-limit``; blpkm-cc and cop-kmeans then run restarts (``n_init`` large)
+for the seconds s-mdeclust used (at least ``--min-time``), so that all three get the same
+time. Each run is one process (``/usr/bin/time``-free peak memory: ``ru_maxrss`` of a child
+process), one JSON line per run in ``--out``.
+
+``shared``: s-mdeclust (seed 0, default options) on the 30 glass instances and the seed-0
+instances of the eight other shared datasets; one JSON line per instance in ``--out``.
+``compare`` prints, for two such files, the instances whose objective differs by more than
+1e-6 relative and the median time ratio.
+
+    python benchmarks/bench_scale.py synthetic --n 1000,5000 --k 2,20 --pairs 1000
+    python benchmarks/bench_scale.py shared --out benchmarks/results/bench_scale_shared.jsonl
+    python benchmarks/bench_scale.py compare BEFORE.jsonl AFTER.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "instances"
+RESULTS = ROOT / "benchmarks" / "results"
+OTHER = ["iris", "wine", "connectionist", "seeds", "heart", "vertebral", "ECG5000",
+         "computers"]
+
+
+def synthetic(n: int, k: int, pairs: int, seed: int = 0):
+    """Data, true labels, ML and CL pairs of one synthetic set (see module doc)."""
+    rng = np.random.default_rng(seed)
+    # centres spread so that neighbouring clusters overlap a little at sd 10
+    box = 10.0 * 4.0 * math.sqrt(k)
+    centres = rng.uniform(-box / 2, box / 2, size=(k, 2))
+    y = np.arange(n) % k
+    X = centres[y] + rng.normal(0.0, 10.0, size=(n, 2))
+    seen: set[tuple[int, int]] = set()
+    ml, cl = [], []
+    while len(seen) < pairs:
+        i, j = (int(v) for v in rng.choice(n, size=2, replace=False))
+        key = (min(i, j), max(i, j))
+        if key in seen:
+            continue
+        seen.add(key)
+        (ml if y[i] == y[j] else cl).append(key)
+    return X, y, np.array(ml, dtype=np.int64).reshape(-1, 2), \
+        np.array(cl, dtype=np.int64).reshape(-1, 2)
+
+
+def run_child(spec: dict) -> dict:
+    """Run one heuristic in a fresh process; its peak RSS is the process's own."""
+    cmd = [sys.executable, __file__, "_one", json.dumps(spec)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {**spec, "status": "error", "error": p.stderr[-2000:]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def one(spec: dict) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    from pcsos.heuristics import run_heuristic
+    from pcsos.problem import Problem, make_instance
+
+    t0 = time.perf_counter()
+    if "dataset" in spec:
+        from pcsos.io import read_constraints, read_data
+
+        ds = SHARED / spec["dataset"]
+        data = read_data(ds / "data.txt")
+        cons = read_constraints(ds / "constraints" / spec["file"], n=data.n)
+        X, k, ml, cl = data.X, data.k, cons.ml, cons.cl
+    else:
+        X, _, ml, cl = synthetic(spec["n"], spec["k"], spec["pairs"], spec["data_seed"])
+        k = spec["k"]
+    with threadpool_limits(1):
+        p = Problem.from_instance(make_instance(X, k, ml, cl))
+        load = time.perf_counter() - t0
+        tl = spec["time_limit"]
+        res = run_heuristic(spec["heuristic"], p, seed=spec["seed"],
+                            time_limit=None if tl is None else max(tl - load, 0.0),
+                            **spec.get("options", {}))
+    stats = {key: v for key, v in res.stats.items()
+             if isinstance(v, (int, float, str)) and key != "seconds"}
+    return {**spec, "status": res.status,
+            "objective": res.objective if math.isfinite(res.objective) else None,
+            "seconds": time.perf_counter() - t0, "load_seconds": load,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "super_points": p.s, "ml": len(ml), "cl": len(cl), "stats": stats}
+
+
+def emit(out: pathlib.Path, row: dict) -> None:
+    with out.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+    obj = row.get("objective")
+    name = f"{row['dataset']}/{row['file']}" if "dataset" in row else \
+        f"n={row['n']} k={row['k']} pairs={row['pairs']}"
+    print(f"{name} {row['heuristic']:11s} {row['status']:11s} "
+          f"{obj if obj is not None else 'inf':>16} {row.get('seconds', 0):8.1f} s "
+          f"{row.get('peak_mb', 0):7.0f} MB {row.get('stats', {}).get('stop', '')}",
+          flush=True)
+
+
+def cmd_synthetic(args) -> None:
+    env = {"machine": platform.node(), "python": platform.python_version()}
+    for n in args.n:
+        for k in args.k:
+            for pairs in args.pairs:
+                base = {"n": n, "k": k, "pairs": pairs, "data_seed": args.data_seed,
+                        "seed": args.seed, "env": env}
+                smde = run_child({**base, "heuristic": "s-mdeclust",
+                                  "time_limit": args.time_limit})
+                emit(args.out, smde)
+                budget = max(float(smde.get("seconds") or args.time_limit), args.min_time)
+                for name in ("blpkm-cc", "cop-kmeans"):
+                    emit(args.out, run_child({**base, "heuristic": name, "time_limit": budget,
+                                              "options": {"n_init": 10 ** 6}}))
+
+
+def cmd_shared(args) -> None:
+    jobs = [("glass", f) for f in sorted((SHARED / "glass" / "constraints").glob("*.txt"))]
+    for ds in OTHER:
+        jobs += [(ds, f) for f in sorted((SHARED / ds / "constraints").glob("*_0.txt"))]
+    done = set()
+    if args.out.exists():
+        done = {(r["dataset"], r["file"]) for r in map(json.loads, args.out.open())}
+    for ds, f in jobs:
+        if (ds, f.name) in done:
+            continue
+        emit(args.out, run_child({"dataset": ds, "file": f.name, "heuristic": "s-mdeclust",
+                                  "seed": 0, "time_limit": args.time_limit}))
+
+
+def cmd_compare(args) -> None:
+    a = {(r["dataset"], r["file"]): r for r in map(json.loads, args.before.open())}
+    b = {(r["dataset"], r["file"]): r for r in map(json.loads, args.after.open())}
+    worse, better, ratios = [], [], []
+    for key in sorted(a.keys() & b.keys()):
+        fa, fb = a[key]["objective"], b[key]["objective"]
+        ratios.append(b[key]["seconds"] / a[key]["seconds"])
+        if fa is None or fb is None:
+            if fb is None and fa is not None:
+                worse.append((key, fa, fb))
+            continue
+        if fb > fa * (1 + 1e-6):
+            worse.append((key, fa, fb))
+        elif fb < fa * (1 - 1e-6):
+            better.append((key, fa, fb))
+    print(f"{len(ratios)} instances in both; worse by > 1e-6 relative: {len(worse)}, "
+          f"better: {len(better)}; median time ratio after/before "
+          f"{statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f})")
+    for key, fa, fb in worse:
+        print(f"  worse  {key[0]}/{key[1]}: {fa} -> {fb}")
+    for key, fa, fb in better:
+        print(f"  better {key[0]}/{key[1]}: {fa} -> {fb}")
+
+
+def main(argv=None) -> None:
+    if argv is None and len(sys.argv) > 2 and sys.argv[1] == "_one":
+        print(json.dumps(one(json.loads(sys.argv[2]))))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ints = lambda s: [int(v) for v in s.split(",")]  # noqa: E731
+    sy = sub.add_parser("synthetic")
+    sy.add_argument("--n", type=ints, default=[1000, 5000, 10000, 20000])
+    sy.add_argument("--k", type=ints, default=[2, 20, 100])
+    sy.add_argument("--pairs", type=ints, default=[1000, 10000])
+    sy.add_argument("--time-limit", type=float, default=600.0)
+    sy.add_argument("--min-time", type=float, default=10.0)
+    sy.add_argument("--seed", type=int, default=0)
+    sy.add_argument("--data-seed", type=int, default=0)
+    sy.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    sh = sub.add_parser("shared")
+    sh.add_argument("--time-limit", type=float, default=300.0)
+    sh.add_argument("--out", type=pathlib.Path,
+                    default=RESULTS / "bench_scale_shared.jsonl")
+    co = sub.add_parser("compare")
+    co.add_argument("before", type=pathlib.Path)
+    co.add_argument("after", type=pathlib.Path)
+    args = ap.parse_args(argv)
+    {"synthetic": cmd_synthetic, "shared": cmd_shared, "compare": cmd_compare}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
