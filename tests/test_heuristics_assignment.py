@@ -171,6 +171,27 @@ def test_decomposition_matches_enumeration_and_full_milp():
     assert min(kinds.values()) > 0, kinds
 
 
+def test_repair_of_empty_clusters_above_the_full_milp_size():
+    """Above ``full_milp_columns`` a relaxation that leaves clusters empty is repaired with
+    free super-points: a valid labelling, never below the enumerated optimum."""
+    rng = np.random.default_rng(12)
+    repaired = 0
+    for _ in range(60):
+        s, k = int(rng.integers(5, 9)), 3
+        pts = rng.normal(size=(s, 2))
+        cl = random_cl(rng, s, 2)
+        eng = AssignmentEngine(pts, np.ones(s), cl, k, full_milp_columns=0)
+        C = rng.normal(size=(k, 2)) * 0.2 + np.array([[0.0, 0.0], [0.1, 0], [9.0, 9.0]])
+        ref = enumerate_assignment(squared_costs(pts, np.ones(s), C), cl)
+        a = eng.solve(C)
+        repaired += eng.repaired_calls
+        assert a.labels is not None and valid(a.labels, s, k, cl)
+        assert a.cost >= ref - 1e-9
+        assert a.status == ("feasible" if eng.repaired_calls else "optimal")
+        assert "full" not in eng._models or not eng.repaired_calls
+    assert repaired > 0
+
+
 def test_decomposition_adds_only_broken_pairs():
     """Row generation: pairs between clusters far apart never enter the relaxation."""
     rng = np.random.default_rng(5)

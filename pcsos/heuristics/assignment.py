@@ -20,8 +20,10 @@ exactly k non-empty clusters and every cannot-link pair in different clusters.
   level by level); the components with cycles go together into one MILP without cover rows.
   When the combined labelling opens all k clusters it is optimal for the full problem (it is
   optimal for a relaxation and feasible); otherwise, and with ``decompose=False``, the full
-  MILP is solved. At n = 20 000 with 1 000 pairs the full model has 2 million columns for
-  k = 100, the decomposition touches only the ~2 000 constrained super-points.
+  MILP is solved (above ``full_milp_columns`` columns, the empty clusters are opened by a
+  cheap repair instead and the answer is only ``'feasible'``). At n = 20 000 with 1 000
+  pairs and k = 100 the full model has 2 million columns; the decomposition touches only
+  the ~2 000 constrained super-points.
 * The MILP (NP-hard) is built once per engine, when first needed; between calls only the
   objective costs change and the previous assignment is passed as a warm start. Backends:
   ``'highs'`` (default; :mod:`highspy`, falling back to :func:`scipy.optimize.milp` — the
@@ -113,6 +115,10 @@ class AssignmentEngine:
         to rounding, which keeps the assignment/update loop monotone).
     decompose : solve by the decomposition of the module doc (default) or always by the
         full MILP.
+    full_milp_columns : when the decomposition leaves a cluster empty and ``s * k`` is
+        above this, the empty clusters are opened by the cheapest moves of super-points
+        without a cannot-link partner (status ``'feasible'``, not proven optimal) instead of
+        building the full MILP (about 1.3 kB per column: 2.6 GB at s = 20 000, k = 100).
     call_time_limit : seconds at most per :meth:`solve` call (None: only its own
         ``time_limit``). A call cut short returns the solver's best assignment, or the warm
         start when it has none better, with status ``'feasible'``.
@@ -120,7 +126,8 @@ class AssignmentEngine:
 
     def __init__(self, points: np.ndarray, weights: np.ndarray, cl: np.ndarray, k: int, *,
                  backend: str = "highs", threads: int = 1, mip_rel_gap: float = 1e-6,
-                 decompose: bool = True, call_time_limit: float | None = None):
+                 decompose: bool = True, call_time_limit: float | None = None,
+                 full_milp_columns: int = 200_000):
         self.points = np.asarray(points, dtype=np.float64)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
@@ -154,6 +161,11 @@ class AssignmentEngine:
         self._parts = _Decomposition(self.s, self.k, self._ucl[:0]) if self._decompose \
             else None
         self.rebuilds = 0
+        self.repaired_calls = 0  # calls answered by _open_empty (status 'feasible')
+        self.full_milp_columns = int(full_milp_columns)
+        self._free = None
+        if self._decompose:
+            self._free = np.bincount(self._ucl.ravel(), minlength=self.s) == 0
 
     @property
     def _milp(self):
@@ -316,9 +328,26 @@ class AssignmentEngine:
                 old.close()
             self.rebuilds += 1
         if np.bincount(labels, minlength=self.k).min() == 0:
-            return None, ""
+            if self.s * self.k <= self.full_milp_columns or not self._open_empty(labels, costs):
+                return None, ""
+            self.repaired_calls += 1
+            return labels, "feasible"
         self.decomposed_calls += 1
         return labels, status
+
+    def _open_empty(self, labels, costs) -> bool:
+        """Open the clusters ``labels`` leaves empty with super-points that have no
+        cannot-link partner, chosen by one assignment problem on their regret (in place);
+        False when that leaves another cluster empty or there are too few such points."""
+        size = np.bincount(labels, minlength=self.k)
+        empty = np.flatnonzero(size == 0)
+        cand = np.flatnonzero(self._free & (size[labels] > 1))
+        if len(cand) < len(empty):
+            return False
+        regret = costs[np.ix_(cand, empty)] - costs[cand, labels[cand]][:, None]
+        rows, cols = linear_sum_assignment(regret.T)
+        labels[cand[cols]] = empty[rows]
+        return bool(np.bincount(labels, minlength=self.k).min() > 0)
 
     def _is_feasible(self, labels) -> bool:
         labels = np.asarray(labels)
