@@ -21,7 +21,7 @@ from pcsos.bounds.decomposition import (
     spectral_floor,
 )
 from pcsos.errors import InputError
-from pcsos.problem import Problem, make_instance, pairs_satisfied
+from pcsos.problem import Problem, make_instance, pairs_satisfied, sse
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -95,6 +95,30 @@ def test_partition_keeps_groups_and_sizes():
     # every subset gets a share of every cluster
     for s in subsets:
         assert len(set(labels[s].tolist())) == 4
+
+
+def test_balancing_swaps_keep_sizes_and_raise_the_ceiling():
+    """The swaps move each subset's share of a cluster towards the cluster's mean: the
+    reference clustering restricted to the subsets keeps more of its SSE (the most the
+    bound can reach), with the same subset sizes and every group whole."""
+    rng = np.random.default_rng(3)
+    centres = rng.uniform(-40, 40, size=(6, 2))
+    y = np.arange(600) % 6
+    X = centres[y] + rng.normal(scale=10, size=(600, 2))
+    ml = [(i, i + 6) for i in range(0, 120, 12)]
+    inst = make_instance(X, 6, ml, [(0, 1)])
+    before = partition(inst, y, 100, sweeps=0)
+    after = partition(inst, y, 100)
+    assert sorted(len(s) for s in before) == sorted(len(s) for s in after)
+    owner = np.empty(600, dtype=int)
+    for t, s in enumerate(after):
+        owner[s] = t
+    assert all(owner[i] == owner[j] for i, j in ml)
+    total = sse(X, y)
+    lost_before = total - sum(sse(X[s], y[s]) for s in before)
+    lost_after = total - sum(sse(X[s], y[s]) for s in after)
+    assert lost_before > 0.03 * total  # about k / size = 6 % without the swaps
+    assert lost_after < 0.1 * lost_before
 
 
 def test_bad_subsets_are_refused():
