@@ -9,12 +9,16 @@ for the seconds s-mdeclust used (at least ``--min-time``), so that all three get
 time. Each run is one process (``/usr/bin/time``-free peak memory: ``ru_maxrss`` of a child
 process), one JSON line per run in ``--out``.
 
+``assignment``: seconds per call of the assignment engine, decomposed (the default) and
+the full MILP, on the same random centres of synthetic sets (same optimal cost checked).
+
 ``shared``: s-mdeclust (seed 0, default options) on the 30 glass instances and the seed-0
 instances of the eight other shared datasets; one JSON line per instance in ``--out``.
 ``compare`` prints, for two such files, the instances whose objective differs by more than
 1e-6 relative and the median time ratio.
 
     python benchmarks/bench_scale.py synthetic --n 1000,5000 --k 2,20 --pairs 1000
+    python benchmarks/bench_scale.py assignment --n 1000,20000 --k 100 --pairs 1000,10000
     python benchmarks/bench_scale.py shared --out benchmarks/results/bench_scale_shared.jsonl
     python benchmarks/bench_scale.py compare BEFORE.jsonl AFTER.jsonl
 """
@@ -132,6 +136,47 @@ def cmd_synthetic(args) -> None:
                                               "options": {"n_init": 10 ** 6}}))
 
 
+def cmd_assignment(args) -> None:
+    from pcsos.heuristics.assignment import AssignmentEngine
+    from pcsos.problem import Problem, make_instance
+
+    for n in args.n:
+        for k in args.k:
+            for pairs in args.pairs:
+                X, _, ml, cl = synthetic(n, k, pairs, args.data_seed)
+                p = Problem.from_instance(make_instance(X, k, ml, cl))
+                rng = np.random.default_rng(args.seed)
+                row = {"n": n, "k": k, "pairs": pairs, "super_points": p.s,
+                       "cl": len(p.cl), "calls": args.calls}
+                for dec in (True, False):
+                    if not dec and p.s * k > args.max_full_columns:
+                        row["full"] = f"skipped: {p.s * k} columns"
+                        continue
+                    eng = AssignmentEngine.from_problem(p, decompose=dec)
+                    rng = np.random.default_rng(args.seed)
+                    secs, costs = [], []
+                    for _ in range(args.calls):
+                        C = p.centroids[rng.choice(p.s, k, replace=False)]
+                        a = eng.solve(C, time_limit=args.call_limit)
+                        secs.append(a.seconds)
+                        costs.append(a.cost if a.status == "optimal" else None)
+                    row["decomposed" if dec else "full"] = {
+                        "median_seconds": statistics.median(secs), "max_seconds": max(secs),
+                        "costs": costs}
+                if isinstance(row.get("full"), dict):
+                    row["same_costs"] = all(
+                        a is None or b is None or abs(a - b) <= 1e-7 * max(abs(b), 1)
+                        for a, b in zip(row["decomposed"]["costs"], row["full"]["costs"],
+                                        strict=True))
+                with args.out.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(json.dumps({key: v for key, v in row.items()
+                                  if key not in ("decomposed", "full")}),
+                      {key: {"median": row[key]["median_seconds"], "max": row[key]["max_seconds"]}
+                       if isinstance(row.get(key), dict) else row.get(key)
+                       for key in ("decomposed", "full")}, flush=True)
+
+
 def cmd_shared(args) -> None:
     jobs = [("glass", f) for f in sorted((SHARED / "glass" / "constraints").glob("*.txt"))]
     for ds in OTHER:
@@ -186,6 +231,17 @@ def main(argv=None) -> None:
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--data-seed", type=int, default=0)
     sy.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    asg = sub.add_parser("assignment")
+    asg.add_argument("--n", type=ints, default=[1000, 20000])
+    asg.add_argument("--k", type=ints, default=[20, 100])
+    asg.add_argument("--pairs", type=ints, default=[1000, 10000])
+    asg.add_argument("--calls", type=int, default=5)
+    asg.add_argument("--call-limit", type=float, default=120.0)
+    asg.add_argument("--max-full-columns", type=int, default=2_000_000)
+    asg.add_argument("--seed", type=int, default=0)
+    asg.add_argument("--data-seed", type=int, default=0)
+    asg.add_argument("--out", type=pathlib.Path,
+                     default=RESULTS / "bench_scale_assignment.jsonl")
     sh = sub.add_parser("shared")
     sh.add_argument("--time-limit", type=float, default=300.0)
     sh.add_argument("--out", type=pathlib.Path,
@@ -194,7 +250,8 @@ def main(argv=None) -> None:
     co.add_argument("before", type=pathlib.Path)
     co.add_argument("after", type=pathlib.Path)
     args = ap.parse_args(argv)
-    {"synthetic": cmd_synthetic, "shared": cmd_shared, "compare": cmd_compare}[args.cmd](args)
+    {"synthetic": cmd_synthetic, "shared": cmd_shared, "compare": cmd_compare,
+     "assignment": cmd_assignment}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,7 @@ class AssignmentEngine:
     def __init__(self, points: np.ndarray, weights: np.ndarray, cl: np.ndarray, k: int, *,
                  backend: str = "highs", threads: int = 1, mip_rel_gap: float = 1e-6,
                  decompose: bool = True, call_time_limit: float | None = None,
-                 full_milp_columns: int = 200_000):
+                 full_milp_columns: int = 20_000):
         self.points = np.asarray(points, dtype=np.float64)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
@@ -531,6 +531,7 @@ class _HighsModel:
         self._idx = np.arange(s * k, dtype=np.int32)
 
     def solve(self, costs, warm, time_limit):
+        t0 = time.perf_counter()
         h, hs = self.h, self._hs
         M = hs.HighsModelStatus
         h.changeColsCost(len(self._idx), self._idx, costs.ravel())
@@ -552,6 +553,11 @@ class _HighsModel:
                 return labels, "optimal"
         self.mip_runs += 1
         h.setOptionValue("solve_relaxation", False)
+        if time_limit is not None:  # the LP's seconds count against the call's limit
+            left = float(time_limit) - (time.perf_counter() - t0)
+            if left <= 0:
+                return None, "time_limit"
+            h.setOptionValue("time_limit", left)
         basis = h.getBasis()
         h.clearSolver()  # the MIP search starts afresh; the LP basis is restored after it
         if warm is not None:

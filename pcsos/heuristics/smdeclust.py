@@ -151,6 +151,7 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
 
     point_w = problem.e / problem.e.sum()
     cl_adj = _cl_adjacency(s, problem.cl)
+    by_degree = np.argsort([-len(a) for a in cl_adj], kind="stable")
     # --- initial population: local search from k random data points each
     pop_labels: list[np.ndarray] = []
     pop_f: list[float] = []
@@ -167,9 +168,10 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
             idx = rng.choice(s, size=k, replace=False, p=point_w)
             C0 = problem.centroids[idx]
             # the greedy assignment, when it breaks no pair, is the exact one's first
-            # incumbent (in index order: drawing an order would shift the seeded stream)
+            # incumbent; most cannot-link partners first (Welsh-Powell), which breaks fewer
+            # pairs, and no draw, which would shift the seeded stream
             warm = greedy_assign(squared_costs(problem.centroids, problem.e, C0), cl_adj,
-                                 np.arange(s))
+                                 by_degree)
             r = local_search(C0, warm=warm)
         if r.status == "infeasible":
             return HeuristicResult(status="infeasible", stats=stats,
