@@ -1,10 +1,10 @@
 """Certified gaps at scale: ``pcsos.certify`` on synthetic Gaussian mixtures.
 
-The sets of the S-MDEClust paper's third group: 2-D mixtures of k spherical Gaussians with
-standard deviation 10 ("so that they are not well separated"), n points, 1 000 pairs drawn
-at random and labelled must-link or cannot-link by the true classes. The paper does not say
-where the centres lie; here they are uniform in a square of side 35 sqrt(k) (a mean
-spacing of about 35, 3.5 standard deviations), numpy seed = the case's seed.
+The sets of the S-MDEClust paper's third group, made by
+:func:`bench_scale.synthetic` (the same sets as the heuristics benchmark): 2-D mixtures of
+k spherical Gaussians with standard deviation 10 ("so that they are not well separated"),
+n points, 1 000 pairs drawn at random and labelled must-link or cannot-link by the true
+classes; numpy seed = the case's seed.
 
 Each case runs in its own process (so that its peak memory, ``ru_maxrss``, is its own) and
 appends one JSON line to the results file (default
@@ -26,27 +26,9 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+from bench_scale import synthetic
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def mixture(n: int, k: int, pairs: int, seed: int):
-    """(X, truth, ml, cl) of one synthetic case (module doc)."""
-    rng = np.random.default_rng(seed)
-    centres = rng.uniform(0.0, 35.0 * np.sqrt(k), size=(k, 2))
-    truth = rng.integers(0, k, n)
-    truth[:k] = np.arange(k)  # every class present
-    X = centres[truth] + rng.normal(scale=10.0, size=(n, 2))
-    ml, cl, seen = [], [], set()
-    while len(ml) + len(cl) < pairs:
-        i, j = map(int, rng.choice(n, 2, replace=False))
-        p = (min(i, j), max(i, j))
-        if p in seen:
-            continue
-        seen.add(p)
-        (ml if truth[i] == truth[j] else cl).append(p)
-    return X, truth, ml, cl
 
 
 def one_case(args) -> dict:
@@ -54,7 +36,7 @@ def one_case(args) -> dict:
 
     import pcsos
 
-    X, _, ml, cl = mixture(args.n_one, args.k_one, args.pairs, args.seed)
+    X, _, ml, cl = synthetic(args.n_one, args.k_one, args.pairs, args.seed)
     t0 = time.perf_counter()
     res = pcsos.certify(X, args.k_one, ml, cl, subset_size=args.subset_size,
                         time_limit=args.time_limit, workers=args.workers, seed=args.seed,

@@ -1,13 +1,19 @@
 """Heuristics at scale (issue 19): synthetic sets as in the S-MDEClust paper, and a
 quality/speed regression check of ``s-mdeclust`` on the shared instances.
 
-``synthetic``: 2-D Gaussian mixtures (k centres uniform in a box, standard deviation 10,
-equal cluster sizes), ``pairs`` point pairs drawn uniformly and labelled must-link when the
-true labels agree, cannot-link otherwise (the paper's protocol). On each set s-mdeclust runs
+``synthetic``: 2-D Gaussian mixtures (standard deviation 10, equal cluster sizes; the paper
+does not say where the centres lie: here uniform in a square of side 40 sqrt(k), a mean
+spacing of about 40, four standard deviations), ``pairs`` point pairs drawn uniformly and
+labelled must-link when the true labels agree, cannot-link otherwise (the paper's
+protocol). On each set s-mdeclust runs
 first with ``--time-limit``; blpkm-cc and cop-kmeans then run restarts (``n_init`` large)
 for the seconds s-mdeclust used (at least ``--min-time``), so that all three get the same
 time. Each run is one process (``/usr/bin/time``-free peak memory: ``ru_maxrss`` of a child
 process), one JSON line per run in ``--out``.
+
+``memory``: every built-in heuristic once on one synthetic set (default n = 20 000,
+k = 100, 1 000 pairs) with ``--time-limit``: status, objective, seconds and peak memory of
+its process.
 
 ``assignment``: seconds per call of the assignment engine, decomposed (the default) and
 the full MILP, on the same random centres of synthetic sets (same optimal cost checked).
@@ -136,6 +142,15 @@ def cmd_synthetic(args) -> None:
                                               "options": {"n_init": 10 ** 6}}))
 
 
+def cmd_memory(args) -> None:
+    from pcsos.heuristics import available_heuristics
+
+    for name in available_heuristics():
+        emit(args.out, run_child({"n": args.n, "k": args.k, "pairs": args.pairs,
+                                  "data_seed": args.data_seed, "seed": args.seed,
+                                  "heuristic": name, "time_limit": args.time_limit}))
+
+
 def cmd_assignment(args) -> None:
     from pcsos.heuristics.assignment import AssignmentEngine
     from pcsos.problem import Problem, make_instance
@@ -231,6 +246,15 @@ def main(argv=None) -> None:
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--data-seed", type=int, default=0)
     sy.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    me = sub.add_parser("memory")
+    me.add_argument("--n", type=int, default=20000)
+    me.add_argument("--k", type=int, default=100)
+    me.add_argument("--pairs", type=int, default=1000)
+    me.add_argument("--time-limit", type=float, default=60.0)
+    me.add_argument("--seed", type=int, default=0)
+    me.add_argument("--data-seed", type=int, default=0)
+    me.add_argument("--out", type=pathlib.Path,
+                    default=RESULTS / "bench_scale_memory.jsonl")
     asg = sub.add_parser("assignment")
     asg.add_argument("--n", type=ints, default=[1000, 20000])
     asg.add_argument("--k", type=ints, default=[20, 100])
@@ -251,7 +275,7 @@ def main(argv=None) -> None:
     co.add_argument("after", type=pathlib.Path)
     args = ap.parse_args(argv)
     {"synthetic": cmd_synthetic, "shared": cmd_shared, "compare": cmd_compare,
-     "assignment": cmd_assignment}[args.cmd](args)
+     "assignment": cmd_assignment, "memory": cmd_memory}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -116,9 +116,10 @@ class AssignmentEngine:
     decompose : solve by the decomposition of the module doc (default) or always by the
         full MILP.
     full_milp_columns : when the decomposition leaves a cluster empty and ``s * k`` is
-        above this, the empty clusters are opened by the cheapest moves of super-points
-        without a cannot-link partner (status ``'feasible'``, not proven optimal) instead of
-        building the full MILP (about 1.3 kB per column: 2.6 GB at s = 20 000, k = 100).
+        above this, the empty clusters are opened by the cheapest moves of one super-point
+        each (status ``'feasible'``, not proven optimal) instead of building the full MILP
+        (about 1.3 kB per column: 2.6 GB at s = 20 000, k = 100; 1.5 GB at s = 906,
+        k = 100 with 9 855 cannot-link pairs).
     call_time_limit : seconds at most per :meth:`solve` call (None: only its own
         ``time_limit``). A call cut short returns the solver's best assignment, or the warm
         start when it has none better, with status ``'feasible'``.
@@ -163,9 +164,6 @@ class AssignmentEngine:
         self.rebuilds = 0
         self.repaired_calls = 0  # calls answered by _open_empty (status 'feasible')
         self.full_milp_columns = int(full_milp_columns)
-        self._free = None
-        if self._decompose:
-            self._free = np.bincount(self._ucl.ravel(), minlength=self.s) == 0
 
     @property
     def _milp(self):
@@ -336,12 +334,14 @@ class AssignmentEngine:
         return labels, status
 
     def _open_empty(self, labels, costs) -> bool:
-        """Open the clusters ``labels`` leaves empty with super-points that have no
-        cannot-link partner, chosen by one assignment problem on their regret (in place);
-        False when that leaves another cluster empty or there are too few such points."""
+        """Open the clusters ``labels`` leaves empty by moving one super-point into each,
+        chosen by one assignment problem on the regret (in place). A super-point moved into
+        an empty cluster breaks no cannot-link pair (its partners are elsewhere, or moved
+        into another of the empty clusters); candidates are those whose cluster keeps
+        another member. False when that leaves another cluster empty."""
         size = np.bincount(labels, minlength=self.k)
         empty = np.flatnonzero(size == 0)
-        cand = np.flatnonzero(self._free & (size[labels] > 1))
+        cand = np.flatnonzero(size[labels] > 1)
         if len(cand) < len(empty):
             return False
         regret = costs[np.ix_(cand, empty)] - costs[cand, labels[cand]][:, None]
