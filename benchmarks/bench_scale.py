@@ -20,6 +20,7 @@ the full MILP, on the same random centres of synthetic sets (same optimal cost c
 
 ``shared``: s-mdeclust (seed 0, default options) on the 30 glass instances and the seed-0
 instances of the eight other shared datasets; one JSON line per instance in ``--out``.
+``table`` prints the markdown table of docs/benchmarks.md from synthetic result files.
 ``compare`` prints, for two such files, the instances whose objective differs by more than
 1e-6 relative and the median time ratio.
 
@@ -206,6 +207,48 @@ def cmd_shared(args) -> None:
                                   "seed": 0, "time_limit": args.time_limit}))
 
 
+def cmd_table(args) -> None:
+    rows: dict[tuple, dict] = {}
+    for path in args.files:
+        for r in map(json.loads, path.open()):
+            rows.setdefault((r["n"], r["k"], r["pairs"]), {})[r["heuristic"]] = r
+    print("| n | k | pairs (ML / CL) | s-mdeclust | seconds, stop | blpkm-cc | cop-kmeans "
+          "| others' time | s-mdeclust vs best other | peak MB (max of 3) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    wins = total = 0
+    for key in sorted(rows):
+        g = rows[key]
+        sm = g.get("s-mdeclust", {})
+
+        def val(r):
+            return r.get("objective") if r else None
+
+        others = [val(g.get(h)) for h in ("blpkm-cc", "cop-kmeans")]
+        best = min((v for v in others if v is not None), default=None)
+        f = val(sm)
+        if f is None:
+            verdict = "no solution"
+        elif best is None:
+            verdict = "only s-mdeclust found one"
+        else:
+            verdict = f"{100 * (f - best) / best:+.3f} %"
+        total += 1
+        wins += f is not None and (best is None or f <= best * (1 + 1e-6))
+
+        def fmt(v):
+            return "none" if v is None else f"{v:,.1f}".replace(",", " ")
+
+        peak = max(r.get("peak_mb", 0) for r in g.values())
+        other_t = g.get("blpkm-cc", {}).get("time_limit")
+        n, pairs = (f"{v:,}".replace(",", " ") for v in (key[0], key[2]))
+        print(f"| {n} | {key[1]} | {pairs} ({sm.get('ml', '?')} / {sm.get('cl', '?')}) "
+              f"| {fmt(f)} | {sm.get('seconds', 0):.0f} s, {sm.get('stats', {}).get('stop', '')} "
+              f"| {fmt(others[0])} | {fmt(others[1])} | {other_t or 0:.0f} s | {verdict} "
+              f"| {peak:.0f} |")
+    print(f"\ns-mdeclust no worse than the best of blpkm-cc and cop-kmeans on {wins} of "
+          f"{total} sets")
+
+
 def cmd_compare(args) -> None:
     a = {(r["dataset"], r["file"]): r for r in map(json.loads, args.before.open())}
     b = {(r["dataset"], r["file"]): r for r in map(json.loads, args.after.open())}
@@ -270,12 +313,14 @@ def main(argv=None) -> None:
     sh.add_argument("--time-limit", type=float, default=300.0)
     sh.add_argument("--out", type=pathlib.Path,
                     default=RESULTS / "bench_scale_shared.jsonl")
+    ta = sub.add_parser("table")
+    ta.add_argument("files", type=pathlib.Path, nargs="+")
     co = sub.add_parser("compare")
     co.add_argument("before", type=pathlib.Path)
     co.add_argument("after", type=pathlib.Path)
     args = ap.parse_args(argv)
     {"synthetic": cmd_synthetic, "shared": cmd_shared, "compare": cmd_compare,
-     "assignment": cmd_assignment, "memory": cmd_memory}[args.cmd](args)
+     "assignment": cmd_assignment, "memory": cmd_memory, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":
