@@ -216,8 +216,9 @@ def test_call_time_limit_returns_the_warm_start():
     warm = np.array([0, 1, 2, 2, 2, 2])
     a = eng.solve(np.array([[0.0], [3.0], [5.0]]), warm=warm)
     assert a.status == "feasible" and np.array_equal(a.labels, warm)
-    with pytest.raises(InputError, match="call_time_limit"):
-        AssignmentEngine(pts, np.ones(6), cl, 3, call_time_limit=0)
+    for bad in (0, -1.0, "abc", True, float("nan")):
+        with pytest.raises(InputError, match="seconds > 0"):
+            AssignmentEngine(pts, np.ones(6), cl, 3, call_time_limit=bad)
 
 
 def test_time_limit_zero_is_reported():

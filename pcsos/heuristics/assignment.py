@@ -39,6 +39,7 @@ is reported as ``status='infeasible'``, a time limit without any assignment as
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from dataclasses import dataclass
@@ -140,10 +141,15 @@ class AssignmentEngine:
         self.backend = backend
         self.calls = 0
         self.decomposed_calls = 0  # calls answered by the decomposition alone
-        if call_time_limit is not None and not call_time_limit > 0:
-            raise InputError(f"call_time_limit must be > 0 seconds, got {call_time_limit!r}",
-                             source="call_time_limit")
-        self.call_time_limit = None if call_time_limit is None else float(call_time_limit)
+        self.call_time_limit = None
+        if call_time_limit is not None:
+            try:
+                self.call_time_limit = float(call_time_limit)
+            except (TypeError, ValueError):
+                self.call_time_limit = math.nan
+            if not self.call_time_limit > 0 or isinstance(call_time_limit, bool):
+                raise InputError(f"must be a number of seconds > 0, got {call_time_limit!r}",
+                                 source="call_time_limit (assign_time_limit)")
         self._closed = False
         self._opts = (threads, mip_rel_gap)
         self._models: dict[str, object] = {}  # 'full' and 'cycles' MILPs, built on first use
