@@ -112,3 +112,15 @@ def test_time_limit_covers_the_whole_command(instance, monkeypatch):
                  "--time-limit", "30"]) == 0
     assert 0 < seen["time_limit"] < 30  # what loading took is taken off
     assert main(["heuristic", "cop-kmeans", str(data), "--time-limit", "-1"]) == 2
+
+
+@pytest.mark.parametrize("command", [["heuristic", "s-mdeclust"], ["solve"], ["bound"],
+                                     ["certify"], ["check"]])
+def test_json_to_stdout_keeps_stdout_pure_json(instance, capsys, command):
+    """With --json -, the human-readable report goes to stderr: stdout parses as JSON."""
+    _, data, _, cons = instance
+    rc = main([*command, str(data), "-c", str(cons), "--json", "-"])
+    assert rc == 0
+    out, err = capsys.readouterr()
+    json.loads(out)
+    assert err.strip()  # the report is still shown, on stderr

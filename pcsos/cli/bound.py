@@ -10,7 +10,6 @@ constraints are infeasible.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from pcsos.bounds import BACKENDS, SDPModel, SDPResult, solve_sdp
@@ -20,6 +19,7 @@ from pcsos.cli.common import (
     add_instance_arguments,
     cut_settings,
     load_instance,
+    report_stream,
     write_json,
 )
 from pcsos.problem import Problem
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     total = time.perf_counter() - t0
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)
                if res.sdp_value else float("nan"))
-    out = sys.stdout
+    out = report_stream(args.json)
     print(f"instance:        n = {inst.n}, d = {inst.d}, k = {inst.k}, ml = {len(inst.ml)}, "
           f"cl = {len(inst.cl)}", file=out)
     print(f"super-points:    s = {problem.s} (cl pairs between them: {len(problem.cl)})",

@@ -15,7 +15,7 @@ import argparse
 import sys
 import time
 
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = report_stream(args.json)
 
     def progress(stage, done, total, bound):
         if args.quiet:

@@ -8,9 +8,8 @@ error.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
 from pcsos.errors import PcsosError, UndecidedError
 from pcsos.feasibility import BACKENDS, check_instance
 from pcsos.problem import Problem
@@ -67,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the report, write --json, return 0 (feasible) or raise (infeasible/undecided)."""
     inst, info = load_instance(args)
     rep = summarize(inst, info, args.backend, args.time_limit)
-    out = sys.stdout
+    out = report_stream(args.json)
     print(f"data:          {rep['data']}  (header {rep['header']!r})", file=out)
     for note in rep["data_notes"]:
         print(f"  note: {note}", file=out)

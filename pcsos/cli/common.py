@@ -26,6 +26,12 @@ OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpo
 INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file")
 
 
+def report_stream(json_path):
+    """Where a command's human-readable output goes: stderr when ``--json -`` writes the
+    JSON to stdout (so that stdout stays pure JSON), else stdout."""
+    return sys.stderr if json_path is not None and os.fspath(json_path) == "-" else sys.stdout
+
+
 def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``DATA``, ``-c/--constraints FILE`` (none: unconstrained) and ``-k/--k K``."""
     parser.add_argument("data", metavar="DATA",

@@ -18,7 +18,7 @@ import math
 import sys
 import time
 
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
 from pcsos.errors import InfeasibleError, InputError, PcsosError
 from pcsos.heuristics import available_heuristics, run_heuristic
 from pcsos.heuristics.metrics import adjusted_rand_index
@@ -130,12 +130,13 @@ def run(args: argparse.Namespace) -> int:
     classes = info.get("classes")
     if classes is not None and res.labels is not None:
         rep["ari"] = adjusted_rand_index(classes, res.labels)
-    print(f"heuristic   {args.name}")
-    print(f"status      {res.status}" + (f" ({res.message})" if res.message else ""))
-    print(f"objective   {res.objective:.10g}")
-    print(f"seconds     {rep['seconds']:.3f}")
+    out = report_stream(args.json)
+    print(f"heuristic   {args.name}", file=out)
+    print(f"status      {res.status}" + (f" ({res.message})" if res.message else ""), file=out)
+    print(f"objective   {res.objective:.10g}", file=out)
+    print(f"seconds     {rep['seconds']:.3f}", file=out)
     if "ari" in rep:
-        print(f"ARI         {rep['ari']:.4f} against the class column")
+        print(f"ARI         {rep['ari']:.4f} against the class column", file=out)
     if args.json is not None:
         write_json(args.json, rep)
     if res.status == "infeasible":

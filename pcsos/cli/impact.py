@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
-    out = sys.stderr if args.json == "-" else sys.stdout
+    out = report_stream(args.json)
 
     def progress(done: int, total: int) -> None:
         if not args.quiet and (done == total or done % max(1, total // 10) == 0):

@@ -9,9 +9,8 @@ time limit or an internal error, 2 invalid input, 3 infeasible constraints.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from pcsos.cli.common import add_instance_arguments, load_instance, write_json
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
 from pcsos.problem import Problem
 
 
@@ -47,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         from pcsos.heuristics.metrics import adjusted_rand_index
 
         rep["ari"] = float(adjusted_rand_index(classes, res.labels))
-    out = sys.stderr if args.json == "-" else sys.stdout  # keep stdout pure JSON then
+    out = report_stream(args.json)
     print(f"radius       {res.radius:.10g}", file=out)
     print(f"lower bound  {res.lower_bound:.10g}  (certified: optimal radius >= this)",
           file=out)

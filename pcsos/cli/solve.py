@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import math
 import os
-import sys
 
 from pcsos.cli.common import (
     add_cut_arguments,
@@ -27,6 +26,7 @@ from pcsos.cli.common import (
     cut_settings,
     load_instance,
     print_notes,
+    report_stream,
 )
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.log import GapLog, JsonlLog
@@ -178,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(opts, args)
     gap_log = GapLog(args.log) if args.log else None
     jsonl = JsonlLog(args.jsonl) if args.jsonl else None
-    printer = None if args.quiet else ProgressPrinter(sys.stdout)
+    out = report_stream(args.json)
+    printer = None if args.quiet else ProgressPrinter(out)
     sums = {"ineq": 0.0, "cp_iter": 0.0}
     try:
         if gap_log is not None:
@@ -187,8 +188,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"pcsos solve: n = {inst.n}, d = {inst.d}, k = {inst.k}, "
                   f"{len(inst.ml)} ML, {len(inst.cl)} CL, "
-                  + (f"{workers} worker(s)" if workers else f"Dask cluster {args.dask}"))
-            sys.stdout.flush()
+                  + (f"{workers} worker(s)" if workers else f"Dask cluster {args.dask}"),
+                  file=out)
+            out.flush()
 
         def on_row(row: dict) -> None:
             sums["ineq"] += row.get("pair", 0.0) + row.get("triangle", 0.0) + \
@@ -238,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         res.to_json(args.json, data=info["data"], constraints=info["constraints"],
                     settings=settings, cp_settings=dataclasses.asdict(cp))
     if not args.quiet:
-        _summary(res)
+        _summary(res, out)
     if res.status == "infeasible":
         raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
     if res.labels is None and res.status == "interrupted":
@@ -246,16 +248,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(res) -> None:
+def _summary(res, out) -> None:
     gap = f"{100 * res.gap:.4f}%" if math.isfinite(res.gap) else "-"
-    print(f"status:        {res.status} ({res.message})")
+    lines = [f"status:        {res.status} ({res.message})"]
     if res.labels is not None:
-        print(f"objective:     {res.objective:.10g}")
-    print(f"lower bound:   {res.lower_bound:.10g}")
-    print(f"gap:           {gap}")
-    print(f"root:          size {res.root_size}, bound {res.root_lower_bound:.10g}, gap "
-          + (f"{100 * res.root_gap:.4f}%" if math.isfinite(res.root_gap) else "-"))
-    print(f"nodes:         {res.nodes}")
-    print(f"time:          {res.seconds:.2f} s")
-    sys.stdout.flush()
+        lines.append(f"objective:     {res.objective:.10g}")
+    lines += [f"lower bound:   {res.lower_bound:.10g}",
+              f"gap:           {gap}",
+              f"root:          size {res.root_size}, bound {res.root_lower_bound:.10g}, gap "
+              + (f"{100 * res.root_gap:.4f}%" if math.isfinite(res.root_gap) else "-"),
+              f"nodes:         {res.nodes}",
+              f"time:          {res.seconds:.2f} s"]
+    print("\n".join(lines), file=out)
+    out.flush()
 

@@ -144,6 +144,9 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
 
     def result(best_labels, stop):
         stats["stop"] = stop
+        # how the exact assignments were answered (assignment engine, module doc)
+        stats["assignments_decomposed"] = engine.decomposed_calls
+        stats["assignments_repaired"] = engine.repaired_calls
         if best_labels is None:
             return HeuristicResult(status="no_solution", stats=stats,
                                    message=f"no feasible member before stop ({stop})")
