@@ -134,10 +134,9 @@ def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.n
     pieces = np.unique(sub_of[members])
     if len(pieces) < 2:
         return
-    pos = {int(t): i for i, t in enumerate(pieces)}
     r = np.zeros((len(pieces), means.shape[1]))
     m = np.zeros(len(pieces))
-    idx = np.array([pos[int(t)] for t in sub_of[members]])
+    idx = np.searchsorted(pieces, sub_of[members])  # pieces is sorted (np.unique)
     np.add.at(r, idx, (means[members] - mu) * e[members, None])
     np.add.at(m, idx, e[members])
     for _ in range(sweeps):

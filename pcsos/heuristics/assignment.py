@@ -160,6 +160,13 @@ class AssignmentEngine:
             except ImportError:
                 raise BackendUnavailableError(
                     "backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]')") from None
+        # the name is fixed here, not per call: solve() reports it in every Assignment
+        self._method = "matching" if not self._has_milp else backend
+        if self._has_milp and backend == "highs":
+            try:
+                import highspy  # noqa: F401
+            except ImportError:
+                self._method = "scipy-milp"
         self._decompose = self._has_milp and decompose
         # the cannot-link pairs in the decomposition's relaxation: those ever broken by its
         # answer (see _solve_parts); the structure is rebuilt when the set grows
@@ -222,15 +229,7 @@ class AssignmentEngine:
     @property
     def method(self) -> str:
         """Which algorithm :meth:`solve` uses: ``'matching'`` or the MILP backend's name."""
-        if not self._has_milp:
-            return "matching"
-        if self.backend == "gurobi":
-            return "gurobi"
-        try:
-            import highspy  # noqa: F401
-        except ImportError:
-            return "scipy-milp"
-        return "highs"
+        return self._method
 
     def costs(self, centres: np.ndarray) -> np.ndarray:
         """The squared-distance cost matrix for the given (k, d) centres."""
@@ -414,7 +413,6 @@ class _Decomposition:
             for v in nodes[1:]:
                 dep[v] = dep[par[v]] + 1
         nodes = tree_nodes[np.argsort(dep[tree_nodes], kind="stable")]
-        self.tree_nodes = nodes
         self.parent = par
         d = dep[nodes]
         self.levels = [nodes[d == t] for t in range(int(d.max()) + 1)] if len(nodes) else []
