@@ -48,7 +48,7 @@ def one_case(args) -> dict:
     for b in res.subsets:
         methods[b.method] = methods.get(b.method, 0) + 1
     return {"n": args.n_one, "k": args.k_one, "pairs": args.pairs, "ml": len(ml),
-            "cl": len(cl), "seed": args.seed, "subset_size": args.subset_size,
+            "cl": len(cl), "seed": args.seed, "subset_size": res.subset_size,
             "heuristic": args.heuristic, "time_limit": args.time_limit,
             "lower_bound": res.lower_bound, "objective": res.objective, "gap": res.gap,
             "spectral_floor": res.spectral_floor, "subsets": len(res.subsets),
@@ -82,7 +82,7 @@ def shared_part(args) -> None:
                             workers=args.workers, seed=args.seed,
                             time_limit=args.time_limit)
         row = {"part": "shared", "instance": r["instance"], "n": r["n"], "k": r["k"],
-               "subset_size": args.subset_size, "lower_bound": res.lower_bound,
+               "subset_size": res.subset_size, "lower_bound": res.lower_bound,
                "optimum": r["objective"], "optimum_lower_bound": r["lower_bound"],
                "valid": bool(res.lower_bound <= r["objective"] * (1 + 1e-9)),
                "gap_to_optimum": (r["objective"] - res.lower_bound) / r["objective"],
@@ -99,7 +99,9 @@ def main() -> int:
     ap.add_argument("--n", default="2000,5000,10000,20000")
     ap.add_argument("--k", default="2,20,100")
     ap.add_argument("--pairs", type=int, default=1000)
-    ap.add_argument("--subset-size", type=int, default=300)
+    ap.add_argument("--subset-size", type=int, default=None,
+                    help="points per subset (default: pcsos's, 30 per cluster within "
+                         "300-1000)")
     ap.add_argument("--time-limit", type=float, default=3600.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--heuristic", default="s-mdeclust")
@@ -123,9 +125,11 @@ def main() -> int:
     for n in map(int, args.n.split(",")):
         for k in map(int, args.k.split(",")):
             cmd = [sys.executable, __file__, "--n-one", str(n), "--k-one", str(k),
-                   "--pairs", str(args.pairs), "--subset-size", str(args.subset_size),
-                   "--time-limit", str(args.time_limit), "--workers", str(args.workers),
+                   "--pairs", str(args.pairs), "--time-limit", str(args.time_limit),
+                   "--workers", str(args.workers),
                    "--heuristic", args.heuristic, "--seed", str(args.seed)]
+            if args.subset_size is not None:
+                cmd += ["--subset-size", str(args.subset_size)]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode != 0:
                 row = {"n": n, "k": k, "error": p.stderr.strip().splitlines()[-1:]}

@@ -306,23 +306,25 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
 
 #: the root heuristic (run before the root's bound) gets at most this share of the time left
 ROOT_HEURISTIC_SHARE = 0.25
-#: points per subset of the decomposition bound of a root too large for its SDP
-DECOMPOSITION_SUBSET = 300
-
-
 def _decomposition(problem: Problem, labels, ctx: Context, options: NodeOptions) -> dict:
     """The decomposition bound of the root's instance (pcsos.bounds.decomposition) within
     the time left, on this job's thread, with the solve's SDP and cut settings: the log
     row's fields."""
-    from pcsos.bounds.decomposition import decomposition_bound, partition, spectral_floor
+    from pcsos.bounds.decomposition import (
+        decomposition_bound,
+        partition,
+        spectral_floor,
+        subset_settings,
+        subset_size_for,
+    )
 
     inst = problem.instance
-    subsets = partition(inst, labels, DECOMPOSITION_SUBSET)
+    subsets = partition(inst, labels, subset_size_for(inst.k))
     sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
                    "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(
         inst, subsets, time_limit=_finite(ctx.remaining()), workers=1, labels=labels,
-        sdp_options=sdp_options, cp_settings=options.cp_settings,
+        sdp_options=sdp_options, cp_settings=subset_settings(options.cp_settings),
         seed=0 if options.seed is None else int(options.seed), blas_limit=None)
     floor = spectral_floor(problem)
     return {"decomposition_bound": max(lb, floor), "decomposition_subsets": len(parts),

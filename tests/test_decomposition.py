@@ -19,7 +19,10 @@ from pcsos.bounds.decomposition import (
     decomposition_bound,
     partition,
     spectral_floor,
+    subset_settings,
+    subset_size_for,
 )
+from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.errors import InputError
 from pcsos.problem import Problem, make_instance, pairs_satisfied, sse
 
@@ -150,6 +153,20 @@ def test_certify_against_the_exact_optimum():
     assert len(res.subsets) == 3 and res.heuristic == "s-mdeclust"
     # stratified subsets of well-separated clusters: the bound is within a few percent
     assert res.gap < 0.1
+
+
+def test_default_subset_size_and_subset_settings():
+    assert [subset_size_for(k) for k in (2, 10, 20, 30, 100)] == [300, 300, 600, 900, 1000]
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    res = certify(X, 2, labels=(np.arange(40) % 2), workers=1, time_limit=30)
+    assert res.subset_size == 300 and len(res.subsets) == 1  # 40 points: one subset
+    assert res.to_dict()["subset_size"] == 300
+    # loose rounds are loosened to the subsets' tolerance; a looser one and "off" are kept
+    assert subset_settings().loose_tol == 1e-2
+    assert subset_settings(CuttingPlaneSettings(loose_tol=1e-3, max_rounds_root=5)) == \
+        CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=5)
+    assert subset_settings(CuttingPlaneSettings(loose_tol=5e-2)).loose_tol == 5e-2
+    assert subset_settings(CuttingPlaneSettings(loose_tol=None)).loose_tol is None
 
 
 def test_cli_certify_json(tmp_path):

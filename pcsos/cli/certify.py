@@ -27,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heuristic", default="s-mdeclust", metavar="NAME",
                         help="makes the clustering when --labels is not given "
                              "(default: s-mdeclust)")
-    parser.add_argument("--subset-size", type=int, default=300, metavar="M",
-                        help="points per subset (default: 300; larger: a stronger bound, "
-                             "slower subsets)")
+    parser.add_argument("--subset-size", type=int, default=None, metavar="M",
+                        help="points per subset (default: 30 per cluster, 300 to 1000; "
+                             "larger: a stronger bound, slower subsets)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="for the whole run (default: none)")
     parser.add_argument("--workers", type=int, default=None,
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from pcsos.errors import InputError
     from pcsos.io import read_labels
 
-    if args.subset_size < 1:
+    if args.subset_size is not None and args.subset_size < 1:
         raise InputError(f"--subset-size must be >= 1, got {args.subset_size}",
                          source="--subset-size")
     if args.workers is not None and args.workers < 1:
@@ -81,6 +81,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"time            {time.perf_counter() - t0:.1f} s", file=out)
     if args.json is not None:
         write_json(args.json, {"data": info["data"], "constraints": info["constraints"],
-                               "n": inst.n, "k": inst.k, "subset_size": args.subset_size,
+                               "n": inst.n, "k": inst.k,
                                **res.to_dict()})
     return 0
