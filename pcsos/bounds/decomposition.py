@@ -51,14 +51,14 @@ __all__ = ["spectral_floor", "partition", "decomposition_bound", "certify", "Sub
 #: points per subset per cluster by default, within [SUBSET_MIN, SUBSET_MAX]. A subset's own
 #: optimum falls below its share of the whole clustering by more the fewer points each
 #: cluster has in it: at n = 10 000, k = 20 the best of 40 k-means runs on a subset was a
-#: median 4.5 % below its share with 300 points, 1.5 % with 600, 0.2 % with 1 000
+#: median 4.0 % below its share with 300 points, 1.0 % with 600, 0.25 % with 1 000
 #: (docs/decomposition.md, "Subset size"); larger subsets cost more SDP time each
 SUBSET_PER_CLUSTER = 30
 SUBSET_MIN, SUBSET_MAX = 300, 1000
 #: the cutting-plane rounds' loosest tolerance on subsets: a subset's bound is worth having
 #: within a few tenths of a percent, and rounds at 1e-2 take a third of the iterations of
 #: rounds at 1e-3 (one subset of 600 points, k = 20: 3.4 % below its share after 330 s
-#: against 4.8 %)
+#: against 6.2 %; docs/decomposition.md)
 SUBSET_LOOSE_TOL = 1e-2
 
 

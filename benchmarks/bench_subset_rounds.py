@@ -1,0 +1,88 @@
+"""The cutting-plane loop on one subset of the decomposition bound, round by round.
+
+Takes subset ``--subset`` of :func:`pcsos.bounds.decomposition.partition` (subsets of
+``--subset-size`` points) of a synthetic set of :func:`bench_scale.synthetic`, the
+reference clustering being Lloyd's iterations from the true classes' means, and runs
+:func:`pcsos.cuts.loop.cutting_plane_loop` on it (one BLAS thread, as ``certify`` does) for
+``--time-limit`` seconds with the cutting-plane settings ``--set FIELD=VALUE`` (fields of
+CuttingPlaneSettings, values as Python literals; repeatable). Appends one JSON line per
+round to ``--out``: seconds, bound, the bound's distance below the subset's share of the
+reference and below the best of 40 k-means runs on the subset (scikit-learn, the test
+extra).
+
+Example (the two loose tolerances compared in docs/decomposition.md, run side by side)::
+
+    python benchmarks/bench_subset_rounds.py --set loose_tol=1e-3 &
+    python benchmarks/bench_subset_rounds.py --set loose_tol=1e-2
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import pathlib
+import sys
+import time
+
+from bench_scale import synthetic
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    import numpy as np
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    from pcsos.bounds.decomposition import _sub_instance, partition
+    from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
+    from pcsos.problem import Problem, make_instance, sse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=10000)
+    ap.add_argument("--k", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--subset-size", type=int, default=600)
+    ap.add_argument("--subset", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=330.0)
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                         "bench_subset_rounds.jsonl"))
+    args = ap.parse_args()
+    fields = {key: ast.literal_eval(value)
+              for key, value in (item.split("=", 1) for item in args.set)}
+    X, y, ml, cl = synthetic(args.n, args.k, args.pairs, args.seed)
+    ref = KMeans(args.k, init=np.array([X[y == h].mean(axis=0) for h in range(args.k)]),
+                 n_init=1).fit(X).labels_
+    inst = make_instance(X, args.k, ml, cl)
+    pts = partition(inst, ref, args.subset_size, seed=args.seed)[args.subset]
+    share = sse(X[pts], ref[pts])
+    best = min(KMeans(args.k, n_init=1, random_state=r).fit(X[pts]).inertia_
+               for r in range(40))
+    problem = Problem.from_instance(_sub_instance(inst, pts), infer_k2=False)
+    base = {"n": args.n, "k": args.k, "subset_size": args.subset_size,
+            "subset": args.subset, "s": problem.s, "settings": fields,
+            "share": share, "kmeans_best_of_40": best,
+            "command": "python " + " ".join(sys.argv)}
+    t0 = time.perf_counter()
+
+    def record(st):
+        row = {**base, "round": st.round, "seconds": time.perf_counter() - t0,
+               "lower_bound": st.lower_bound, "below_share": (share - st.lower_bound) / share,
+               "below_kmeans": (best - st.lower_bound) / best, "iterations": st.iterations,
+               "cuts": st.cuts_in_model, "status": st.status}
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"{row['seconds']:7.1f} s  round {st.round:2d}  {100 * row['below_share']:.2f} % "
+              f"below the share  ({st.iterations} iterations)", flush=True)
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        cutting_plane_loop(problem, upper_bound=share, time_limit=args.time_limit,
+                           settings=CuttingPlaneSettings(**fields), callback=record, seed=0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
