@@ -306,10 +306,17 @@ def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
 
 #: the root heuristic (run before the root's bound) gets at most this share of the time left
 ROOT_HEURISTIC_SHARE = 0.25
+#: points per subset at most in the decomposition bound of a root too large for its SDP:
+#: the fallback runs because an SDP of this root's size cannot finish in the time left, so
+#: its subsets stay far below that size (certify's default, up to 1 000, is not capped)
+DECOMPOSITION_SUBSET = 300
+
+
 def _decomposition(problem: Problem, labels, ctx: Context, options: NodeOptions) -> dict:
     """The decomposition bound of the root's instance (pcsos.bounds.decomposition) within
-    the time left, on this job's thread, with the solve's SDP and cut settings: the log
-    row's fields."""
+    the time left, on this job's thread, with the solve's SDP settings and its cut settings
+    with loose rounds at the subsets' tolerance (``subset_settings``): the log row's
+    fields."""
     from pcsos.bounds.decomposition import (
         decomposition_bound,
         partition,
@@ -319,7 +326,7 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: NodeOptions)
     )
 
     inst = problem.instance
-    subsets = partition(inst, labels, subset_size_for(inst.k))
+    subsets = partition(inst, labels, min(subset_size_for(inst.k), DECOMPOSITION_SUBSET))
     sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
                    "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(

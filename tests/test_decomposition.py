@@ -167,6 +167,7 @@ def test_default_subset_size_and_subset_settings():
         CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=5)
     assert subset_settings(CuttingPlaneSettings(loose_tol=5e-2)).loose_tol == 5e-2
     assert subset_settings(CuttingPlaneSettings(loose_tol=None)).loose_tol is None
+    assert subset_settings(CuttingPlaneSettings(loose_tol=0.0)).loose_tol == 0.0
 
 
 def test_cli_certify_json(tmp_path):

@@ -70,13 +70,14 @@ def subset_size_for(k: int) -> int:
 
 def subset_settings(cp_settings=None):
     """The cutting-plane settings for subsets: ``cp_settings`` (default: the loop's defaults)
-    with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose rounds are off (None)."""
+    with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose rounds are off (None
+    or 0)."""
     from dataclasses import replace
 
     from pcsos.cuts.loop import CuttingPlaneSettings
 
     st = cp_settings if cp_settings is not None else CuttingPlaneSettings()
-    if st.loose_tol is None or st.loose_tol >= SUBSET_LOOSE_TOL:
+    if not st.loose_tol or st.loose_tol >= SUBSET_LOOSE_TOL:
         return st
     return replace(st, loose_tol=SUBSET_LOOSE_TOL)
 
@@ -373,8 +374,9 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
     obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
     the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
-    :func:`partition` subsets of ``subset_size`` points (default: :func:`subset_size_for`
-    k). ``progress(stage, done, total,
+    :func:`partition` subsets of ``subset_size`` points (default:
+    :func:`subset_size_for` of k). ``cp_settings``: the subsets' cutting-plane settings,
+    used as given (default: :func:`subset_settings`). ``progress(stage, done, total,
     bound)`` reports the stages ('heuristic', 'subsets'). Raises :class:`InputError` for
     bad input and :class:`InfeasibleError` when no clustering exists.
     """
