@@ -61,6 +61,23 @@ def one_case(args) -> dict:
                            for b in res.subsets]}
 
 
+def reference_labels(X, y, k: int):
+    """Lloyd's iterations (scikit-learn, the test extra) from the true classes' means:
+    the unconstrained reference clustering of the subset-size measurements."""
+    import numpy as np
+    from sklearn.cluster import KMeans
+
+    return KMeans(k, init=np.array([X[y == h].mean(axis=0) for h in range(k)]),
+                  n_init=1).fit(X).labels_
+
+
+def kmeans_best(X, k: int, runs: int = 40) -> float:
+    """The best SSE of ``runs`` k-means++ runs (seeds 0..runs-1): above the optimum."""
+    from sklearn.cluster import KMeans
+
+    return min(KMeans(k, n_init=1, random_state=r).fit(X).inertia_ for r in range(runs))
+
+
 def subset_loss(args) -> None:
     """How far a subset's own optimum falls below its share of the whole clustering, per
     subset size: for each subset of :func:`pcsos.bounds.decomposition.partition`, (share -
@@ -69,7 +86,6 @@ def subset_loss(args) -> None:
     iterations from the true classes' means (unconstrained, as k-means++ is); scikit-learn
     (the test extra) runs k-means."""
     import numpy as np
-    from sklearn.cluster import KMeans
 
     from pcsos.bounds.decomposition import partition
     from pcsos.problem import make_instance, sse
@@ -77,17 +93,14 @@ def subset_loss(args) -> None:
     for n in map(int, args.n.split(",")):
         for k in map(int, args.k.split(",")):
             X, y, ml, cl = synthetic(n, k, args.pairs, args.seed)
-            ref = KMeans(k, init=np.array([X[y == h].mean(axis=0) for h in range(k)]),
-                         n_init=1).fit(X).labels_
+            ref = reference_labels(X, y, k)
             inst = make_instance(X, k, ml, cl)
             for size in map(int, args.subset_loss.split(",")):
                 t0 = time.perf_counter()
                 loss = []
                 for pts in partition(inst, ref, size, seed=args.seed):
                     share = sse(X[pts], ref[pts])
-                    best = min(KMeans(k, n_init=1, random_state=r).fit(X[pts]).inertia_
-                               for r in range(40))
-                    loss.append((share - best) / share)
+                    loss.append((share - kmeans_best(X[pts], k)) / share)
                 q1, med, q3 = np.percentile(loss, [25, 50, 75])
                 row = {"part": "subset_loss", "n": n, "k": k, "pairs": args.pairs,
                        "seed": args.seed, "subset_size": size, "subsets": len(loss),

@@ -25,14 +25,13 @@ import pathlib
 import sys
 import time
 
+from bench_certify import kmeans_best, reference_labels
 from bench_scale import synthetic
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
-    import numpy as np
-    from sklearn.cluster import KMeans
     from threadpoolctl import threadpool_limits
 
     from pcsos.bounds.decomposition import _sub_instance, partition
@@ -54,13 +53,11 @@ def main() -> int:
     fields = {key: ast.literal_eval(value)
               for key, value in (item.split("=", 1) for item in args.set)}
     X, y, ml, cl = synthetic(args.n, args.k, args.pairs, args.seed)
-    ref = KMeans(args.k, init=np.array([X[y == h].mean(axis=0) for h in range(args.k)]),
-                 n_init=1).fit(X).labels_
+    ref = reference_labels(X, y, args.k)
     inst = make_instance(X, args.k, ml, cl)
     pts = partition(inst, ref, args.subset_size, seed=args.seed)[args.subset]
     share = sse(X[pts], ref[pts])
-    best = min(KMeans(args.k, n_init=1, random_state=r).fit(X[pts]).inertia_
-               for r in range(40))
+    best = kmeans_best(X[pts], args.k)
     problem = Problem.from_instance(_sub_instance(inst, pts), infer_k2=False)
     base = {"n": args.n, "k": args.k, "subset_size": args.subset_size,
             "subset": args.subset, "s": problem.s, "settings": fields,
