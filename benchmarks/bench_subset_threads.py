@@ -1,0 +1,73 @@
+"""Subsets bounded on two threads of one process against two processes.
+
+Takes subsets 0 and 1 of :func:`pcsos.bounds.decomposition.partition` (subsets of
+``--subset-size`` points, reference: Lloyd's iterations from the true classes' means) of a
+synthetic set of :func:`bench_scale.synthetic`, and bounds them with
+:func:`pcsos.bounds.decomposition.decomposition_bound` for ``--time-limit`` seconds each:
+``threads`` runs both in one call on two threads (as ``certify`` does); ``process I`` runs
+subset I alone (start two at once for the comparison). Appends one JSON line per subset to
+``--out``: its share of the reference, its bound and how far below the share.
+
+Example (the comparison in docs/decomposition.md, run one after the other)::
+
+    python benchmarks/bench_subset_threads.py threads
+    python benchmarks/bench_subset_threads.py process 0 &
+    python benchmarks/bench_subset_threads.py process 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from bench_certify import reference_labels
+from bench_scale import synthetic
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    import numpy as np
+
+    from pcsos.bounds.decomposition import _sub_instance, decomposition_bound, partition
+    from pcsos.problem import make_instance, sse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["threads", "process"])
+    ap.add_argument("index", nargs="?", type=int, default=0)
+    ap.add_argument("--n", type=int, default=10000)
+    ap.add_argument("--k", type=int, default=20)
+    ap.add_argument("--subset-size", type=int, default=600)
+    ap.add_argument("--time-limit", type=float, default=200.0)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                         "bench_subset_threads.jsonl"))
+    args = ap.parse_args()
+    X, y, ml, cl = synthetic(args.n, args.k, 1000, 0)
+    ref = reference_labels(X, y, args.k)
+    inst = make_instance(X, args.k, ml, cl)
+    subs = partition(inst, ref, args.subset_size, seed=0)
+    which = [0, 1] if args.mode == "threads" else [args.index]
+    pts = np.concatenate([subs[i] for i in which])
+    sub = _sub_instance(inst, pts)  # the chosen subsets as one instance, bounded apart
+    local = np.split(np.arange(len(pts)), np.cumsum([len(subs[i]) for i in which])[:-1])
+    lab = ref[pts]
+    _, parts = decomposition_bound(sub, local, time_limit=args.time_limit,
+                                   workers=len(which), labels=lab)
+    for i, p, b in zip(which, local, parts):
+        share = sse(sub.X[p], lab[p])
+        row = {"mode": args.mode, "subset": i, "n": args.n, "k": args.k,
+               "subset_size": args.subset_size, "time_limit": args.time_limit,
+               "share": share, "lower_bound": b.lower_bound,
+               "below_share": (share - b.lower_bound) / share, "seconds": b.seconds,
+               "message": b.message, "command": "python " + " ".join(sys.argv)}
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"{args.mode} subset {i}: {100 * row['below_share']:.2f} % below its share",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
