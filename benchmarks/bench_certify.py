@@ -71,6 +71,16 @@ def reference_labels(X, y, k: int):
                   n_init=1).fit(X).labels_
 
 
+def reference_instance(n: int, k: int, pairs: int, seed: int):
+    """A synthetic set (:func:`bench_scale.synthetic`) as ``(X, instance, reference
+    labels)``, the reference from :func:`reference_labels`: what the subset measurements
+    partition."""
+    from pcsos.problem import make_instance
+
+    X, y, ml, cl = synthetic(n, k, pairs, seed)
+    return X, make_instance(X, k, ml, cl), reference_labels(X, y, k)
+
+
 def kmeans_best(X, k: int, runs: int = 40) -> float:
     """The best SSE of ``runs`` k-means++ runs (seeds 0..runs-1): above the optimum."""
     from sklearn.cluster import KMeans
@@ -88,13 +98,11 @@ def subset_loss(args) -> None:
     import numpy as np
 
     from pcsos.bounds.decomposition import partition
-    from pcsos.problem import make_instance, sse
+    from pcsos.problem import sse
 
     for n in map(int, args.n.split(",")):
         for k in map(int, args.k.split(",")):
-            X, y, ml, cl = synthetic(n, k, args.pairs, args.seed)
-            ref = reference_labels(X, y, k)
-            inst = make_instance(X, k, ml, cl)
+            X, inst, ref = reference_instance(n, k, args.pairs, args.seed)
             for size in map(int, args.subset_loss.split(",")):
                 t0 = time.perf_counter()
                 loss = []

@@ -25,8 +25,7 @@ import pathlib
 import sys
 import time
 
-from bench_certify import kmeans_best, reference_labels
-from bench_scale import synthetic
+from bench_certify import kmeans_best, reference_instance
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -36,7 +35,7 @@ def main() -> int:
 
     from pcsos.bounds.decomposition import _sub_instance, partition
     from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
-    from pcsos.problem import Problem, make_instance, sse
+    from pcsos.problem import Problem, sse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10000)
@@ -52,9 +51,7 @@ def main() -> int:
     args = ap.parse_args()
     fields = {key: ast.literal_eval(value)
               for key, value in (item.split("=", 1) for item in args.set)}
-    X, y, ml, cl = synthetic(args.n, args.k, args.pairs, args.seed)
-    ref = reference_labels(X, y, args.k)
-    inst = make_instance(X, args.k, ml, cl)
+    X, inst, ref = reference_instance(args.n, args.k, args.pairs, args.seed)
     pts = partition(inst, ref, args.subset_size, seed=args.seed)[args.subset]
     share = sse(X[pts], ref[pts])
     best = kmeans_best(X[pts], args.k)

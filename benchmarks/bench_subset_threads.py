@@ -22,8 +22,7 @@ import json
 import pathlib
 import sys
 
-from bench_certify import reference_labels
-from bench_scale import synthetic
+from bench_certify import reference_instance
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -32,7 +31,7 @@ def main() -> int:
     import numpy as np
 
     from pcsos.bounds.decomposition import _sub_instance, decomposition_bound, partition
-    from pcsos.problem import make_instance, sse
+    from pcsos.problem import sse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=["threads", "process"])
@@ -44,9 +43,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
                                          "bench_subset_threads.jsonl"))
     args = ap.parse_args()
-    X, y, ml, cl = synthetic(args.n, args.k, 1000, 0)
-    ref = reference_labels(X, y, args.k)
-    inst = make_instance(X, args.k, ml, cl)
+    _, inst, ref = reference_instance(args.n, args.k, 1000, 0)
     subs = partition(inst, ref, args.subset_size, seed=0)
     which = [0, 1] if args.mode == "threads" else [args.index]
     pts = np.concatenate([subs[i] for i in which])
