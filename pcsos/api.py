@@ -243,7 +243,7 @@ def solve_instance(
     if dask is not None:
         if executor is not None:
             raise InputError("give executor or dask, not both", source="dask")
-        from pcsos.distributed import DaskExecutor, DaskSignals, connect
+        from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
 
         client, own = connect(dask)
         executor, remote = DaskExecutor(client, instance), DaskSignals()
@@ -256,11 +256,8 @@ def solve_instance(
                           abort_event=abort_event, verbose=verbose, checkpoint=checkpoint,
                           checkpoint_every=checkpoint_every, resumed=state, remote=remote)
     finally:
-        if own:
-            cluster = client.cluster
-            client.close()
-            if cluster is not None:
-                cluster.close()
+        if client is not None:
+            close(client, own)
 
 
 def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, progress,

@@ -77,6 +77,16 @@ def connect(spec):
                          source="dask") from None
 
 
+def close(client, own: bool) -> None:
+    """Close ``client`` and its LocalCluster when :func:`connect` made them (``own``)."""
+    if not own:
+        return
+    cluster = client.cluster
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
 class DaskSignals:
     """The stop flag and the incumbent, shared with every worker by name (a Dask ``Event``
     and ``Variable``); workers poll them at most every ``poll`` seconds."""

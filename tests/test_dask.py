@@ -102,3 +102,18 @@ def test_cli_dask_and_sigint(tmp_path):
     if p.returncode == 0:
         res = pcsos.Result.from_json(js)
         assert res.status == "interrupted" and res.lower_bound <= res.objective
+
+
+def test_certify_bounds_the_subsets_on_dask(client):
+    from pcsos.bounds.decomposition import certify
+
+    rng = np.random.default_rng(3)
+    truth = np.arange(120) % 4
+    X = rng.normal(scale=0.8, size=(120, 2)) + 3.0 * truth[:, None]
+    here = certify(X, 4, [(0, 4)], [(0, 1)], labels=truth, subset_size=30, workers=1)
+    remote = certify(X, 4, [(0, 4)], [(0, 1)], labels=truth, subset_size=30, dask=client)
+    # the cluster's 2 threads: 4 subsets, as in this thread, each bounded alike
+    assert len(remote.subsets) == len(here.subsets) == 4
+    assert [b.lower_bound for b in remote.subsets] == pytest.approx(
+        [b.lower_bound for b in here.subsets], rel=1e-9)
+    assert remote.lower_bound == pytest.approx(here.lower_bound, rel=1e-9)

@@ -8,6 +8,7 @@ import json
 import pathlib
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -124,6 +125,84 @@ def test_balancing_swaps_keep_sizes_and_raise_the_ceiling():
     assert lost_after < 0.1 * lost_before
 
 
+def _four_clusters():
+    rng = np.random.default_rng(3)
+    truth = np.arange(120) % 4
+    X = rng.normal(scale=0.8, size=(120, 2)) + 3.0 * truth[:, None]
+    inst = make_instance(X, 4, [(0, 4), (1, 5)], [(0, 1), (2, 3)])
+    return inst, truth, partition(inst, truth, 30)
+
+
+def test_processes_threads_and_this_thread_give_the_same_bounds():
+    inst, truth, subsets = _four_clusters()
+    here, parts = decomposition_bound(inst, subsets, workers=1, labels=truth)
+    assert len(parts) == 4 and {b.method for b in parts} == {"sdp"}
+    procs, pparts = decomposition_bound(inst, subsets, workers=2, labels=truth)
+    with ThreadPoolExecutor(2) as pool:
+        threads, tparts = decomposition_bound(inst, subsets, workers=2, executor=pool,
+                                              labels=truth)
+    # each subset's loop is deterministic given its seed: the pools change where it runs only
+    for other in (pparts, tparts):
+        assert [b.lower_bound for b in other] == pytest.approx(
+            [b.lower_bound for b in parts], rel=1e-9)
+        assert [b.points.tolist() for b in other] == [b.points.tolist() for b in parts]
+    assert procs == pytest.approx(here, rel=1e-9) and threads == pytest.approx(here, rel=1e-9)
+
+
+def test_each_subset_starts_with_its_share_of_the_core_seconds():
+    inst, truth, subsets = _four_clusters()
+    shares = []
+
+    class Recording(ThreadPoolExecutor):
+        def submit(self, fn, *args, **kwargs):
+            shares.append(args[3])  # _bound_subset's time_limit
+            return super().submit(fn, *args, **kwargs)
+
+    with Recording(2) as pool:
+        decomposition_bound(inst, subsets, workers=2, executor=pool, time_limit=40,
+                            labels=truth)
+    # 2 workers x 40 s over 4 subsets: the first two start with 20 s each; those that end
+    # early leave their time to the later ones, never past the limit
+    assert shares[:2] == pytest.approx([20.0, 20.0], abs=0.5)
+    assert len(shares) == 4 and all(0 < s <= 40 for s in shares)
+
+
+def test_an_interrupt_ends_the_worker_processes():
+    script = """
+import json, os, signal, threading, time
+import numpy as np, psutil
+from pcsos.bounds.decomposition import certify
+if __name__ == "__main__":
+    truth = np.arange(1600) % 8
+    X = np.random.default_rng(3).normal(scale=2, size=(1600, 2)) + 3.0 * truth[:, None]
+    workers = []
+    def interrupt():  # the pool's workers are the forkserver's children
+        for server in psutil.Process().children():
+            if "forkserver" in " ".join(server.cmdline()):
+                workers.extend(server.children())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Timer(8, interrupt).start()
+    t0 = time.perf_counter()
+    try:
+        certify(X, 8, labels=truth, subset_size=400, workers=2)
+        after = None
+    except KeyboardInterrupt:
+        after = time.perf_counter() - t0
+    time.sleep(2)
+    alive = [p.pid for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    print(json.dumps({"after": after, "workers": len(workers), "alive": alive}))
+"""
+    pytest.importorskip("psutil", reason="psutil not installed")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    # the subsets take minutes each: the interrupt is taken at once, not after them, and
+    # the two workers that were bounding subsets are ended
+    assert out["after"] is not None and out["after"] < 20, out
+    assert out["workers"] == 2 and out["alive"] == [], out
+
+
 def test_bad_subsets_are_refused():
     X = np.arange(6.0)[:, None]
     inst = make_instance(X, 2, [(0, 5)], [])
@@ -174,10 +253,12 @@ def test_cli_certify_json(tmp_path):
     js = tmp_path / "c.json"
     p = subprocess.run([sys.executable, "-m", "pcsos", "certify", str(ROOT / "data" /
                         "blobs.txt"), "-c", str(ROOT / "data" / "blobs_constraints.txt"),
-                        "-k", "3", "--subset-size", "30", "--json", str(js)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+                        "-k", "3", "--subset-size", "30", "--workers", "2", "--json",
+                        str(js)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert p.returncode == 0, p.stderr
     out = json.loads(js.read_text())
-    assert out["lower_bound"] <= out["objective"] and len(out["subsets"]) == 3
+    # 75 points in subsets of at most 30 take 3, rounded up to 4 for the 2 worker processes
+    assert out["lower_bound"] <= out["objective"] and len(out["subsets"]) == 4
+    assert max(len(s["points"]) for s in out["subsets"]) <= 30
     assert sorted(sum((s["points"] for s in out["subsets"]), [])) == list(range(75))
     assert "lower bound" in p.stdout and "gap" in p.stdout

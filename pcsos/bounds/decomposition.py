@@ -37,10 +37,12 @@ from __future__ import annotations
 import math
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from pcsos.errors import InfeasibleError, InputError, UndecidedError
 from pcsos.problem import Instance, Problem, make_instance, sse
@@ -235,16 +237,19 @@ def _sub_instance(instance: Instance, pts: np.ndarray) -> Instance:
                          inside(instance.cl))
 
 
-def _bound_subset(instance: Instance, pts: np.ndarray, time_limit: float | None,
-                  sdp_options: dict, cp_settings, seed: int, upper: float) -> SubsetBound:
+def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | None,
+                  sdp_options: dict, cp_settings, seed: int, upper: float,
+                  blas_limit: int | None = None) -> SubsetBound:
+    """One subset's bound; a module-level function of picklable data, so that a process
+    pool or a Dask worker can run it. ``blas_limit`` caps BLAS threads around the job (only
+    where it runs alone in its process: threadpoolctl limits are process-wide)."""
     t0 = time.perf_counter()
-    sub = _sub_instance(instance, pts)
     # k = 2 merges the colour classes of cannot-link components, valid only when the whole
     # instance has k = 2 (not when a tiny subset's k was lowered to its size). An
     # InfeasibleError here means the whole instance is infeasible too.
-    problem = Problem.from_instance(sub, infer_k2=instance.k == 2)
+    problem = Problem.from_instance(sub, infer_k2=k2)
     floor = spectral_floor(problem)
-    if problem.s <= instance.k:
+    if problem.s <= sub.k:
         return SubsetBound(pts, len(pts), problem.s, floor, "groups",
                            time.perf_counter() - t0)
     if time_limit is not None and time_limit <= 0:
@@ -252,8 +257,12 @@ def _bound_subset(instance: Instance, pts: np.ndarray, time_limit: float | None,
                            time.perf_counter() - t0, "no time left for the SDP")
     from pcsos.cuts.loop import cutting_plane_loop
 
-    loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings, root=True,
-                              sdp_options=dict(sdp_options), seed=seed, time_limit=time_limit)
+    limit = (nullcontext() if blas_limit is None
+             else threadpool_limits(limits=int(blas_limit), user_api="blas"))
+    with limit:
+        loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings,
+                                  root=True, sdp_options=dict(sdp_options), seed=seed,
+                                  time_limit=time_limit)
     lb = float(loop.lower_bound)
     if not lb > floor:
         return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
@@ -262,21 +271,69 @@ def _bound_subset(instance: Instance, pts: np.ndarray, time_limit: float | None,
                        loop.message)
 
 
+def _ignore_sigint() -> None:
+    # a pool worker leaves Ctrl-C to its parent, which cancels the pool and ends the workers
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def process_pool(workers: int):
+    """A pool of ``workers`` processes for :func:`decomposition_bound`: forkserver where the
+    platform has it (a fresh interpreter per worker, not a fork of a parent that may hold
+    BLAS threads), else spawn. Either imports the caller's main module in the workers, so a
+    script must keep its work under ``if __name__ == "__main__":``."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                               initializer=_ignore_sigint)
+
+
+def _end_pool(pool, graceful: bool) -> None:
+    if graceful:
+        pool.shutdown(wait=True)
+        return
+    # an interrupt or an error: running subsets are not waited for (minutes each). The
+    # workers are taken before shutdown, which forgets them (Python >= 3.14 has
+    # terminate_workers for this)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.terminate()
+
+
+def _workers(workers) -> int:
+    if workers is not None and (isinstance(workers, bool) or not int(workers) >= 1):
+        raise InputError(f"workers must be a positive integer, got {workers!r}",
+                         source="workers")
+    return int(workers) if workers else (os.cpu_count() or 1)
+
+
 def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         time_limit: float | None = None, workers: int | None = None,
-                        sdp_options: dict | None = None, cp_settings=None, seed: int = 0,
-                        labels: np.ndarray | None = None, progress=None,
-                        blas_limit: int | None = 1) -> tuple[float, list[SubsetBound]]:
+                        executor: Executor | None = None, sdp_options: dict | None = None,
+                        cp_settings=None, seed: int = 0, labels: np.ndarray | None = None,
+                        progress=None, blas_limit: int | None = 1
+                        ) -> tuple[float, list[SubsetBound]]:
     """Sum of the subsets' lower bounds (a valid lower bound of the whole; module doc).
 
     ``subsets`` must partition the points with each must-link group inside one (else
-    :class:`InputError`). Subsets are bounded on ``workers`` threads (default: the CPU
-    count), each within an equal share of ``time_limit``; ``labels``, a clustering of the
-    whole, gives each subset's loop its restriction's value as the upper bound at which it
-    may stop. ``cp_settings``: the subsets' cutting-plane settings, used as given (default:
-    :func:`subset_settings`). ``progress(done, total, bound_so_far)`` after each subset.
-    ``blas_limit``: BLAS threads while the subsets run (None: leave the limit alone, as a
-    job inside the tree must, threadpoolctl limits being process-wide).
+    :class:`InputError`). At most ``workers`` subsets (default: the CPU count) are bounded
+    at once: on ``executor`` when given (any ``concurrent.futures.Executor``: threads,
+    processes, Dask's ``client.get_executor()``; the jobs and ``sdp_options`` are pickled
+    for processes), else in this thread when ``workers`` is 1, else on a
+    :func:`process_pool` of ``workers`` processes (threads would share one interpreter
+    lock, which costs a third of an iteration's time; docs/decomposition.md). Each subset
+    starts with an equal share of the core-seconds left before ``time_limit``; ``labels``,
+    a clustering of the whole, gives each subset's loop its restriction's value as the
+    upper bound at which it may stop. ``cp_settings``: the subsets' cutting-plane settings,
+    used as given (default: :func:`subset_settings`). ``progress(done, total,
+    bound_so_far)`` after each subset. ``blas_limit``: BLAS threads per subset (None: leave
+    the limit alone, as a job inside the tree must, threadpoolctl limits being
+    process-wide).
     """
     n = instance.n
     seen = np.zeros(n, dtype=np.int64)
@@ -292,42 +349,75 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
         owner[np.asarray(pts, dtype=np.int64)] = t
     if len(instance.ml) and np.any(owner[instance.ml[:, 0]] != owner[instance.ml[:, 1]]):
         raise InputError("a must-link pair is split between two subsets", source="subsets")
-    if workers is not None and (isinstance(workers, bool) or not int(workers) >= 1):
-        raise InputError(f"workers must be a positive integer, got {workers!r}",
-                         source="workers")
-    workers = int(workers) if workers else (os.cpu_count() or 1)
-    rounds = math.ceil(len(subsets) / workers)
+    workers = _workers(workers)
+    T = len(subsets)
     t0 = time.perf_counter()
     opts = dict(sdp_options or {})
     cp_settings = subset_settings() if cp_settings is None else cp_settings
+    pool = executor
+    if pool is None and workers > 1 and T > 1:
+        pool = process_pool(min(workers, T))
+    # in this thread, the limit is set here, around the whole run; in a worker process the
+    # job sets it (a shared thread pool would race on the process-wide limit)
+    here = pool is None or isinstance(pool, ThreadPoolExecutor)
+    job_limit = None if here else blas_limit
 
-    def one(t: int) -> SubsetBound:
-        left = None
-        if time_limit is not None:
-            # the subsets still to start share the time left, in rounds of `workers`
-            left = max(0.0, (time_limit - (time.perf_counter() - t0))
-                       / max(1, rounds - t // workers))
+    def job(t: int, share: float | None) -> tuple:
         pts = np.asarray(subsets[t], dtype=np.int64)
         upper = math.inf if labels is None else sse(instance.X[pts], np.asarray(labels)[pts])
-        return _bound_subset(instance, pts, left, opts, cp_settings, seed + t, upper)
+        return (_sub_instance(instance, pts), instance.k == 2, pts, share, opts,
+                cp_settings, seed + t, upper, job_limit)
 
-    from contextlib import nullcontext
-
-    from threadpoolctl import threadpool_limits
-
-    out: list[SubsetBound | None] = [None] * len(subsets)
+    out: list[SubsetBound | None] = [None] * T
     total = 0.0
-    limit = (nullcontext() if blas_limit is None
+    running: dict = {}  # future -> (subset, when its share ends)
+    graceful = False
+
+    def share_of(t: int) -> float | None:
+        if time_limit is None:
+            return None
+        # the core-seconds left, less those the running subsets hold, shared equally by the
+        # subsets still to start (one that ends early leaves its time to the others)
+        now = time.perf_counter()
+        left = max(0.0, time_limit - (now - t0))
+        held = sum(max(0.0, end - now) for _, end in running.values())
+        return max(0.0, min(left, (workers * left - held) / (T - t)))
+
+    def record(t: int, bound: SubsetBound, done: int) -> None:
+        nonlocal total
+        out[t] = bound
+        total += bound.lower_bound
+        if progress is not None:
+            progress(done, T, total)
+
+    limit = (nullcontext() if blas_limit is None or not here
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
-    with limit, ThreadPoolExecutor(max_workers=workers,
-                                   thread_name_prefix="pcsos-subset") as ex:
-        futures = {ex.submit(one, t): t for t in range(len(subsets))}
-        for done, fut in enumerate(as_completed(futures), 1):
-            t = futures[fut]
-            out[t] = fut.result()
-            total += out[t].lower_bound
-            if progress is not None:
-                progress(done, len(subsets), total)
+    try:
+        with limit:
+            nxt = done = 0
+            while nxt < T or running:
+                while nxt < T and (pool is None or len(running) < workers):
+                    share = share_of(nxt)
+                    if pool is None:
+                        done += 1
+                        record(nxt, _bound_subset(*job(nxt, share)), done)
+                    else:
+                        end = math.inf if share is None else time.perf_counter() + share
+                        running[pool.submit(_bound_subset, *job(nxt, share))] = (nxt, end)
+                    nxt += 1
+                if running:
+                    finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        t, _ = running.pop(fut)
+                        done += 1
+                        record(t, fut.result(), done)
+        graceful = True
+    finally:
+        if pool is not None and executor is None:
+            _end_pool(pool, graceful)
+        elif not graceful:
+            for fut in running:
+                fut.cancel()
     return float(sum(b.lower_bound for b in out)), out  # type: ignore[union-attr]
 
 
@@ -367,21 +457,55 @@ class CertifyResult:
 
 def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = None,
             time_limit: float | None = None, workers: int | None = None,
-            heuristic: str = "s-mdeclust", seed: int = 0, sdp_options: dict | None = None,
-            cp_settings=None, progress=None) -> CertifyResult:
+            executor: Executor | None = None, dask=None, heuristic: str = "s-mdeclust",
+            seed: int = 0, sdp_options: dict | None = None, cp_settings=None,
+            progress=None) -> CertifyResult:
     """A clustering and a certified lower bound for an instance of any size.
 
     ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
     obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
     the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
-    :func:`partition` subsets of ``subset_size`` points (default:
-    :func:`subset_size_for` of k). ``cp_settings``: the subsets' cutting-plane settings,
-    used as given (default: :func:`subset_settings`). ``progress(stage, done, total,
-    bound)`` reports the stages ('heuristic', 'subsets'). Raises :class:`InputError` for
-    bad input and :class:`InfeasibleError` when no clustering exists.
+    :func:`partition` subsets of at most ``subset_size`` points (default:
+    :func:`subset_size_for` of k), as many as needed rounded up to a multiple of
+    ``workers`` (so that no worker idles through the last share). The subsets run on
+    ``executor``, or on Dask (``dask``: a Client, ``'local:N'`` or a scheduler address, as
+    in :func:`pcsos.solve`; ``workers`` then defaults to the cluster's threads), else on a
+    process pool of ``workers`` (default: the CPU count). ``cp_settings``: the subsets'
+    cutting-plane settings, used as given (default: :func:`subset_settings`).
+    ``progress(stage, done, total, bound)`` reports the stages ('heuristic', 'subsets').
+    Raises :class:`InputError` for bad input and :class:`InfeasibleError` when no
+    clustering exists.
     """
     t0 = time.perf_counter()
     inst = make_instance(X, k, ml, cl)
+    if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
+        raise InputError(f"subset size must be >= 1, got {subset_size!r}",
+                         source="subset_size")
+    if workers is not None:
+        workers = _workers(workers)
+    client = None
+    if dask is not None:
+        if executor is not None:
+            raise InputError("give executor or dask, not both", source="dask")
+        from pcsos.distributed import connect
+
+        client, own = connect(dask)
+    try:
+        if client is not None:
+            executor = client.get_executor()
+            if workers is None:
+                workers = max(1, sum(client.nthreads().values()))
+        return _certify(inst, labels, subset_size, time_limit, _workers(workers), executor,
+                        heuristic, seed, sdp_options, cp_settings, progress, t0)
+    finally:
+        if client is not None:
+            from pcsos.distributed import close
+
+            close(client, own)
+
+
+def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic, seed,
+             sdp_options, cp_settings, progress, t0) -> CertifyResult:
     from pcsos.problem import check_start
 
     def left() -> float | None:
@@ -407,7 +531,10 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
         lab, made_by = np.asarray(h.labels), heuristic
     objective = sse(inst.X, lab)
     floor = spectral_floor(whole)
-    subset_size = subset_size_for(inst.k) if subset_size is None else subset_size
+    subset_size = subset_size_for(inst.k) if subset_size is None else int(subset_size)
+    count = math.ceil(inst.n / subset_size)
+    if count > 1:
+        subset_size = math.ceil(inst.n / (workers * math.ceil(count / workers)))
     subsets = partition(inst, lab, subset_size, seed=seed)
 
     def sub_progress(done, total, bound):
@@ -415,8 +542,9 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
             progress("subsets", done, total, bound)
 
     lb, parts = decomposition_bound(inst, subsets, time_limit=left(), workers=workers,
-                                    sdp_options=sdp_options, cp_settings=cp_settings,
-                                    seed=seed, labels=lab, progress=sub_progress)
+                                    executor=executor, sdp_options=sdp_options,
+                                    cp_settings=cp_settings, seed=seed, labels=lab,
+                                    progress=sub_progress)
     lower = max(lb, floor)
     gap = (objective - lower) / objective if objective > 0 else 0.0
     sdp = sum(b.method == "sdp" for b in parts)

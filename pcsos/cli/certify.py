@@ -1,12 +1,13 @@
 """A certified gap for instances too large for one SDP: bound subsets of the data and add.
 
-Splits the points into subsets of about --subset-size points (each must-link group whole,
-each subset a share of every cluster of the clustering), bounds each subset by its root SDP
-with cuts, and adds the bounds: a valid lower bound of the whole (proof in
-docs/decomposition.md). Certifies --labels, or the clustering of --heuristic (default
-s-mdeclust, within a quarter of --time-limit). Prints the bound, the objective and the gap;
---json FILE writes them with the partition and the per-subset bounds. Exit codes: 0 done,
-2 invalid input, 3 infeasible constraints.
+Splits the points into subsets of at most about --subset-size points, as many as needed
+rounded up to a multiple of --workers (each must-link group whole, each subset a share of
+every cluster of the clustering), bounds each subset by its root SDP with cuts, --workers
+at once in as many processes (or on --dask), and adds the bounds: a valid lower bound of
+the whole (proof in docs/decomposition.md). Certifies --labels, or the clustering of
+--heuristic (default s-mdeclust, within a quarter of --time-limit). Prints the bound, the
+objective and the gap; --json FILE writes them with the partition and the per-subset
+bounds. Exit codes: 0 done, 2 invalid input, 3 infeasible constraints.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="for the whole run (default: none)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="subsets bounded at once (default: CPU count)")
+                        help="subsets bounded at once, each in its own process (default: "
+                             "CPU count; with --dask, the cluster's threads)")
+    parser.add_argument("--dask", metavar="ADDRESS", default=None,
+                        help="bound the subsets on a Dask cluster: a scheduler address, or "
+                             "local:N for a local cluster of N worker processes (pip install "
+                             "'pcsos[dask]')")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result with the partition as JSON ('-' = stdout)")
@@ -69,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     time_limit = None if args.time_limit is None else max(
         0.0, args.time_limit - (time.perf_counter() - t0))
     res = certify(inst.X, inst.k, inst.ml, inst.cl, labels, subset_size=args.subset_size,
-                  time_limit=time_limit, workers=args.workers, heuristic=args.heuristic,
+                  time_limit=time_limit, workers=args.workers, dask=args.dask,
+                  heuristic=args.heuristic,
                   seed=args.seed, progress=progress)
     if not args.quiet:
         print(f"lower bound     {res.lower_bound:.10g}  (certified: the optimum is at least "
