@@ -8,6 +8,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -201,6 +202,52 @@ if __name__ == "__main__":
     # the two workers that were bounding subsets are ended
     assert out["after"] is not None and out["after"] < 20, out
     assert out["workers"] == 2 and out["alive"] == [], out
+
+
+def _pool_processes(psutil, pid):
+    """The forkserver started by process ``pid`` and its children (the pool's workers)."""
+    servers, workers = [], []
+    for child in psutil.Process(pid).children():
+        try:
+            if "forkserver" in " ".join(child.cmdline()):
+                servers.append(child)
+                workers.extend(child.children())
+        except psutil.Error:
+            pass
+    return servers, workers
+
+
+def test_the_workers_end_when_their_caller_is_killed():
+    psutil = pytest.importorskip("psutil", reason="psutil not installed")
+    script = """
+import numpy as np
+from pcsos.bounds.decomposition import certify
+if __name__ == "__main__":
+    truth = np.arange(1600) % 8
+    X = np.random.default_rng(3).normal(scale=2, size=(1600, 2)) + 3.0 * truth[:, None]
+    certify(X, 8, labels=truth, subset_size=400, workers=2)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    servers, workers = [], []
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.5)
+            servers, workers = _pool_processes(psutil, p.pid)
+        assert len(workers) == 2
+        time.sleep(2)  # the subsets are being bounded (minutes each)
+        p.kill()  # SIGKILL: the caller can clean up nothing
+        p.wait()
+        # each worker sees its caller gone within about a second and leaves
+        _, alive = psutil.wait_procs(workers, timeout=15)
+        assert alive == []
+    finally:
+        p.kill()
+        for proc in servers + workers:  # no orphan left to take the CPU if this fails
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
 
 
 def test_bad_subsets_are_refused():

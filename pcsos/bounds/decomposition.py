@@ -271,11 +271,29 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | 
                        loop.message)
 
 
-def _ignore_sigint() -> None:
-    # a pool worker leaves Ctrl-C to its parent, which cancels the pool and ends the workers
+def _worker_start(caller: int) -> None:
+    # a pool worker leaves Ctrl-C to its caller, which cancels the pool and ends the workers
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
+        return
+
+    def watch():
+        # a caller killed outright (SIGKILL, a crash) cannot end its workers: a worker is a
+        # child of the forkserver, not of the caller, so it checks on the caller itself
+        # rather than bound a subset for minutes for no one
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(caller, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # alive (another user's process has the pid)
+                pass
+
+    threading.Thread(target=watch, name="pcsos-caller-watch", daemon=True).start()
 
 
 def process_pool(workers: int):
@@ -289,7 +307,7 @@ def process_pool(workers: int):
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                               initializer=_ignore_sigint)
+                               initializer=_worker_start, initargs=(os.getpid(),))
 
 
 def _end_pool(pool, graceful: bool) -> None:
