@@ -16,7 +16,13 @@ import argparse
 import sys
 import time
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
+from pcsos.cli.common import (
+    add_instance_arguments,
+    add_parallel_arguments,
+    load_instance,
+    report_stream,
+    write_json,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,13 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "larger: a stronger bound, slower subsets)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="for the whole run (default: none)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="subsets bounded at once, each in its own process (default: "
-                             "CPU count; with --dask, the cluster's threads)")
-    parser.add_argument("--dask", metavar="ADDRESS", default=None,
-                        help="bound the subsets on a Dask cluster: a scheduler address, or "
-                             "local:N for a local cluster of N worker processes (pip install "
-                             "'pcsos[dask]')")
+    add_parallel_arguments(parser, what="subsets", where="bounded at once, each in its own "
+                           "process")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result with the partition as JSON ('-' = stdout)")

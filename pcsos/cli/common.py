@@ -45,6 +45,18 @@ def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
                              "max + 1 of a CSV class column")
 
 
+def add_parallel_arguments(parser, *, what: str, where: str) -> None:
+    """``--workers`` and ``--dask`` for a command that runs ``what`` (e.g. "nodes") at
+    once ``where`` (how each runs, e.g. "in parallel")."""
+    parser.add_argument("--workers", type=int, default=None,
+                        help=f"{what} {where} (default: CPU count; with --dask, the "
+                             "cluster's threads)")
+    parser.add_argument("--dask", metavar="ADDRESS", default=None,
+                        help=f"run the {what} on a Dask cluster: a scheduler address, or "
+                             "local:N for a local cluster of N worker processes (pip install "
+                             "'pcsos[dask]'; docs/solver.md)")
+
+
 def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> None:
     """Add the cutting-plane loop's settings (``children``: also the per-node round limit).
 

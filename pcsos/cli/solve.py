@@ -23,6 +23,7 @@ import os
 from pcsos.cli.common import (
     add_cut_arguments,
     add_instance_arguments,
+    add_parallel_arguments,
     cut_settings,
     load_instance,
     print_notes,
@@ -66,13 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lim.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                      help="stop after this many seconds (default: none)")
     alg = parser.add_argument_group("algorithm")
-    alg.add_argument("--workers", type=int, default=None,
-                     help="nodes processed in parallel (default: CPU count; with --dask, the "
-                          "cluster's threads)")
-    alg.add_argument("--dask", metavar="ADDRESS", default=None,
-                     help="run the nodes on a Dask cluster: a scheduler address, or local:N "
-                          "for a local cluster of N worker processes (pip install "
-                          "'pcsos[dask]'; docs/solver.md)")
+    add_parallel_arguments(alg, what="nodes", where="processed in parallel")
     alg.add_argument("--threads", type=int, default=None,
                      help="BLAS threads per worker (default: 1; more pays only on an "
                           "otherwise idle machine)")
