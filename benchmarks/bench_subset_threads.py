@@ -4,9 +4,10 @@ Takes subsets 0 and 1 of :func:`pcsos.bounds.decomposition.partition` (subsets o
 ``--subset-size`` points, reference: Lloyd's iterations from the true classes' means) of a
 synthetic set of :func:`bench_scale.synthetic`, and bounds them with
 :func:`pcsos.bounds.decomposition.decomposition_bound` for ``--time-limit`` seconds each:
-``threads`` runs both in one call on two threads (as ``certify`` does); ``process I`` runs
-subset I alone (start two at once for the comparison). Appends one JSON line per subset to
-``--out``: its share of the reference, its bound and how far below the share.
+``threads`` runs both in one call on a pool of two threads (as ``certify`` did before its
+worker processes); ``process I`` runs subset I alone (start two at once for the
+comparison). Appends one JSON line per subset to ``--out``: its share of the reference,
+its bound and how far below the share.
 
 Example (the comparison in docs/decomposition.md, run one after the other)::
 
@@ -21,6 +22,7 @@ import argparse
 import json
 import pathlib
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from bench_certify import reference_instance
 
@@ -50,8 +52,10 @@ def main() -> int:
     sub = _sub_instance(inst, pts)  # the chosen subsets as one instance, bounded apart
     local = np.split(np.arange(len(pts)), np.cumsum([len(subs[i]) for i in which])[:-1])
     lab = ref[pts]
-    _, parts = decomposition_bound(sub, local, time_limit=args.time_limit,
-                                   workers=len(which), labels=lab)
+    # threads: an explicit pool, since decomposition_bound's own is one of processes
+    with ThreadPoolExecutor(len(which)) as pool:
+        _, parts = decomposition_bound(sub, local, time_limit=args.time_limit,
+                                       workers=len(which), executor=pool, labels=lab)
     for i, p, b in zip(which, local, parts):
         share = sse(sub.X[p], lab[p])
         row = {"mode": args.mode, "subset": i, "n": args.n, "k": args.k,
