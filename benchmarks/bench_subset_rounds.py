@@ -5,7 +5,8 @@ Takes subset ``--subset`` of :func:`pcsos.bounds.decomposition.partition` (subse
 reference clustering being Lloyd's iterations from the true classes' means, and runs
 :func:`pcsos.cuts.loop.cutting_plane_loop` on it (one BLAS thread, as ``certify`` does) for
 ``--time-limit`` seconds with the cutting-plane settings ``--set FIELD=VALUE`` (fields of
-CuttingPlaneSettings, values as Python literals; repeatable). Appends one JSON line per
+CuttingPlaneSettings, values as Python literals; repeatable) and the SDP options ``--sdp
+KEY=VALUE`` (arguments of ``solve_sdp``, e.g. ``--sdp eig="'auto32'"``). Appends one JSON line per
 round to ``--out``: seconds, bound, the bound's distance below the subset's share of the
 reference and below the best of 40 k-means runs on the subset (scikit-learn, the test
 extra).
@@ -46,18 +47,21 @@ def main() -> int:
     ap.add_argument("--subset", type=int, default=0)
     ap.add_argument("--time-limit", type=float, default=330.0)
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ap.add_argument("--sdp", action="append", default=[], metavar="KEY=VALUE",
+                    help="an option of solve_sdp (e.g. eig='auto32'); repeatable")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
                                          "bench_subset_rounds.jsonl"))
     args = ap.parse_args()
-    fields = {key: ast.literal_eval(value)
-              for key, value in (item.split("=", 1) for item in args.set)}
+    fields, sdp = ({key: ast.literal_eval(value)
+                    for key, value in (item.split("=", 1) for item in items)}
+                   for items in (args.set, args.sdp))
     X, inst, ref = reference_instance(args.n, args.k, args.pairs, args.seed)
     pts = partition(inst, ref, args.subset_size, seed=args.seed)[args.subset]
     share = sse(X[pts], ref[pts])
     best = kmeans_best(X[pts], args.k)
     problem = Problem.from_instance(_sub_instance(inst, pts), infer_k2=False)
     base = {"n": args.n, "k": args.k, "subset_size": args.subset_size,
-            "subset": args.subset, "s": problem.s, "settings": fields,
+            "subset": args.subset, "s": problem.s, "settings": fields, "sdp_options": sdp,
             "share": share, "kmeans_best_of_40": best,
             "command": "python " + " ".join(sys.argv)}
     t0 = time.perf_counter()
@@ -74,7 +78,8 @@ def main() -> int:
 
     with threadpool_limits(limits=1, user_api="blas"):
         cutting_plane_loop(problem, upper_bound=share, time_limit=args.time_limit,
-                           settings=CuttingPlaneSettings(**fields), callback=record, seed=0)
+                           settings=CuttingPlaneSettings(**fields), sdp_options=sdp,
+                           callback=record, seed=0)
     return 0
 
 

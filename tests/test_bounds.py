@@ -377,15 +377,37 @@ def test_single_super_point_and_threads():
     assert r.lower_bound <= opt and r.sdp_value == pytest.approx(opt)
 
 
-@pytest.mark.parametrize("method", ["full", "partial", "auto"])
+@pytest.mark.parametrize("method", ["full", "partial", "auto", "full32", "partial32", "auto32"])
 def test_eig_methods_agree(method):
+    """Every method gives the positive part; the single-precision ones to float32's accuracy
+    (relative to ||W||), in double precision arrays."""
     rng = np.random.default_rng(700)
     G = rng.normal(size=(60, 5))
     W = G @ G.T - 0.3 * np.eye(60) + 1e-3 * (lambda A: A + A.T)(rng.normal(size=(60, 60)))
     vals, vecs = positive_part(W, method, rank_hint=2)  # the hint is too small on purpose
     lam, V = np.linalg.eigh(W)
     P_ref = (V[:, lam > 0] * lam[lam > 0]) @ V[:, lam > 0].T
-    assert np.allclose((vecs * vals) @ vecs.T, P_ref, atol=1e-10)
+    atol = 1e-5 * np.abs(lam).max() if method.endswith("32") else 1e-10
+    assert vals.dtype == vecs.dtype == np.float64
+    assert len(vals) == (lam > 0).sum()
+    assert np.allclose((vecs * vals) @ vecs.T, P_ref, atol=atol)
+    if method.endswith("32"):  # it did round: not the double-precision result
+        assert not np.allclose((vecs * vals) @ vecs.T, P_ref, atol=1e-10)
+
+
+def test_single_precision_eig_keeps_the_bound_valid():
+    """With the projection in single precision the ADMM still converges, and its safe bound
+    (computed in double) stays below the brute-force optimum and near the double-precision
+    run's bound."""
+    rng = np.random.default_rng(730)
+    X, ml, cl, P = _problem(rng, 10, 3, n_ml=1, n_cl=2)
+    model = SDPModel.from_problem(P)
+    opt, _ = brute_force(X, 3, ml, cl)
+    r32 = solve_sdp(model, eig="auto32", tol=1e-5)
+    r64 = solve_sdp(model, eig="auto", tol=1e-5)
+    assert r32.status == "solved"
+    assert r32.lower_bound <= opt + 1e-9 * max(1.0, opt)
+    assert r32.lower_bound == pytest.approx(r64.lower_bound, rel=1e-4)
 
 
 def test_torch_hook_without_torch_reports_unavailable(monkeypatch):

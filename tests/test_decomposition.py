@@ -21,6 +21,7 @@ from pcsos.bounds.decomposition import (
     decomposition_bound,
     partition,
     spectral_floor,
+    subset_count,
     subset_settings,
     subset_size_for,
 )
@@ -268,6 +269,20 @@ def test_certify_against_the_exact_optimum():
 
 def test_default_subset_size_and_subset_settings():
     assert [subset_size_for(k) for k in (2, 10, 20, 30, 100)] == [300, 300, 600, 900, 1000]
+    # k = 20, n = 10 000: 60 minutes on 2 workers give 10 subsets of 1 000 points 710 s
+    # each, over the 600 s they need; 10 minutes on one worker gives them 120 s
+    assert subset_size_for(20, 10000, 3550.0, 2) == 1000
+    assert subset_size_for(20, 10000, 600.0, 1) == 600
+    assert subset_size_for(20, 10000, None, 2) == 600
+    # at the threshold exactly, and just under it (20 000 points: 20 subsets of 1 000)
+    assert subset_size_for(20, 20000, 6000.0, 2) == 1000
+    assert subset_size_for(20, 20000, 5999.0, 2) == 600
+    # the larger size for k = 10 is 500 points, which need 600 * 0.5^3 = 75 s each
+    assert subset_size_for(10, 10000, 750.0, 1) == 300
+    assert subset_size_for(10, 10000, 1500.0, 1) == 500
+    assert subset_size_for(100, 10000, 1e6, 2) == 1000  # already at SUBSET_MAX
+    assert [subset_count(10000, 556, 2), subset_count(10000, 600, 2),
+            subset_count(10000, 600, 1), subset_count(300, 600, 2)] == [18, 18, 17, 1]
     X = np.random.default_rng(0).normal(size=(40, 2))
     res = certify(X, 2, labels=(np.arange(40) % 2), workers=1, time_limit=30)
     assert res.subset_size == 300 and len(res.subsets) == 1  # 40 points: one subset

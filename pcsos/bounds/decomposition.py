@@ -48,7 +48,7 @@ from pcsos.errors import InfeasibleError, InputError, UndecidedError
 from pcsos.problem import Instance, Problem, make_instance, sse
 
 __all__ = ["spectral_floor", "partition", "decomposition_bound", "certify", "SubsetBound",
-           "CertifyResult", "subset_size_for", "subset_settings"]
+           "CertifyResult", "subset_size_for", "subset_count", "subset_settings"]
 
 #: points per subset per cluster by default, within [SUBSET_MIN, SUBSET_MAX]. A subset's own
 #: optimum falls below its share of the whole clustering by more the fewer points each
@@ -57,6 +57,15 @@ __all__ = ["spectral_floor", "partition", "decomposition_bound", "certify", "Sub
 #: (docs/decomposition.md, "Subset size"); larger subsets cost more SDP time each
 SUBSET_PER_CLUSTER = 30
 SUBSET_MIN, SUBSET_MAX = 300, 1000
+#: points per cluster when each subset's time share allows: a subset of 1 000 points (n =
+#: 10 000, k = 20) was 2.52 % below its share after 703 s on one core, where subsets of 556
+#: and 715 points were 3.24 % and 3.31 % below theirs after 395 s and 508 s, the shares
+#: that the same 60 minutes on 2 workers give them (docs/decomposition.md, "Subset size")
+SUBSET_PER_CLUSTER_LONG = 50
+#: seconds of one core that a subset of SUBSET_MAX points is given at least before the
+#: larger size is chosen; a smaller subset needs this times (size / SUBSET_MAX)^3 (the
+#: eigendecompositions' cost)
+SUBSET_MAX_SECONDS = 600.0
 #: the cutting-plane rounds' loosest tolerance on subsets: a subset's bound is worth having
 #: within a few tenths of a percent, and rounds at 1e-2 take a third of the iterations of
 #: rounds at 1e-3 (one subset of 600 points, k = 20: 3.4 % below its share after 330 s
@@ -64,10 +73,29 @@ SUBSET_MIN, SUBSET_MAX = 300, 1000
 SUBSET_LOOSE_TOL = 1e-2
 
 
-def subset_size_for(k: int) -> int:
-    """The default points per subset for k clusters (``SUBSET_PER_CLUSTER`` per cluster,
-    clipped to [``SUBSET_MIN``, ``SUBSET_MAX``])."""
-    return int(min(SUBSET_MAX, max(SUBSET_MIN, SUBSET_PER_CLUSTER * int(k))))
+def subset_size_for(k: int, n: int | None = None, time_limit: float | None = None,
+                    workers: int = 1) -> int:
+    """The default points per subset for k clusters: ``SUBSET_PER_CLUSTER`` per cluster,
+    clipped to [``SUBSET_MIN``, ``SUBSET_MAX``]; or ``SUBSET_PER_CLUSTER_LONG`` per cluster
+    (clipped the same way) when n points in subsets of that size on ``workers`` workers
+    give each subset at least ``SUBSET_MAX_SECONDS * (size / SUBSET_MAX)^3`` seconds of
+    ``time_limit`` (None: no limit, and the smaller size)."""
+    def clip(per_cluster: int) -> int:
+        return int(min(SUBSET_MAX, max(SUBSET_MIN, per_cluster * int(k))))
+
+    size, large = clip(SUBSET_PER_CLUSTER), clip(SUBSET_PER_CLUSTER_LONG)
+    if n is None or time_limit is None or large <= size:
+        return size
+    share = workers * time_limit / subset_count(n, large, workers)
+    return large if share >= SUBSET_MAX_SECONDS * (large / SUBSET_MAX) ** 3 else size
+
+
+def subset_count(n: int, size: int, workers: int = 1) -> int:
+    """How many subsets ``certify`` makes of n points with at most ``size`` each: enough,
+    rounded up to a multiple of ``workers`` (so that no worker idles through the last share)
+    when there is more than one."""
+    count = math.ceil(n / size)
+    return count if count <= 1 else workers * math.ceil(count / workers)
 
 
 def subset_settings(cp_settings=None):
@@ -484,8 +512,8 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
     the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
     :func:`partition` subsets of at most ``subset_size`` points (default:
-    :func:`subset_size_for` of k), as many as needed rounded up to a multiple of
-    ``workers`` (so that no worker idles through the last share). The subsets run on
+    :func:`subset_size_for` of k, n, the time left after the heuristic and ``workers``), as
+    many as :func:`subset_count` says. The subsets run on
     ``executor``, or on Dask (``dask``: a Client, ``'local:N'`` or a scheduler address, as
     in :func:`pcsos.solve`; ``workers`` then defaults to the cluster's threads), else on a
     process pool of ``workers`` (default: the CPU count). ``cp_settings``: the subsets'
@@ -549,10 +577,11 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
         lab, made_by = np.asarray(h.labels), heuristic
     objective = sse(inst.X, lab)
     floor = spectral_floor(whole)
-    subset_size = subset_size_for(inst.k) if subset_size is None else int(subset_size)
-    count = math.ceil(inst.n / subset_size)
+    if subset_size is None:
+        subset_size = subset_size_for(inst.k, inst.n, left(), workers)
+    count = subset_count(inst.n, int(subset_size), workers)
     if count > 1:
-        subset_size = math.ceil(inst.n / (workers * math.ceil(count / workers)))
+        subset_size = math.ceil(inst.n / count)
     subsets = partition(inst, lab, subset_size, seed=seed)
 
     def sub_progress(done, total, bound):

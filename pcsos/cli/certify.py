@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="makes the clustering when --labels is not given "
                              "(default: s-mdeclust)")
     parser.add_argument("--subset-size", type=int, default=None, metavar="M",
-                        help="points per subset (default: 30 per cluster, 300 to 1000; "
+                        help="points per subset (default: 30 per cluster, or 50 when the "
+                             "time limit gives each subset enough time; 300 to 1000; "
                              "larger: a stronger bound, slower subsets)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="for the whole run (default: none)")
