@@ -267,10 +267,29 @@ def test_certify_against_the_exact_optimum():
     assert res.gap < 0.1
 
 
+def test_certify_takes_larger_subsets_when_the_time_allows(monkeypatch):
+    """certify asks subset_size_for with the time left: 1 000 points, k = 10, one worker:
+    2 subsets of 500 points need 75 s each, which 1 400 s give and 140 s do not."""
+    import pcsos.bounds.decomposition as dec
+
+    sizes = []
+
+    def record(instance, subsets, **kw):
+        sizes.append(sorted(len(s) for s in subsets))
+        return 0.0, []
+
+    monkeypatch.setattr(dec, "decomposition_bound", record)
+    X = np.random.default_rng(5).normal(size=(1000, 2))
+    labels = np.arange(1000) % 10
+    assert dec.certify(X, 10, labels=labels, workers=1, time_limit=1400).subset_size == 500
+    assert dec.certify(X, 10, labels=labels, workers=1, time_limit=140).subset_size == 250
+    assert sizes == [[500, 500], [250] * 4]
+
+
 def test_default_subset_size_and_subset_settings():
     assert [subset_size_for(k) for k in (2, 10, 20, 30, 100)] == [300, 300, 600, 900, 1000]
     # k = 20, n = 10 000: 60 minutes on 2 workers give 10 subsets of 1 000 points 710 s
-    # each, over the 600 s they need; 10 minutes on one worker gives them 120 s
+    # each, over the 600 s they need; 10 minutes on one worker give them 60 s
     assert subset_size_for(20, 10000, 3550.0, 2) == 1000
     assert subset_size_for(20, 10000, 600.0, 1) == 600
     assert subset_size_for(20, 10000, None, 2) == 600
