@@ -1,31 +1,58 @@
 """Checkpoint files: a solve's open nodes, incumbent and bounds, to resume after a stop.
 
-A checkpoint is a pickle of ``{"format": "pcsos-checkpoint", "version": VERSION,
-"fingerprint": ..., "tree": TreeState, ...}`` written atomically (to ``FILE.tmp``, flushed
-and fsynced, then renamed over ``FILE``), so that a crash or ``kill -9`` at any moment leaves
-the previous checkpoint or the new one, never half of one. The fingerprint is a SHA-256 of
-the data, k and the pairs: resuming against other data is refused. Pickles run code when
-loaded: resume only checkpoints you wrote.
+Loading a checkpoint never runs code, whoever wrote the file. A checkpoint is one NumPy
+``.npz`` archive (a zip) holding
+
+- ``header``: UTF-8 JSON bytes: ``{"format": "pcsos-checkpoint", "version": 2,
+  "fingerprint": ..., "written", "n", "k", "meta": {...}, "tree": ...}``;
+- ``a0``, ``a1``, ...: the numeric arrays the header refers to.
+
+The search state is written as a tree of JSON values in which an array is
+``{"array": index}``, a tuple ``{"tuple": [...]}``, a non-finite float ``{"float": "inf"}``
+and an object ``{"type": NAME, "fields": {...}}`` where NAME is one of the few classes in
+:data:`_TYPES` (node, problem, cuts, warm start, tree state). Reading builds only those
+classes, only numeric arrays are accepted (``np.load(allow_pickle=False)`` refuses object
+arrays), and the decoded state is checked against the instance (array shapes, index ranges)
+before any node is handed to the solver. Why not pickle: a pickle runs any function its
+file names when it is loaded, and checkpoints are exactly the files people copy between
+machines and attach to bug reports. A file of the old pickle format (version 1) is
+recognised by its first bytes and refused without being loaded.
+
+The file is written atomically (to ``FILE.tmp``, flushed and fsynced, then renamed over
+``FILE``), so a crash or ``kill -9`` at any moment leaves the previous checkpoint or the new
+one, never half of one. The fingerprint is a SHA-256 of the data, k and the pairs: resuming
+against other data is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
+import math
 import os
-import pickle
 import time
+import zipfile
+from typing import Any
 
 import numpy as np
 
+from pcsos.bounds.result import SDPResult, WarmStart
+from pcsos.cuts.cutset import CutSet
 from pcsos.errors import InputError
-from pcsos.problem import Instance
+from pcsos.node import NodeData
+from pcsos.problem import Instance, Problem
 from pcsos.tree import TreeState
 
-__all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "VERSION"]
+__all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "VERSION", "FORMAT"]
 
 FORMAT = "pcsos-checkpoint"
-#: bumped whenever the pickled objects change in a way an older file cannot follow
-VERSION = 1
+#: bumped whenever the encoded objects change in a way an older file cannot follow
+VERSION = 2
+_PICKLE_MAGIC = b"\x80"  # protocols 2-5 open with PROTO; version 1 files used protocol 5
+_ZIP_MAGIC = b"PK\x03\x04"
+# dtype kinds an array may have: bool, signed and unsigned integers, floats
+_ARRAY_KINDS = "biuf"
 
 
 def fingerprint(instance: Instance) -> str:
@@ -40,48 +67,364 @@ def fingerprint(instance: Instance) -> str:
     return h.hexdigest()
 
 
+# ----------------------------------------------------------------------------- encoding
+def _problem_fields(p: Problem) -> dict:
+    # the instance is not written: it is the user's data, which the fingerprint pins
+    return {"e": p.e, "W": p.W, "cl": p.cl, "point_labels": p.point_labels, "c0": p.c0,
+            "infer_k2": p.infer_k2, "parent_map": p.parent_map}
+
+
+def _cutset_fields(c: CutSet) -> dict:
+    return {name: getattr(c, name) for name in ("indptr", "i", "j", "coef", "rhs", "family")}
+
+
+def _dataclass_fields(obj) -> dict:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+# NAME -> (class, its fields as a dict); the only classes a checkpoint can hold
+_TYPES: dict[str, tuple[type, Any]] = {
+    "TreeState": (TreeState, _dataclass_fields),
+    "NodeData": (NodeData, _dataclass_fields),
+    "Problem": (Problem, _problem_fields),
+    "CutSet": (CutSet, _cutset_fields),
+    "WarmStart": (WarmStart, _dataclass_fields),
+    "SDPResult": (SDPResult, _dataclass_fields),
+}
+_NAMES = {cls: name for name, (cls, _) in _TYPES.items()}
+
+
+class _Encoder:
+    """Turns a search state into JSON values and a list of arrays (module doc)."""
+
+    def __init__(self):
+        self.arrays: list[np.ndarray] = []
+        self._seen: dict[int, int] = {}  # id -> index: an array shared by nodes is written once
+        self._keep: list[np.ndarray] = []  # holds the ids' objects alive while encoding
+
+    def encode(self, obj):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, (int, np.integer)):
+            return int(obj)
+        if isinstance(obj, (float, np.floating)):
+            x = float(obj)
+            return x if math.isfinite(x) else {"float": repr(x)}
+        if isinstance(obj, np.bool_):
+            return bool(obj)
+        if isinstance(obj, np.ndarray):
+            return {"array": self._array(obj)}
+        if isinstance(obj, tuple):
+            return {"tuple": [self.encode(v) for v in obj]}
+        if isinstance(obj, list):
+            return [self.encode(v) for v in obj]
+        if isinstance(obj, dict):
+            return {"dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        name = _NAMES.get(type(obj))
+        if name is None:
+            raise TypeError(f"a checkpoint cannot hold a {type(obj).__name__}")
+        fields = _TYPES[name][1](obj)
+        return {"type": name, "fields": {k: self.encode(v) for k, v in fields.items()}}
+
+    def _array(self, a: np.ndarray) -> int:
+        if a.dtype.kind not in _ARRAY_KINDS:
+            raise TypeError(f"a checkpoint cannot hold an array of dtype {a.dtype}")
+        idx = self._seen.get(id(a))
+        if idx is None:
+            idx = self._seen[id(a)] = len(self.arrays)
+            self.arrays.append(a)
+            self._keep.append(a)
+        return idx
+
+
+class _Corrupt(Exception):
+    """The file's content is not what a pcsos checkpoint holds."""
+
+
+class _Decoder:
+    """The inverse of :class:`_Encoder`; builds only the classes of :data:`_TYPES`."""
+
+    def __init__(self, arrays: list[np.ndarray], instance: Instance):
+        self.arrays = arrays
+        self.instance = instance
+
+    def decode(self, v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, list):
+            return [self.decode(x) for x in v]
+        if not isinstance(v, dict) or len(v) not in (1, 2):
+            raise _Corrupt(f"unexpected value {_short(v)}")
+        if "array" in v and len(v) == 1:
+            idx = v["array"]
+            if isinstance(idx, bool) or not isinstance(idx, int) or not (
+                    0 <= idx < len(self.arrays)):
+                raise _Corrupt(f"no array {_short(idx)}")
+            return self.arrays[idx]
+        if "float" in v and len(v) == 1:
+            if v["float"] not in ("inf", "-inf", "nan"):
+                raise _Corrupt(f"unexpected float {_short(v['float'])}")
+            return float(v["float"])
+        if "tuple" in v and len(v) == 1 and isinstance(v["tuple"], list):
+            return tuple(self.decode(x) for x in v["tuple"])
+        if "dict" in v and len(v) == 1 and isinstance(v["dict"], list):
+            out = {}
+            for item in v["dict"]:
+                if not (isinstance(item, list) and len(item) == 2):
+                    raise _Corrupt("a malformed mapping")
+                key = self.decode(item[0])
+                if not isinstance(key, (str, int, float, bool, tuple, type(None))):
+                    raise _Corrupt(f"an unhashable key {_short(item[0])}")
+                out[key] = self.decode(item[1])
+            return out
+        if set(v) == {"type", "fields"} and isinstance(v["fields"], dict):
+            return self._object(v["type"], v["fields"])
+        raise _Corrupt(f"unexpected value {_short(v)}")
+
+    def _object(self, name, raw: dict):
+        if name not in _TYPES:
+            raise _Corrupt(f"an object of unknown type {_short(name)}")
+        cls, fields_of = _TYPES[name]
+        fields = {k: self.decode(x) for k, x in raw.items()}
+        if name == "Problem":
+            return self._problem(fields)
+        if name == "CutSet":
+            if set(fields) != set(_cutset_fields(CutSet.empty())):
+                raise _Corrupt("a cut set with other fields")
+            ints = ("indptr", "i", "j", "family")
+            if not all(isinstance(a, np.ndarray) and a.ndim == 1 and (
+                    a.dtype.kind in "iu" if key in ints else a.dtype.kind in "iuf")
+                       for key, a in fields.items()):
+                raise _Corrupt("a cut set with malformed arrays")
+            return CutSet(**fields)
+        names = {f.name for f in dataclasses.fields(cls)}
+        required = {f.name for f in dataclasses.fields(cls)
+                    if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
+        if not set(fields) <= names or not required <= set(fields):
+            raise _Corrupt(f"a {name} with other fields")
+        return cls(**fields)
+
+    def _problem(self, f: dict) -> Problem:
+        expected = {"e", "W", "cl", "point_labels", "c0", "infer_k2", "parent_map"}
+        if set(f) != expected:
+            raise _Corrupt("a problem with other fields")
+        inst = self.instance
+        e, W, cl, labels = f["e"], f["W"], f["cl"], f["point_labels"]
+        if not all(isinstance(a, np.ndarray) for a in (e, W, cl, labels)):
+            raise _Corrupt("a problem without its arrays")
+        s = len(e)
+        ok = (e.ndim == 1 and W.shape == (s, inst.d) and cl.ndim == 2 and cl.shape[1] == 2
+              and labels.shape == (inst.n,) and labels.dtype.kind in "iu"
+              and cl.dtype.kind in "iu" and isinstance(f["c0"], float)
+              and isinstance(f["infer_k2"], bool))
+        ok = ok and (labels.size == 0 or (labels.min() >= 0 and labels.max() < s))
+        ok = ok and (cl.size == 0 or (cl.min() >= 0 and cl.max() < s))
+        pm = f["parent_map"]
+        ok = ok and (pm is None or (isinstance(pm, np.ndarray) and pm.ndim == 1
+                                    and pm.dtype.kind in "iu"
+                                    and (pm.size == 0 or (pm.min() >= 0 and pm.max() < s))))
+        if not ok:
+            raise _Corrupt("a problem whose arrays do not fit the data")
+        return Problem(inst, e.astype(np.float64), W.astype(np.float64),
+                       cl.astype(np.int64), labels.astype(np.int64), f["c0"],
+                       infer_k2=f["infer_k2"],
+                       parent_map=None if pm is None else pm.astype(np.int64))
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_state(state, instance: Instance) -> TreeState:
+    """The decoded state's structure, so that no malformed node reaches the solver."""
+    if not isinstance(state, TreeState):
+        raise _Corrupt("no search state")
+    rows = {}
+    for name in ("open", "unresolved"):
+        rows[name] = []
+        if not isinstance(getattr(state, name), list):
+            raise _Corrupt(f"malformed {name} nodes")
+        for row in getattr(state, name):
+            if not (isinstance(row, tuple) and len(row) == 5 and all(_is_int(x) for x in row[:3])
+                    and isinstance(row[4], NodeData)):
+                raise _Corrupt(f"a malformed {name} node")
+            _check_node(row[4], instance)
+            rows[name].append((*row[:3], _number(row[3], "node bound"), row[4]))
+    if not all(_is_int(getattr(state, name)) for name in ("processed", "next_id")):
+        raise _Corrupt("non-integer counts")
+    if state.solution is not None:
+        _check_labels(state.solution, instance, "incumbent")
+    return dataclasses.replace(
+        state, **rows, **{name: _number(getattr(state, name), name) for name in (
+            "incumbent", "closed", "seconds", "root_bound", "root_objective")})
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _number(x, what: str) -> float:
+    if not (isinstance(x, (int, float)) and not isinstance(x, bool)):
+        raise _Corrupt(f"a non-numeric {what}")
+    return float(x)
+
+
+def _check_labels(labels, instance: Instance, what: str) -> None:
+    if not (isinstance(labels, np.ndarray) and labels.shape == (instance.n,)
+            and labels.dtype.kind in "iu"):
+        raise _Corrupt(f"a malformed {what} clustering")
+
+
+def _check_node(node: NodeData, instance: Instance) -> None:
+    p = node.problem
+    if not isinstance(p, Problem):
+        raise _Corrupt("a node without its problem")
+    s = p.s
+    if node.hint is not None:
+        _check_labels(node.hint, instance, "hint")
+    cuts = node.cuts
+    if cuts is not None:
+        if not isinstance(cuts, CutSet):
+            raise _Corrupt("a node with malformed cuts")
+        m, nnz = len(cuts.rhs), len(cuts.i)
+        ip = cuts.indptr
+        ok = (ip.shape == (m + 1,) and len(cuts.j) == nnz == len(cuts.coef)
+              and len(cuts.family) == m and (m == 0 or (ip[0] == 0 and ip[-1] == nnz
+                                                        and np.all(np.diff(ip) >= 0))))
+        ok = ok and (nnz == 0 or (min(cuts.i.min(), cuts.j.min()) >= 0
+                                  and max(cuts.i.max(), cuts.j.max()) < s))
+        if not ok:
+            raise _Corrupt("a node whose cuts do not fit its problem")
+    ws = node.warm_start
+    if ws is not None:
+        if not isinstance(ws, (WarmStart, SDPResult)):
+            raise _Corrupt("a node with a malformed warm start")
+        shapes = {"Z": (s, s), "N": (s, s), "S": (s, s), "y": (s + 1,)}
+        for name, shape in shapes.items():
+            a = getattr(ws, name)
+            if a is not None and not (isinstance(a, np.ndarray) and a.shape == shape):
+                raise _Corrupt(f"a warm start whose {name} does not fit its problem")
+        for name in ("y_cl", "u"):
+            a = getattr(ws, name)
+            if a is not None and not (isinstance(a, np.ndarray) and a.ndim == 1):
+                raise _Corrupt(f"a warm start with a malformed {name}")
+        if ws.u is not None and cuts is not None and len(ws.u) > len(cuts.rhs):
+            raise _Corrupt("a warm start with more multipliers than cuts")
+
+
+# ----------------------------------------------------------------------------- files
 def write_checkpoint(path, state: TreeState, instance: Instance, **meta) -> None:
-    """Write ``state`` for ``instance`` to ``path`` atomically (module doc)."""
+    """Write ``state`` for ``instance`` to ``path`` atomically (module doc); ``meta``:
+    JSON-able extras (numbers, strings) returned by :func:`read_checkpoint`."""
     path = os.fspath(path)
-    blob = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(instance),
-            "written": time.time(), "n": instance.n, "k": instance.k, "tree": state, **meta}
+    enc = _Encoder()
+    header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(instance),
+              "written": time.time(), "n": instance.n, "k": instance.k,
+              "meta": enc.encode(dict(meta)), "tree": enc.encode(state)}
+    blob = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
+    arrays = {f"a{t}": np.ascontiguousarray(a) for t, a in enumerate(enc.arrays)}
     tmp = path + ".tmp"
     try:
         with open(tmp, "wb") as fh:
-            pickle.dump(blob, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            np.savez(fh, header=blob, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        raise InputError(f"cannot write the checkpoint: {exc.strerror}", source=path) from None
-    except Exception:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        _remove(tmp)
+        raise InputError(f"cannot write the checkpoint: {exc.strerror or exc}",
+                         source=path) from None
+    except BaseException:
+        _remove(tmp)
         raise
 
 
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
-    """The :class:`TreeState` in ``path`` and the extra keys written with it;
-    :class:`InputError` when the file is not a pcsos checkpoint, is of another version, or
-    was written for other data."""
+    """The :class:`TreeState` in ``path`` and the extra keys written with it.
+
+    Raises :class:`InputError` when the file is missing, is not a pcsos checkpoint (or is
+    damaged), is of another format version (an old pickle checkpoint is refused unread), or
+    was written for other data. Nothing in the file is executed (module doc).
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as fh:
-            blob = pickle.load(fh)
+            magic = fh.read(4)
     except FileNotFoundError:
         raise InputError("no such checkpoint file", source=path) from None
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+    except OSError as exc:
+        raise InputError(f"cannot read the checkpoint: {exc.strerror or exc}",
+                         source=path) from None
+    if magic.startswith(_PICKLE_MAGIC):
+        raise InputError(
+            "a checkpoint in the old pickle format (pcsos checkpoint version 1), not "
+            f"loaded: pickles can run code; this pcsos reads version {VERSION} (.npz of JSON "
+            "and arrays); start the solve again to write one", source=path)
+    if magic != _ZIP_MAGIC:
+        raise InputError("not a pcsos checkpoint (not an .npz archive)", source=path)
+    try:
+        header, arrays = _load(path)
+    except _Corrupt as exc:
         raise InputError(f"not a readable pcsos checkpoint: {exc}", source=path) from None
-    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+    if header.get("format") != FORMAT:
         raise InputError("not a pcsos checkpoint", source=path)
-    if blob.get("version") != VERSION:
-        raise InputError(f"checkpoint format version {blob.get('version')}, this pcsos reads "
-                         f"version {VERSION}", source=path)
-    if blob.get("fingerprint") != fingerprint(instance):
-        raise InputError(f"the checkpoint was written for other data (n = {blob.get('n')}, "
-                         f"k = {blob.get('k')}, or other points or pairs): refusing to resume",
-                         source=path)
-    if not isinstance(blob.get("tree"), TreeState):
-        raise InputError("not a pcsos checkpoint (no search state)", source=path)
-    meta = {key: v for key, v in blob.items() if key != "tree"}
-    return blob["tree"], meta
+    if header.get("version") != VERSION:
+        raise InputError(f"checkpoint format version {_short(header.get('version'))}, this "
+                         f"pcsos reads version {VERSION}", source=path)
+    if header.get("fingerprint") != fingerprint(instance):
+        raise InputError(f"the checkpoint was written for other data (n = "
+                         f"{_short(header.get('n'))}, k = {_short(header.get('k'))}, or other "
+                         "points or pairs): refusing to resume", source=path)
+    dec = _Decoder(arrays, instance)
+    try:
+        state = _check_state(dec.decode(header.get("tree")), instance)
+        meta = dec.decode(header.get("meta", {"dict": []}))
+        if not isinstance(meta, dict):
+            raise _Corrupt("malformed extras")
+    except (_Corrupt, TypeError, ValueError, RecursionError) as exc:
+        raise InputError(f"not a readable pcsos checkpoint: {exc}", source=path) from None
+    meta = {**meta, **{key: header[key] for key in ("format", "version", "fingerprint",
+                                                    "written", "n", "k") if key in header}}
+    return state, meta
+
+
+def _load(path: str) -> tuple[dict, list[np.ndarray]]:
+    """The header and the arrays of the archive, every member read with
+    ``allow_pickle=False``; :class:`_Corrupt` for anything else."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            names = set(npz.files)
+            if "header" not in names:
+                raise _Corrupt("no header")
+            count = len(names) - 1
+            if names != {"header"} | {f"a{t}" for t in range(count)}:
+                raise _Corrupt("unexpected members")
+            raw = npz["header"]
+            arrays = [npz[f"a{t}"] for t in range(count)]
+    except _Corrupt:
+        raise
+    except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile,
+            zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
+        # ValueError covers an object array refused by allow_pickle=False
+        raise _Corrupt(str(exc) or type(exc).__name__) from None
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise _Corrupt("a malformed header")
+    for a in arrays:
+        if a.dtype.kind not in _ARRAY_KINDS:
+            raise _Corrupt(f"an array of dtype {a.dtype}")
+    try:
+        header = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _Corrupt(f"a malformed header ({exc})") from None
+    if not isinstance(header, dict):
+        raise _Corrupt("a malformed header")
+    return header, arrays

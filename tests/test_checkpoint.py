@@ -3,7 +3,10 @@ checkpoints loses nothing but the time since the last one; other data is refused
 
 from __future__ import annotations
 
+import math
+import os
 import pathlib
+import pickle
 import signal
 import subprocess
 import sys
@@ -60,7 +63,7 @@ def test_a_checkpoint_of_other_data_is_refused(tmp_path):
             pcsos.solve(other["X"], other["k"], cl=other["cl"], resume=ck, **BRANCHY)
     bad = tmp_path / "bad.ckpt"
     bad.write_bytes(b"not a pickle")
-    with pytest.raises(InputError, match="not a readable pcsos checkpoint"):
+    with pytest.raises(InputError, match="not a pcsos checkpoint"):
         pcsos.solve(X, 3, resume=bad)
     with pytest.raises(InputError, match="no such checkpoint"):
         pcsos.solve(X, 3, resume=tmp_path / "missing.ckpt")
@@ -96,28 +99,75 @@ def test_the_tree_resumes_from_any_state():
     assert rest.nodes == full.nodes  # no node lost or processed twice
 
 
+# A driver for the subprocess tests: the CLI with a heuristic "gated" that is ipc-kmeans for
+# its first GATE_AFTER calls and then blocks forever, after touching the file $GATE. A solve
+# with it is mid-tree by construction while the test looks at its checkpoints: no timing.
+_DRIVER = """
+import os, pathlib, sys, time
+from pcsos.heuristics.registry import get_heuristic, register_heuristic
+base = get_heuristic("ipc-kmeans")
+calls = []
+def gated(*args, **kwargs):
+    calls.append(1)
+    if len(calls) > int(os.environ["GATE_AFTER"]):
+        pathlib.Path(os.environ["GATE"]).touch()
+        while True:
+            time.sleep(1)
+    return base(*args, **kwargs)
+register_heuristic("gated", gated)
+from pcsos.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _poll(predicate, what: str, proc=None, limit: float = 240.0):
+    """Wait until ``predicate()`` is true; fail (not skip) if it never is."""
+    t0 = time.monotonic()
+    while not predicate():
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the process ended (exit {proc.returncode}) before {what}: "
+                        f"{proc.stderr.read().decode(errors='replace')[-2000:]}")
+        if time.monotonic() - t0 > limit:
+            pytest.fail(f"no {what} after {limit:.0f} s")
+        time.sleep(0.05)
+
+
 def test_kill_9_between_checkpoints_then_resume(tmp_path):
     X = _uniform(n=40, seed=1)
     data = tmp_path / "u.txt"
     data.write_text("40 2\n" + "".join(f"{a!r} {b!r}\n" for a, b in X.tolist()))
     ck = tmp_path / "run.ckpt"
-    args = [sys.executable, "-m", "pcsos", "solve", str(data), "-k", "4", "--cuts", "none",
-            "--sdp-tol", "1e-3", "--tol", "1e-6", "--workers", "1", "--root-heuristic",
-            "none", "-q", "--checkpoint", str(ck), "--checkpoint-every", "0.2"]
-    p = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    t0 = time.time()
-    while not ck.exists() and time.time() - t0 < 60 and p.poll() is None:
-        time.sleep(0.05)
-    time.sleep(0.5)
-    if p.poll() is not None:
-        pytest.skip("the solve ended before it could be killed (a fast machine)")
-    p.send_signal(signal.SIGKILL)
-    p.wait(timeout=30)
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER)
+    gate = tmp_path / "gate"
+    common = [str(data), "-k", "4", "--cuts", "none", "--sdp-tol", "1e-3", "--tol", "1e-6",
+              "--workers", "1", "--root-heuristic", "none", "-q", "--checkpoint", str(ck),
+              "--checkpoint-every", "0.2"]
+    env = {**os.environ, "GATE": str(gate), "GATE_AFTER": "3"}
+    p = subprocess.Popen([sys.executable, str(driver), "solve", *common, "--heuristic",
+                          "gated"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    inst = make_instance(X, 4)
+    try:
+        _poll(gate.exists, "blocked heuristic", p)
+
+        def mid_tree():
+            if not ck.exists():
+                return False
+            state, _ = read_checkpoint(ck, inst)
+            return state.processed >= 2 and bool(state.open)
+
+        _poll(mid_tree, "checkpoint taken mid-tree", p)
+    finally:
+        p.kill()
+        p.wait(timeout=60)
+        p.stderr.close()
     assert p.returncode == -signal.SIGKILL
-    state, _ = read_checkpoint(ck, make_instance(X, 4))
-    assert state.open  # stopped mid-tree
-    res = subprocess.run(args + ["--resume", str(ck), "--json", str(tmp_path / "r.json")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    state, _ = read_checkpoint(ck, inst)
+    assert state.open and state.processed >= 2  # stopped mid-tree
+    res = subprocess.run([sys.executable, "-m", "pcsos", "solve", *common, "--resume", str(ck),
+                          "--json", str(tmp_path / "r.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     out = pcsos.Result.from_json(tmp_path / "r.json")
     ref = pcsos.solve(X, 4, **BRANCHY)
@@ -171,3 +221,243 @@ def test_a_root_refused_for_lack_of_time_is_solved_on_resume(tmp_path, monkeypat
     whole = pcsos.solve(X, 3, **BRANCHY)
     assert again.status == "optimal"
     assert again.objective == pytest.approx(whole.objective, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- the format
+def _same(a, b) -> bool:
+    """Exact structural equality of two decoded states (arrays: dtype, shape and bits)."""
+    from pcsos.checkpoint import _TYPES
+
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and a.tobytes() == b.tobytes())
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, float):
+        return a == b or (a != a and b != b)
+    for cls, fields in _TYPES.values():
+        if type(a) is cls:
+            return _same(fields(a), fields(b))
+    return a == b
+
+
+def _stopped_state(tmp_path, ml=(), cl=()):
+    """A real mid-tree state with cuts, warm starts, hints and an incumbent."""
+    X = _uniform(n=24, seed=3)
+    ck = tmp_path / "mid.ckpt"
+    res = pcsos.solve(X, 3, ml=ml, cl=cl, max_nodes=3, checkpoint=ck, tol=1e-6, workers=1,
+                      root_heuristic=None, sdp_options={"tol": 1e-3})
+    assert res.status == "node_limit", res.status
+    inst = make_instance(X, 3, ml, cl)
+    return inst, ck
+
+
+def test_a_checkpoint_round_trips_exactly(tmp_path):
+    from pcsos.checkpoint import write_checkpoint
+
+    inst, ck = _stopped_state(tmp_path, ml=[(0, 1), (2, 3)], cl=[(4, 5)])
+    state, meta = read_checkpoint(ck, inst)
+    nodes = [row[4] for row in state.open]
+    assert nodes and any(nd.cuts is not None and len(nd.cuts) for nd in nodes)
+    assert any(nd.warm_start is not None and nd.warm_start.Z is not None for nd in nodes)
+    assert any(nd.problem.parent_map is not None for nd in nodes)
+    assert state.solution is not None and math.isfinite(state.incumbent)
+    again = tmp_path / "again.ckpt"
+    write_checkpoint(again, state, inst, root_gap=meta["root_gap"],
+                     root_size=meta["root_size"], extra=(1, -math.inf, "x"))
+    state2, meta2 = read_checkpoint(again, inst)
+    assert _same(state, state2)
+    assert meta2["extra"] == (1, -math.inf, "x") and meta2["root_size"] == meta["root_size"]
+    for nd in (row[4] for row in state2.open):  # the problems are the user's instance's
+        assert nd.problem.instance is inst
+        assert nd.problem.C.shape == (nd.problem.s, nd.problem.s)
+
+
+class _Evil:
+    """Pickles as a call of os.system: loading it writes ``target`` (the attack)."""
+
+    def __init__(self, target: pathlib.Path):
+        self.target = target
+
+    def __reduce__(self):
+        return (os.system, (f"echo pwned > {self.target}",))
+
+
+def _resume_cli(ck: pathlib.Path, tmp_path: pathlib.Path):
+    return subprocess.run([sys.executable, "-m", "pcsos", "solve", str(ROOT / "data/blobs.txt"),
+                           "-c", str(ROOT / "data/blobs_constraints.txt"), "-k", "3",
+                           "-q", "--resume", str(ck)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_an_old_pickle_checkpoint_is_refused_unread(tmp_path):
+    target = tmp_path / "side_effect"
+    ck = tmp_path / "evil.ckpt"
+    ck.write_bytes(pickle.dumps({"format": "pcsos-checkpoint", "version": 1,
+                                 "tree": _Evil(target)}, protocol=pickle.HIGHEST_PROTOCOL))
+    res = _resume_cli(ck, tmp_path)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "old pickle format" in lines[0] and "Traceback" not in res.stderr
+    assert not target.exists()
+
+
+def test_an_object_array_inside_a_new_checkpoint_is_refused(tmp_path):
+    target = tmp_path / "side_effect"
+    # a valid checkpoint of the shipped example, then one member swapped for a pickled
+    # object array (np.savez pickles object arrays; np.load must refuse to unpickle it)
+    ck = tmp_path / "run.ckpt"
+    first = subprocess.run([sys.executable, "-m", "pcsos", "solve",
+                            str(ROOT / "data/blobs.txt"), "-c",
+                            str(ROOT / "data/blobs_constraints.txt"), "-k", "3", "-q",
+                            "--max-nodes", "1", "--checkpoint", str(ck)],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    with np.load(ck, allow_pickle=False) as npz:
+        members = {key: npz[key] for key in npz.files}
+    assert "a0" in members
+    members["a0"] = np.array([_Evil(target), 1], dtype=object)
+    bad = tmp_path / "bad.ckpt"
+    with open(bad, "wb") as fh:
+        np.savez(fh, **members)
+    res = _resume_cli(bad, tmp_path)
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a readable pcsos checkpoint" in lines[0], res.stderr
+    assert not target.exists()
+    assert set(os.listdir(tmp_path)) == {"run.ckpt", "bad.ckpt"}  # nothing else written
+
+
+# --------------------------------------------------------------------------- fuzzing
+# Mutated checkpoints must end in a typed InputError or a valid state, never anything else
+# (acceptance 3 of the safe-files issue: byte flips, truncation, and a header or arrays
+# that are well-formed JSON / npz but say something else than a pcsos checkpoint).
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["array", "tuple", "float", "dict", "type", "fields", "x"]), inner,
+        max_size=2),
+    max_leaves=12)
+_ARRAYS = st.sampled_from([np.zeros(0), np.arange(5), np.full((2, 3), np.nan),
+                           np.array([True]), np.arange(10**3, dtype=np.uint8),
+                           np.array([-1, 10**9]), np.zeros((0, 2), dtype=np.int64)])
+
+
+@pytest.fixture(scope="module")
+def valid_checkpoint(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ckpt")
+    inst, ck = _stopped_state(tmp, ml=[(0, 1)], cl=[(4, 5)])
+    with np.load(ck, allow_pickle=False) as npz:
+        members = {key: npz[key] for key in npz.files}
+    return inst, ck.read_bytes(), members
+
+
+def _read_or_input_error(path, inst) -> None:
+    try:
+        read_checkpoint(path, inst)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+
+
+@st.composite
+def _byte_mutants(draw, blob: bytes):
+    kind = draw(st.sampled_from(["flip", "truncate", "insert", "crlf", "bom"]))
+    data = bytearray(blob)
+    if kind == "flip":
+        for _ in range(draw(st.integers(1, 8))):
+            at = draw(st.integers(0, len(data) - 1))
+            data[at] ^= 1 << draw(st.integers(0, 7))
+    elif kind == "truncate":
+        data = data[:draw(st.integers(0, len(data) - 1))]
+    elif kind == "insert":
+        at = draw(st.integers(0, len(data)))
+        data[at:at] = draw(st.binary(min_size=1, max_size=64))
+    elif kind == "crlf":
+        data = bytearray(bytes(data).replace(b"\n", b"\r\n"))
+    else:
+        data = bytearray(b"\xef\xbb\xbf") + data
+    return bytes(data)
+
+
+def _fuzz_bytes(valid_checkpoint, data):
+    import tempfile
+
+    inst, blob, _ = valid_checkpoint
+    mutant = data.draw(_byte_mutants(blob))
+    with tempfile.TemporaryDirectory(prefix="pcsos-fuzz-") as tmp:
+        path = pathlib.Path(tmp) / "m.ckpt"
+        path.write_bytes(mutant)
+        _read_or_input_error(path, inst)
+        assert os.listdir(tmp) == ["m.ckpt"]
+
+
+def _fuzz_structure(valid_checkpoint, data):
+    import json
+    import tempfile
+
+    inst, _, members = valid_checkpoint
+    header = json.loads(members["header"].tobytes())
+    # replace one sub-value of the header, anywhere, by random JSON
+    node, path = header, []
+    while isinstance(node, (dict, list)) and node and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict)
+                                        else list(range(len(node)))))
+        path.append(key)
+        node = node[key]
+    value = data.draw(_JSON)
+    if path:
+        parent = header
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = value
+    else:
+        header = value
+    new = dict(members)
+    new["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    if data.draw(st.booleans()):
+        arrays = sorted(k for k in members if k != "header")
+        new[data.draw(st.sampled_from(arrays))] = data.draw(_ARRAYS)
+    with tempfile.TemporaryDirectory(prefix="pcsos-fuzz-") as tmp:
+        path = pathlib.Path(tmp) / "m.ckpt"
+        with open(path, "wb") as fh:
+            np.savez(fh, **new)
+        _read_or_input_error(path, inst)
+
+
+_FUZZ = dict(deadline=None, derandomize=True,
+             suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                    HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@settings(max_examples=60, **_FUZZ)
+@given(data=st.data())
+def test_fuzzed_checkpoint_bytes(valid_checkpoint, data):
+    _fuzz_bytes(valid_checkpoint, data)
+
+
+@settings(max_examples=60, **_FUZZ)
+@given(data=st.data())
+def test_fuzzed_checkpoint_structure(valid_checkpoint, data):
+    _fuzz_structure(valid_checkpoint, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=2500, **_FUZZ)
+@given(data=st.data())
+def test_fuzzed_checkpoint_bytes_slow(valid_checkpoint, data):
+    _fuzz_bytes(valid_checkpoint, data)
+
+
+@pytest.mark.slow
+@settings(max_examples=2500, **_FUZZ)
+@given(data=st.data())
+def test_fuzzed_checkpoint_structure_slow(valid_checkpoint, data):
+    _fuzz_structure(valid_checkpoint, data)
