@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import platform
 import subprocess
 import sys
 import time
 
 from bench_scale import synthetic
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from instances import RESULTS, append_jsonl, code_version, load, read_jsonl
 
 
 class TreeMemory:
@@ -155,8 +153,7 @@ def subset_loss(args) -> None:
                        "loss": loss, "median": med, "q1": q1, "q3": q3,
                        "seconds": time.perf_counter() - t0,
                        "command": "python " + " ".join(sys.argv)}
-                with open(args.out, "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
+                append_jsonl(args.out, row)
                 print(f"n = {n}, k = {k}, subsets of {size}: loss median "
                       f"{100 * med:.2f} % (quartiles {100 * q1:.2f}-{100 * q3:.2f} %)",
                       flush=True)
@@ -167,17 +164,12 @@ def shared_part(args) -> None:
     ``args.shared_results`` (bench_solve JSON lines) against the objective pcsos certified
     optimal there (a valid bound never exceeds it)."""
     import pcsos
-    from pcsos.io import read_constraints, read_data
 
-    inst_dir = ROOT.parent / "shared" / "instances"
-    rows = [json.loads(line) for f in args.shared_results.split(",")
-            for line in pathlib.Path(f).read_text().splitlines() if line.strip()]
+    rows = [r for f in args.shared_results.split(",") for r in read_jsonl(f)]
     for r in rows:
         if r["status"] != "optimal":
             continue
-        data = read_data(inst_dir / r["dataset"] / "data.txt")
-        cons = read_constraints(inst_dir / r["dataset"] / "constraints" / r["file"],
-                                n=data.n, X=data.X)
+        data, cons = load(r["dataset"], r["file"])
         t0 = time.perf_counter()
         res = pcsos.certify(data.X, r["k"], cons.ml, cons.cl, subset_size=args.subset_size,
                             workers=args.workers, seed=args.seed,
@@ -188,8 +180,7 @@ def shared_part(args) -> None:
                "valid": bool(res.lower_bound <= r["objective"] * (1 + 1e-9)),
                "gap_to_optimum": (r["objective"] - res.lower_bound) / r["objective"],
                "subsets": len(res.subsets), "seconds": time.perf_counter() - t0}
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_jsonl(args.out, row)
         print(f"{r['instance']}: bound {res.lower_bound:.6g} <= optimum {r['objective']:.6g}"
               f" {'ok' if row['valid'] else 'INVALID'} (gap {100 * row['gap_to_optimum']:.2f}"
               f" %, {row['seconds']:.1f} s)", flush=True)
@@ -207,8 +198,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--heuristic", default="s-mdeclust")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                         "bench_certify.jsonl"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_certify.jsonl"))
     ap.add_argument("--shared-results", default=None,
                     help="comma list of bench_solve .jsonl files: check the bound on their "
                          "optimal instances instead of the synthetic sets")
@@ -227,8 +217,7 @@ def main() -> int:
     if args.subset_loss:
         subset_loss(args)
         return 0
-    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, cwd=ROOT).stdout.strip()
+    code = code_version()
     for n in map(int, args.n.split(",")):
         for k in map(int, args.k.split(",")):
             cmd = [sys.executable, __file__, "--n-one", str(n), "--k-one", str(k),
@@ -245,8 +234,7 @@ def main() -> int:
             row.update(code=code, command="python " + " ".join(sys.argv),
                        machine={"python": platform.python_version(),
                                 "platform": platform.platform()})
-            with open(args.out, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            append_jsonl(args.out, row)
             print(f"n = {n}, k = {k}: " + (f"gap {100 * row['gap']:.2f} %, "
                   f"{row['seconds']:.0f} s, {row['tree_peak_mb']:.0f} MB with its workers"
                   if "gap" in row else f"error {row['error']}"), flush=True)

@@ -19,40 +19,37 @@ different ``--section`` may share the file at once (it is written under a lock).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import math
 import os
-import pathlib
 import platform
-import re
 import statistics
 import sys
 import time
 
 import numpy as np
-from paper_figures import paper_table
+from instances import (
+    DATASETS,
+    INSTANCES,
+    constraint_files,
+    constraint_path,
+    load_problem,
+    merge_json,
+    mix_of,
+    paper_table,
+    parse_name,
+    split_name,
+)
+from instances import RESULTS as RESULTS_DIR
 from threadpoolctl import threadpool_limits
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-RESULTS = ROOT / "benchmarks" / "results" / "bench_cuts.json"
-DATASETS = ("iris", "wine", "connectionist", "seeds", "heart", "vertebral", "ECG5000",
-            "computers")
+RESULTS = RESULTS_DIR / "bench_cuts.json"
 
 
 # ---------------------------------------------------------------------- results file
 def _save(section: str, payload) -> None:
-    # read-modify-write under an exclusive lock: two `root` runs with different --section
-    # (one per core) may share the file
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        data[section] = payload
-        tmp = RESULTS.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1, default=_jsonable))
-        os.replace(tmp, RESULTS)
+    # two `root` runs with different --section (one per core) may share the file
+    merge_json(RESULTS, section, payload, default=_jsonable)
 
 
 def _jsonable(o):
@@ -166,18 +163,16 @@ def paper_root_gaps() -> dict:
 
 
 def _mix(fname: str) -> tuple[str, int, int]:
-    a, b = map(int, re.match(r"ml_(\d+)_cl_(\d+)_", fname).groups())
-    table = "ml" if b == 0 else "cl" if a == 0 else "mlcl"
-    return table, a, b
+    """('ml' | 'cl' | 'mlcl', ML pairs, CL pairs): the paper's table in lower case."""
+    a, b, _ = parse_name(fname)
+    return mix_of(a, b)[0].lower(), a, b
 
 
 def bench_root(args) -> list:
-    from pcsos.cli.common import load_instance
     from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
     from pcsos.heuristics import run_heuristic
-    from pcsos.problem import Problem
 
-    inst_dir = SHARED / "instances"
+    inst_dir = INSTANCES
     if not inst_dir.is_dir():
         sys.exit(f"shared instances not found at {inst_dir}")
     paper = paper_root_gaps()
@@ -192,11 +187,11 @@ def bench_root(args) -> list:
     jobs = []
     if args.instances:
         for item in args.instances.split(","):
-            ds, stem = item.split("/")
-            jobs.append((ds, inst_dir / ds / "constraints" / f"{stem}.txt"))
+            ds, stem = split_name(item)
+            jobs.append((ds, constraint_path(ds, stem)))
     else:
         for ds in datasets:
-            for f in sorted((inst_dir / ds / "constraints").glob(f"*_{args.draw}.txt")):
+            for f in constraint_files(ds, seeds={args.draw}):
                 if args.mixes and not any(f.name.startswith(m + "_")
                                           for m in args.mixes.split(",")):
                     continue
@@ -204,9 +199,7 @@ def bench_root(args) -> list:
     if args.smallest_first:
         # cheap: shrinking only; the smallest relaxations first so a time box covers most
         def size(job):
-            ns = argparse.Namespace(data=str(inst_dir / job[0] / "data.txt"),
-                                    constraints=str(job[1]), k=None)
-            return Problem.from_instance(load_instance(ns)[0]).s
+            return load_problem(*job).s
         jobs.sort(key=size)
     for ds, f in jobs:
         if (ds, f.name) in done:
@@ -214,10 +207,7 @@ def bench_root(args) -> list:
         if time.perf_counter() - t_all > args.budget:
             print(f"budget of {args.budget} s spent: stopping before {ds}/{f.name}", flush=True)
             break
-        ns = argparse.Namespace(data=str(inst_dir / ds / "data.txt"), constraints=str(f),
-                                k=None)
-        inst, _ = load_instance(ns)
-        prob = Problem.from_instance(inst)
+        prob = load_problem(ds, f)
         table, a, b = _mix(f.name)
         t0 = time.perf_counter()
         h0 = run_heuristic("ipc-kmeans", prob, seed=0, time_limit=args.heuristic_time)
@@ -243,7 +233,7 @@ def bench_root(args) -> list:
         warm = its[1:]
         row = {
             "dataset": ds, "file": f.name, "table": table, "ml": a, "cl": b,
-            "n": inst.n, "k": inst.k, "size": prob.s, "ub": ub, "lb": lb,
+            "n": prob.n, "k": prob.k, "size": prob.s, "ub": ub, "lb": lb,
             "root_gap_pct": 100 * (ub - lb) / ub if math.isfinite(ub) else None,
             "paper_root_gap_pct": paper.get((table, ds, a + b if table == "mlcl" else
                                              (a or b))),

@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-INSTANCES = ROOT.parent / "shared" / "instances"
+from instances import RESULTS, code_version, load_instance, split_name, write_json
 
 
 def _run(inst, workers: int, dask, time_limit):
@@ -72,19 +69,13 @@ def main() -> int:
     ap.add_argument("--instance", default="glass/ml_50_cl_50_3")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=1800.0)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_dask.json"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_dask.json"))
     args = ap.parse_args()
     import logging
 
     import distributed
 
-    from pcsos.io import read_constraints, read_data
-    from pcsos.problem import make_instance
-
-    ds, name = args.instance.split("/")
-    data = read_data(INSTANCES / ds / "data.txt")
-    cons = read_constraints(INSTANCES / ds / "constraints" / f"{name}.txt", n=data.n, X=data.X)
-    inst = make_instance(data.X, data.k, cons.ml, cons.cl)
+    inst = load_instance(*split_name(args.instance))
     threads = _run(inst, args.workers, None, args.time_limit)
     print("threads", json.dumps(threads), flush=True)
     t0 = time.perf_counter()
@@ -113,11 +104,9 @@ def main() -> int:
     if dask.get("jobs"):
         out["bytes_per_node"] = {"sent": dask["bytes_sent"] / dask["jobs"],
                                  "back": dask["bytes_back"] / dask["jobs"]}
-    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, cwd=ROOT).stdout.strip()
-    out.update(code=code, command="python " + " ".join(sys.argv),
+    out.update(code=code_version(), command="python " + " ".join(sys.argv),
                machine={"python": platform.python_version(), "platform": platform.platform()})
-    pathlib.Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    write_json(args.out, out)
     print(json.dumps({k: out[k] for k in ("bytes_per_node",) if k in out}))
     print(f"wrote {args.out}")
     return 0

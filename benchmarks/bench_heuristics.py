@@ -26,26 +26,27 @@ import sys
 import time
 
 import numpy as np
+from instances import (
+    DATASETS,
+    INSTANCES,
+    RESULTS,
+    constraint_files,
+    constraint_path,
+    load_instance,
+    write_json,
+)
 from threadpoolctl import threadpool_limits
 
 from pcsos.heuristics import AssignmentEngine, run_heuristic
 from pcsos.heuristics.base import kmeanspp
-from pcsos.io import read_constraints, read_data
-from pcsos.problem import Problem, make_instance
+from pcsos.problem import Problem
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "instances"
-OUT = ROOT / "benchmarks" / "results" / "bench_heuristics.json"
-# smallest first, so that a partial run already covers whole datasets
-DATASETS = ["iris", "wine", "connectionist", "seeds", "heart", "vertebral", "ECG5000",
-            "computers"]
+OUT = RESULTS / "bench_heuristics.json"
 REL = 1e-6  # values within this relative distance of the best count as "best"
 
 
-def load(ds_dir: pathlib.Path, cfile: pathlib.Path):
-    data = read_data(ds_dir / "data.txt")
-    cons = read_constraints(cfile, n=data.n)
-    inst = make_instance(data.X, data.k, cons.ml, cons.cl)
+def load(folder: pathlib.Path, dataset: str, cfile: pathlib.Path):
+    inst = load_instance(dataset, cfile, folder)
     return inst, Problem.from_instance(inst)
 
 
@@ -79,11 +80,11 @@ def bench_instances(args, out):
         if not ds_dir.is_dir():
             print(f"skip {ds}: not found", file=sys.stderr)
             continue
-        for cfile in sorted((ds_dir / "constraints").glob("*_0.txt")):
+        for cfile in constraint_files(ds, seeds={0}, folder=args.instances):
             key = f"{ds}/{cfile.stem}"
             if any(r["instance"] == key for r in out["instances"]):
                 continue  # already measured (resumed run)
-            inst, p = load(ds_dir, cfile)
+            inst, p = load(args.instances, ds, cfile)
             row = {"instance": key, "dataset": ds, "file": cfile.name, "n": inst.n,
                    "d": inst.d, "k": inst.k, "ml": len(inst.ml), "cl": len(inst.cl),
                    "super_points": p.s, "runs": []}
@@ -106,11 +107,10 @@ def bench_instances(args, out):
 
 def bench_assignment(args, out):
     """Acceptance 4: seconds per HiGHS assignment call on ECG5000 ml_0_cl_250_0 (k = 5)."""
-    ds_dir = args.instances / "ECG5000"
-    cfile = ds_dir / "constraints" / "ml_0_cl_250_0.txt"
+    cfile = constraint_path("ECG5000", "ml_0_cl_250_0", args.instances)
     if not cfile.is_file():
         return
-    inst, p = load(ds_dir, cfile)
+    inst, p = load(args.instances, "ECG5000", cfile)
     rng = np.random.default_rng(0)
     eng = AssignmentEngine.from_problem(p)
     t_build = time.perf_counter()
@@ -146,10 +146,7 @@ def bench_assignment(args, out):
 
 
 def save(out, path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_json(path, out)
 
 
 def markdown(path):
@@ -211,8 +208,9 @@ def markdown(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=pathlib.Path, default=SHARED)
-    ap.add_argument("--datasets", nargs="+", default=DATASETS)
+    ap.add_argument("--instances", type=pathlib.Path, default=INSTANCES)
+    # smallest first, so that a partial run already covers whole datasets
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS))
     ap.add_argument("--out", type=pathlib.Path, default=OUT)
     ap.add_argument("--starts", type=int, default=100,
                     help="starts of ipc-kmeans / blpkm-cc, runs of cop-kmeans (default 100)")

@@ -22,17 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-INSTANCES = ROOT.parent / "shared" / "instances"
+from instances import RESULTS, code_version, load, split_name, write_json
 
 
 def _spearman(a, b) -> float:
@@ -112,16 +108,12 @@ def small_part(args, out):
 
 
 def flipped_part(args, out):
-    from pcsos.io import read_constraints, read_data
     from pcsos.pair_impact import impact
     from pcsos.problem import Problem, make_instance
 
     rows = []
     for name in filter(None, args.instances.split(",")):
-        ds, file = name.split("/")
-        data = read_data(INSTANCES / ds / "data.txt")
-        cons = read_constraints(INSTANCES / ds / "constraints" / f"{file}.txt", n=data.n,
-                                X=data.X)
+        data, cons = load(*split_name(name))
         ml, cl = [tuple(map(int, p)) for p in cons.ml], [tuple(map(int, p)) for p in cons.cl]
         rng = np.random.default_rng(args.seed)
         flipped = []
@@ -166,11 +158,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=None)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_impact.json"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_impact.json"))
     args = ap.parse_args()
-    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, cwd=ROOT).stdout.strip()
-    out = {"command": "python " + " ".join(sys.argv), "code": code,
+    out = {"command": "python " + " ".join(sys.argv), "code": code_version(),
            "machine": {"python": platform.python_version(), "platform": platform.platform()}}
     if args.small:
         small_part(args, out)
@@ -186,7 +176,7 @@ def main() -> int:
             "max_score_over_certified_drop": max(r["max_score_over_certified_drop"]
                                                  for r in sm)}
         print(json.dumps(out["summary_small"]))
-    pathlib.Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    write_json(args.out, out)
     print(f"wrote {args.out}")
     return 0
 

@@ -12,21 +12,16 @@ per instance in ``--out``; a summary at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import pathlib
 import statistics
 import time
 
+from instances import RESULTS, append_jsonl, constraint_files, load_problem
 from threadpoolctl import threadpool_limits
 
 from pcsos.cuts.loop import cutting_plane_loop
 from pcsos.heuristics import run_heuristic
-from pcsos.io import read_constraints, read_data
-from pcsos.problem import Problem, make_instance
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "instances"
 
 
 def main(argv=None) -> None:
@@ -35,16 +30,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--restarts", default="50,200")
     ap.add_argument("--out", type=pathlib.Path,
-                    default=ROOT / "benchmarks" / "results" / "bench_ipc_restarts.jsonl")
+                    default=RESULTS / "bench_ipc_restarts.jsonl")
     args = ap.parse_args(argv)
     seeds = [int(v) for v in args.seeds.split(",")]
     restarts = [int(v) for v in args.restarts.split(",")]
     rows = []
     for ds in args.datasets.split(","):
-        data = read_data(SHARED / ds / "data.txt")
-        for f in sorted((SHARED / ds / "constraints").glob("*_0.txt")):
-            cons = read_constraints(f, n=data.n)
-            p = Problem.from_instance(make_instance(data.X, data.k, cons.ml, cons.cl))
+        for f in constraint_files(ds, seeds={0}):
+            p = load_problem(ds, f)
             with threadpool_limits(1):
                 t0 = time.perf_counter()
                 loop = cutting_plane_loop(p, root=True, seed=0)
@@ -60,8 +53,7 @@ def main(argv=None) -> None:
                         vals.append(res.objective if math.isfinite(res.objective) else None)
                     row["runs"][str(r)] = {"objectives": vals, "seconds": secs}
             rows.append(row)
-            with args.out.open("a") as fh:
-                fh.write(json.dumps(row) + "\n")
+            append_jsonl(args.out, row)
             print(row["instance"], {r: (min(v for v in row["runs"][r]["objectives"] if v),
                                         round(statistics.median(row["runs"][r]["seconds"]), 3))
                                     for r in row["runs"]}, flush=True)

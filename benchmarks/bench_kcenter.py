@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import platform
 import time
 
 import numpy as np
+from instances import RESULTS as RESULTS_DIR
+from instances import constraint_files, dataset_dirs, load_constraints, load_data, merge_json
 
 from pcsos.heuristics.metrics import adjusted_rand_index
 from pcsos.kcenter import kcenter_centres, solve
 from pcsos.problem import Problem, make_instance, pairs_satisfied
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "bench_kcenter.json"
-SHARED = ROOT.parent / "shared" / "instances"
+RESULTS = RESULTS_DIR / "bench_kcenter.json"
 
 
 def planted(n: int, d: int, k: int, m: int, rng: np.random.Generator):
@@ -134,11 +133,10 @@ def _classes(name: str, n: int):
 def run_shared(args) -> list[dict]:
     from pcsos.heuristics.assignment import AssignmentEngine
     from pcsos.heuristics.base import Deadline, assign_update_loop, kmeanspp
-    from pcsos.io import read_constraints, read_data
 
     rows = []
-    for ddir in sorted(p for p in SHARED.iterdir() if p.is_dir()):
-        data = read_data(str(ddir / "data.txt"))
+    for ddir in dataset_dirs():
+        data = load_data(ddir.name)
         classes = _classes(ddir.name, data.n)
         if classes is not None:
             # the rows must be the same points as scikit-learn's copy, else no ARI
@@ -146,10 +144,8 @@ def run_shared(args) -> list[dict]:
             ref = {"iris": load_iris, "wine": load_wine}[ddir.name]().data
             if ref.shape != data.X.shape or not np.allclose(ref, data.X):
                 classes = None
-        for cf in sorted((ddir / "constraints").glob("*.txt")):
-            if int(cf.stem.rsplit("_", 1)[1]) not in args.seeds:
-                continue
-            cons = read_constraints(str(cf), n=data.n, X=data.X)
+        for cf in constraint_files(ddir.name, seeds=set(args.seeds)):
+            cons = load_constraints(ddir.name, cf, data)
             k = data.k
             t0 = time.perf_counter()
             res = solve(data.X, k, cons.ml, cons.cl, time_limit=args.time_limit)
@@ -210,11 +206,10 @@ def main() -> None:
     h.add_argument("--kmeanspp-starts", type=int, default=10)
     args = ap.parse_args()
     rows = run_synthetic(args) if args.part == "synthetic" else run_shared(args)
-    out = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    out[args.part] = {"rows": rows, "args": vars(args), "python": platform.python_version(),
-                      "machine": platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M")}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+    merge_json(RESULTS, args.part, {"rows": rows, "args": vars(args),
+                                    "python": platform.python_version(),
+                                    "machine": platform.machine(),
+                                    "date": time.strftime("%Y-%m-%d %H:%M")})
 
 
 if __name__ == "__main__":

@@ -10,20 +10,17 @@ to ``benchmarks/results/bench_mosek.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import pathlib
 import platform
 import sys
 import time
 
 import numpy as np
+from instances import RESULTS, ROOT, write_json
 
 from pcsos.bounds import SDPModel
 from pcsos.cuts.cutset import CutSet
 from pcsos.problem import Problem, make_instance
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def model(s: int, k: int = 5, seed: int = 0) -> SDPModel:
@@ -40,7 +37,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[100, 300, 600])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_mosek.json"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_mosek.json"))
     args = ap.parse_args(argv)
     try:
         import mosek
@@ -63,7 +60,7 @@ def main(argv=None) -> int:
                   flush=True)
     out = {"command": "python " + " ".join([os.path.relpath(__file__, ROOT), *sys.argv[1:]]),
            "machine": platform.node(), "load_avg_start": os.getloadavg(), "rows": rows}
-    pathlib.Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    write_json(args.out, out)
     return 0
 
 

@@ -43,13 +43,9 @@ import subprocess
 import sys
 import time
 
+import instances
 import numpy as np
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "instances"
-RESULTS = ROOT / "benchmarks" / "results"
-OTHER = ["iris", "wine", "connectionist", "seeds", "heart", "vertebral", "ECG5000",
-         "computers"]
+from instances import DATASETS, RESULTS, append_jsonl, constraint_files, read_jsonl
 
 
 def synthetic(n: int, k: int, pairs: int, seed: int = 0):
@@ -90,11 +86,7 @@ def one(spec: dict) -> dict:
 
     t0 = time.perf_counter()
     if "dataset" in spec:
-        from pcsos.io import read_constraints, read_data
-
-        ds = SHARED / spec["dataset"]
-        data = read_data(ds / "data.txt")
-        cons = read_constraints(ds / "constraints" / spec["file"], n=data.n)
+        data, cons = instances.load(spec["dataset"], spec["file"])
         X, k, ml, cl = data.X, data.k, cons.ml, cons.cl
     else:
         X, _, ml, cl = synthetic(spec["n"], spec["k"], spec["pairs"], spec["data_seed"])
@@ -116,8 +108,7 @@ def one(spec: dict) -> dict:
 
 
 def emit(out: pathlib.Path, row: dict) -> None:
-    with out.open("a") as f:
-        f.write(json.dumps(row) + "\n")
+    append_jsonl(out, row)
     obj = row.get("objective")
     name = f"{row['dataset']}/{row['file']}" if "dataset" in row else \
         f"n={row['n']} k={row['k']} pairs={row['pairs']}"
@@ -184,8 +175,7 @@ def cmd_assignment(args) -> None:
                         a is None or b is None or abs(a - b) <= 1e-7 * max(abs(b), 1)
                         for a, b in zip(row["decomposed"]["costs"], row["full"]["costs"],
                                         strict=True))
-                with args.out.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_jsonl(args.out, row)
                 print(json.dumps({key: v for key, v in row.items()
                                   if key not in ("decomposed", "full")}),
                       {key: {"median": row[key]["median_seconds"], "max": row[key]["max_seconds"]}
@@ -194,12 +184,10 @@ def cmd_assignment(args) -> None:
 
 
 def cmd_shared(args) -> None:
-    jobs = [("glass", f) for f in sorted((SHARED / "glass" / "constraints").glob("*.txt"))]
-    for ds in OTHER:
-        jobs += [(ds, f) for f in sorted((SHARED / ds / "constraints").glob("*_0.txt"))]
-    done = set()
-    if args.out.exists():
-        done = {(r["dataset"], r["file"]) for r in map(json.loads, args.out.open())}
+    jobs = [("glass", f) for f in constraint_files("glass")]
+    for ds in DATASETS:
+        jobs += [(ds, f) for f in constraint_files(ds, seeds={0})]
+    done = {(r["dataset"], r["file"]) for r in read_jsonl(args.out)}
     for ds, f in jobs:
         if (ds, f.name) in done:
             continue
@@ -210,7 +198,7 @@ def cmd_shared(args) -> None:
 def cmd_table(args) -> None:
     rows: dict[tuple, dict] = {}
     for path in args.files:
-        for r in map(json.loads, path.open()):
+        for r in read_jsonl(path):
             rows.setdefault((r["n"], r["k"], r["pairs"]), {})[r["heuristic"]] = r
     print("| n | k | pairs (ML / CL) | s-mdeclust | seconds, stop | blpkm-cc | cop-kmeans "
           "| others' time | s-mdeclust vs best other | peak MB (max of 3) |")
@@ -250,8 +238,8 @@ def cmd_table(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    a = {(r["dataset"], r["file"]): r for r in map(json.loads, args.before.open())}
-    b = {(r["dataset"], r["file"]): r for r in map(json.loads, args.after.open())}
+    a = {(r["dataset"], r["file"]): r for r in read_jsonl(args.before)}
+    b = {(r["dataset"], r["file"]): r for r in read_jsonl(args.after)}
     worse, better, ratios = [], [], []
     for key in sorted(a.keys() & b.keys()):
         fa, fb = a[key]["objective"], b[key]["objective"]

@@ -25,35 +25,23 @@ earlier settings).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import pathlib
 import platform
 import sys
 import time
 
 import numpy as np
+from instances import INSTANCES, RESULTS, ROOT, constraint_files, dataset_dirs, write_json
+from instances import load_problem as load
 from threadpoolctl import threadpool_limits
 
 from pcsos.bounds import SDPModel, WarmStart, solve_sdp
 from pcsos.cli.common import jsonable
 from pcsos.cuts.cutset import CutSet
 from pcsos.cuts.separation import drop_known
-from pcsos.io import read_constraints, read_data
-from pcsos.problem import Problem, make_instance
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-# the ADMM settings before the Anderson acceleration (commit 38ccedc)
+# the ADMM settings before the Anderson acceleration
 BASELINE = {"anderson": 0, "sigma_ratio": 3.0}
-SHARED = ROOT.parent / "shared" / "instances"
-
-
-def load(dataset: str, name: str) -> Problem:
-    """The super-point problem of one shared instance."""
-    base = SHARED / dataset
-    data = read_data(base / "data.txt")
-    cons = read_constraints(base / "constraints" / f"{name}.txt", n=data.n, X=data.X)
-    return Problem.from_instance(make_instance(data.X, data.k, cons.ml, cons.cl))
 
 
 def top_triangles(Z: np.ndarray, count: int) -> CutSet:
@@ -187,16 +175,16 @@ def main(argv=None) -> int:
                          "entry-space sparse LU, CG")
     ap.add_argument("--linsolve-instance", default=None,
                     help="instance of --linsolve-cuts (default: the first --warm one)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_sdp.json"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_sdp.json"))
     args = ap.parse_args(argv)
-    if not SHARED.is_dir():
-        print(f"shared instances not found at {SHARED}", file=sys.stderr)
+    if not INSTANCES.is_dir():
+        print(f"shared instances not found at {INSTANCES}", file=sys.stderr)
         return 2
     threadpool_limits(args.threads)
-    datasets = args.datasets or sorted(p.name for p in SHARED.iterdir() if p.is_dir())
+    datasets = args.datasets or [p.name for p in dataset_dirs()]
     todo = []
     for ds in datasets:
-        for f in sorted((SHARED / ds / "constraints").glob("ml_*_cl_*_0.txt")):
+        for f in constraint_files(ds, seeds={0}):
             todo.append((ds, f.stem))
     if args.instances is not None:
         todo = [tuple(x.split("/")) for x in args.instances]
@@ -375,9 +363,7 @@ def main(argv=None) -> int:
                   f"{sum(entry['round_seconds']):.1f}s in the SDP", flush=True)
     out["load_avg_end"] = os.getloadavg()
     out["total_seconds"] = time.perf_counter() - t_begin
-    pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(jsonable(out), fh, indent=1)
+    write_json(args.out, jsonable(out))
     return 0
 
 

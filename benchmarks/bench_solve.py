@@ -26,78 +26,33 @@ import math
 import os
 import pathlib
 import platform
-import re
 import statistics
 import sys
 import time
 
-from paper_figures import paper_table
+from instances import (
+    RESULTS,
+    ROOT,
+    append_jsonl,
+    code_version,
+    done_rows,
+    instances,
+    load_instance,
+    mix_of,
+    paper_table,
+    parse_name,
+)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-INSTANCES = SHARED / "instances"
-DEFAULT_OUT = ROOT / "benchmarks" / "results" / "bench_solve.jsonl"
-HEUR = ROOT / "benchmarks" / "results" / "bench_heuristics.json"
+DEFAULT_OUT = RESULTS / "bench_solve.jsonl"
+HEUR = RESULTS / "bench_heuristics.json"
 DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
-_FILE = re.compile(r"ml_(\d+)_cl_(\d+)_(\d+)\.txt$")
-
-
-def mix_of(ml: int, cl: int) -> tuple[str, int]:
-    """The paper's table and total for a constraint file: ('ML', 50), ('CL', 100), ('MLCL', 50)."""
-    if cl == 0:
-        return "ML", ml
-    if ml == 0:
-        return "CL", cl
-    return "MLCL", ml + cl
-
-
-def instances(datasets, seeds, mixes=None, names=None):
-    """(dataset, path, ml, cl, seed) for every constraint file chosen, in a stable order.
-
-    ``names``: exactly these instances ('dataset/ml_0_cl_50_0'); the seed and mix filters
-    then do not apply (a named seed-3 file used to be dropped by the default ``--seeds 0``).
-    """
-    out = []
-    for ds in datasets:
-        folder = INSTANCES / ds / "constraints"
-        if not folder.is_dir():
-            print(f"warning: {folder} not found, skipped", file=sys.stderr)
-            continue
-        for path in sorted(folder.iterdir()):
-            m = _FILE.search(path.name)
-            if not m:
-                continue
-            ml, cl, seed = map(int, m.groups())
-            if names is not None:
-                if f"{ds}/{path.stem}" not in names:
-                    continue
-            elif seed not in seeds or (mixes and mix_of(ml, cl)[0] not in mixes):
-                continue
-            out.append((ds, path, ml, cl, seed))
-    order = {ds: i for i, ds in enumerate(datasets)}  # datasets in the order given
-    out.sort(key=lambda t: (order[t[0]], mix_of(t[2], t[3]), t[4]))
-    return out
-
-
-def load_done(path: pathlib.Path) -> dict[str, dict]:
-    done = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["instance"]] = row
-    return done
 
 
 def run_one(ds: str, path: pathlib.Path, args) -> dict:
     """Solve one instance and return its result row."""
     from pcsos.api import solve_instance
-    from pcsos.io import read_constraints, read_data
-    from pcsos.problem import make_instance
 
-    data = read_data(INSTANCES / ds / "data.txt")
-    cons = read_constraints(path, n=data.n, X=data.X)
-    inst = make_instance(data.X, data.k, cons.ml, cons.cl)
+    inst = load_instance(ds, path)
     t0 = time.time()
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
                          time_limit=args.time_limit, workers=args.workers, seed=args.seed,
@@ -121,17 +76,6 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
 
 NODE_KEYS = ("node", "node_parent", "kind", "depth", "n", "time", "cp_iter", "cp_flag", "lb",
              "lb_parent", "ub", "gub", "closed", "elapsed", "sdp_iterations")
-
-
-def _code_version(package: pathlib.Path) -> str:
-    """The commit of the pcsos that ran (a worktree of an older commit can be measured)."""
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "-C", str(package), "describe", "--always", "--dirty"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-    except OSError:
-        return "unknown"
 
 
 def _clean(obj):
@@ -188,8 +132,7 @@ def report(rows: list[dict]) -> str:
     # aggregate like Tables 2-4
     groups: dict = {}
     for r in rows:
-        m = _FILE.search(r["file"])
-        kind, total = mix_of(int(m.group(1)), int(m.group(2)))
+        kind, total = mix_of(*parse_name(r["file"])[:2])
         groups.setdefault((r["dataset"], kind, total), []).append(r)
     lines += ["", "### Aggregated like the paper's Tables 2-4 (ours | paper)", "",
               "| dataset | mix | draws | size | root gap | nodes | time (s) | median time (s) | "
@@ -275,14 +218,14 @@ def main(argv=None) -> int:
     import pcsos
 
     # once, before any solve: the code loaded now is the code every instance runs
-    args.code = _code_version(pathlib.Path(pcsos.__file__).parent)
+    args.code = code_version(pathlib.Path(pcsos.__file__).parent)
     seeds = {int(s) for s in args.seeds.split(",")}
     mixes = set(args.mixes.split(",")) if args.mixes else None
     names = set(args.instances.split(",")) if args.instances else None
     if names:  # the datasets of the named instances, in the order named
         args.datasets = ",".join(dict.fromkeys(n.split("/")[0] for n in args.instances.split(",")))
     chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names)
-    done = load_done(args.out)
+    done = done_rows(args.out)
     if not args.summary_only:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         t_all = time.time()
@@ -303,8 +246,7 @@ def main(argv=None) -> int:
                                 "cpus": os.cpu_count(), "platform": platform.platform()},
                        command=" ".join(["python", "benchmarks/bench_solve.py",
                                          *(argv if argv is not None else sys.argv[1:])]))
-            with open(args.out, "a") as fh:
-                fh.write(json.dumps({k: _clean(v) for k, v in row.items()}) + "\n")
+            append_jsonl(args.out, {k: _clean(v) for k, v in row.items()})
             done[key] = row
             print(f"{row['status']} gap {row['gap']:.2e} nodes {row['nodes']} "
                   f"{row['seconds']:.1f} s", flush=True)

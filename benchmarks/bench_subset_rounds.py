@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
-import pathlib
 import sys
 import time
 
 from bench_certify import kmeans_best, reference_instance
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from instances import RESULTS, append_jsonl
 
 
 def main() -> int:
@@ -49,8 +46,7 @@ def main() -> int:
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     ap.add_argument("--sdp", action="append", default=[], metavar="KEY=VALUE",
                     help="an option of solve_sdp (e.g. eig='auto32'); repeatable")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                         "bench_subset_rounds.jsonl"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_subset_rounds.jsonl"))
     args = ap.parse_args()
     fields, sdp = ({key: ast.literal_eval(value)
                     for key, value in (item.split("=", 1) for item in items)}
@@ -71,8 +67,7 @@ def main() -> int:
                "lower_bound": st.lower_bound, "below_share": (share - st.lower_bound) / share,
                "below_kmeans": (best - st.lower_bound) / best, "iterations": st.iterations,
                "cuts": st.cuts_in_model, "status": st.status}
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_jsonl(args.out, row)
         print(f"{row['seconds']:7.1f} s  round {st.round:2d}  {100 * row['below_share']:.2f} % "
               f"below the share  ({st.iterations} iterations)", flush=True)
 

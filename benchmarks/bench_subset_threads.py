@@ -19,14 +19,11 @@ Example (the comparison in docs/decomposition.md, run one after the other)::
 from __future__ import annotations
 
 import argparse
-import json
-import pathlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 from bench_certify import reference_instance
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from instances import RESULTS, append_jsonl
 
 
 def main() -> int:
@@ -42,8 +39,7 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--subset-size", type=int, default=600)
     ap.add_argument("--time-limit", type=float, default=200.0)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
-                                         "bench_subset_threads.jsonl"))
+    ap.add_argument("--out", default=str(RESULTS / "bench_subset_threads.jsonl"))
     args = ap.parse_args()
     _, inst, ref = reference_instance(args.n, args.k, 1000, 0)
     subs = partition(inst, ref, args.subset_size, seed=0)
@@ -63,8 +59,7 @@ def main() -> int:
                "share": share, "lower_bound": b.lower_bound,
                "below_share": (share - b.lower_bound) / share, "seconds": b.seconds,
                "message": b.message, "command": "python " + " ".join(sys.argv)}
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_jsonl(args.out, row)
         print(f"{args.mode} subset {i}: {100 * row['below_share']:.2f} % below its share",
               flush=True)
     return 0

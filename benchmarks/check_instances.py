@@ -1,8 +1,9 @@
 """Run the feasibility check on every constraint file of the shared benchmark instances.
 
 Writes benchmarks/results/check_instances.csv (one row per file) and prints, per dataset
-and constraint mix, the mean number of super-points s over the 5 draws beside the
-"size" column of the PC-SOS-SDP paper (Tables 2-4, copied from shared/docs/benchmarks.md).
+and constraint mix (ML, CL, MLCL), the mean number of super-points s over the 5 draws
+beside the "size" column of the PC-SOS-SDP paper (Tables 2-4, read from
+../shared/docs/benchmarks.md).
 
 Usage: python benchmarks/check_instances.py [--instances DIR] [--out CSV] [--time-limit S]
 """
@@ -12,46 +13,24 @@ from __future__ import annotations
 import argparse
 import csv
 import pathlib
-import re
 import sys
 import time
 from collections import defaultdict
 
+from instances import (
+    INSTANCES,
+    RESULTS,
+    constraint_files,
+    dataset_dirs,
+    load_constraints,
+    load_data,
+    mix_of,
+    paper_table,
+    parse_name,
+)
+
 from pcsos.feasibility import check_instance
-from pcsos.io import read_constraints, read_data
 from pcsos.problem import Problem, make_instance
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-DEFAULT_INSTANCES = ROOT.parent / "shared" / "instances"
-
-# Paper 000, Tables 2 (ML only), 3 (CL only), 4 (half ML, half CL): mean root SDP size
-# after ML shrinking over the 5 draws, keyed by (dataset, mix, total number of pairs).
-PAPER_SIZE = {
-    ("iris", "ML", 50): 100.4, ("iris", "ML", 100): 56.0,
-    ("wine", "ML", 50): 128.2, ("wine", "ML", 100): 81.4,
-    ("seeds", "ML", 50): 160.0, ("seeds", "ML", 100): 111.6,
-    ("connectionist", "ML", 50): 158.2, ("connectionist", "ML", 100): 109.0,
-    ("heart", "ML", 100): 199.0, ("heart", "ML", 150): 152.8,
-    ("vertebral", "ML", 100): 210.6, ("vertebral", "ML", 150): 161.4,
-    ("ECG5000", "ML", 150): 350.4, ("ECG5000", "ML", 250): 253.2,
-    ("computers", "ML", 150): 350.4, ("computers", "ML", 250): 252.0,
-    ("iris", "CL", 50): 150.0, ("iris", "CL", 100): 150.0,
-    ("wine", "CL", 50): 178.0, ("wine", "CL", 100): 178.0,
-    ("seeds", "CL", 50): 210.0, ("seeds", "CL", 100): 210.0,
-    ("connectionist", "CL", 50): 186.6, ("connectionist", "CL", 100): 139.4,
-    ("heart", "CL", 100): 239.6, ("heart", "CL", 150): 182.4,
-    ("vertebral", "CL", 100): 254.8, ("vertebral", "CL", 150): 199.2,
-    ("ECG5000", "CL", 150): 500.0, ("ECG5000", "CL", 250): 500.0,
-    ("computers", "CL", 150): 427.2, ("computers", "CL", 250): 321.2,
-    ("iris", "ML+CL", 50): 125.0, ("iris", "ML+CL", 100): 100.0,
-    ("wine", "ML+CL", 50): 153.0, ("wine", "ML+CL", 100): 128.4,
-    ("seeds", "ML+CL", 50): 185.0, ("seeds", "ML+CL", 100): 160.0,
-    ("connectionist", "ML+CL", 50): 177.6, ("connectionist", "ML+CL", 100): 139.6,
-    ("heart", "ML+CL", 100): 231.2, ("heart", "ML+CL", 150): 189.4,
-    ("vertebral", "ML+CL", 100): 244.0, ("vertebral", "ML+CL", 150): 199.2,
-    ("ECG5000", "ML+CL", 150): 425.2, ("ECG5000", "ML+CL", 250): 375.0,
-    ("computers", "ML+CL", 150): 404.0, ("computers", "ML+CL", 250): 323.2,
-}
 
 FIELDS = ["dataset", "file", "mix", "total", "n", "k", "ml", "cl", "ml_dups", "cl_dups",
           "s_ml", "s", "s_paper_rule", "cl_super", "verdict", "reason", "seconds"]
@@ -85,32 +64,22 @@ def paper_rule_size(n: int, k: int, ml, cl) -> int:
     return len({find(a) for a in range(n)})
 
 
-def mix_of(name: str) -> tuple[str, int]:
-    """('ML' | 'CL' | 'ML+CL', total pairs) from a file name ml_<a>_cl_<b>_<seed>.txt."""
-    m = re.fullmatch(r"ml_(\d+)_cl_(\d+)_(\d+)\.txt", name)
-    if m is None:
-        raise ValueError(f"unexpected constraint file name {name!r}")
-    a, b = int(m.group(1)), int(m.group(2))
-    return ("CL" if a == 0 else "ML" if b == 0 else "ML+CL"), a + b
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=pathlib.Path, default=DEFAULT_INSTANCES)
-    ap.add_argument("--out", type=pathlib.Path,
-                    default=ROOT / "benchmarks" / "results" / "check_instances.csv")
+    ap.add_argument("--instances", type=pathlib.Path, default=INSTANCES)
+    ap.add_argument("--out", type=pathlib.Path, default=RESULTS / "check_instances.csv")
     ap.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args(argv)
     if not args.instances.is_dir():
         print(f"instances not found at {args.instances}", file=sys.stderr)
         return 2
     rows = []
-    for ds in sorted(p for p in args.instances.iterdir() if (p / "data.txt").is_file()):
-        data = read_data(ds / "data.txt")
-        for cf in sorted((ds / "constraints").glob("*.txt")):
-            mix, total = mix_of(cf.name)
+    for ds in dataset_dirs(args.instances):
+        data = load_data(ds.name, args.instances)
+        for cf in constraint_files(ds.name, folder=args.instances):
+            mix, total = mix_of(*parse_name(cf.name)[:2])
             t0 = time.perf_counter()
-            cons = read_constraints(cf, n=data.n, X=data.X)
+            cons = load_constraints(ds.name, cf, data, args.instances)
             inst = make_instance(data.X, data.k, cons.ml, cons.cl)
             res = check_instance(inst, time_limit=args.time_limit)
             secs = time.perf_counter() - t0
@@ -137,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| dataset | mix | pairs | mean s (ML shrink) | mean s (pcsos, + k=2 inference) "
           "| mean s (paper's k=2 rule, reconstructed) | paper size | verdicts |")
     print("|---|---|---|---|---|---|---|---|")
-    order = {"ML": 0, "CL": 1, "ML+CL": 2}
+    order = {"ML": 0, "CL": 1, "MLCL": 2}
+    paper = paper_table()
     for key in sorted(groups, key=lambda t: (order[t[1]], t[0], t[2])):
         g = groups[key]
         def mean(col, g=g):
@@ -145,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             return f"{sum(v) / len(v):.1f}" if v else "-"
         verdicts = ", ".join(f"{v} {sum(r['verdict'] == v for r in g)}"
                              for v in sorted({r["verdict"] for r in g}))
-        paper = PAPER_SIZE.get(key)
+        size = paper.get(key, {}).get("size")
         print(f"| {key[0]} | {key[1]} | {key[2]} | {mean('s_ml')} | {mean('s')} | "
               f"{mean('s_paper_rule')} | "
-              f"{paper if paper is not None else '-'} | {verdicts} |")
+              f"{size if size is not None else '-'} | {verdicts} |")
     n_feas = sum(r["verdict"] == "feasible" for r in rows)
     total_s = sum(r["seconds"] for r in rows)
     print(f"\n{len(rows)} files, {n_feas} feasible, total {total_s:.1f} s, "
