@@ -128,14 +128,14 @@ def kmeans_best(X, k: int, runs: int = 40) -> float:
 
 def subset_loss(args) -> None:
     """How far a subset's own optimum falls below its share of the whole clustering, per
-    subset size: for each subset of :func:`pcsos.bounds.decomposition.partition`, (share -
+    subset size: for each subset of :func:`pcsos.decomposition.partition`, (share -
     best of 40 k-means++ runs on the subset) / share. The best of 40 runs is above the
     subset's optimum, so this is a lower estimate of the loss. Reference clustering: Lloyd's
     iterations from the true classes' means (unconstrained, as k-means++ is); scikit-learn
     (the test extra) runs k-means."""
     import numpy as np
 
-    from pcsos.bounds.decomposition import partition
+    from pcsos.decomposition import partition
     from pcsos.problem import sse
 
     for n in map(int, args.n.split(",")):

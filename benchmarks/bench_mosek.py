@@ -19,7 +19,7 @@ import numpy as np
 from instances import RESULTS, ROOT, write_json
 
 from pcsos.bounds import SDPModel
-from pcsos.cuts.cutset import CutSet
+from pcsos.bounds.cutset import CutSet
 from pcsos.problem import Problem, make_instance
 
 

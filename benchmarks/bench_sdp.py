@@ -36,9 +36,9 @@ from instances import load_problem as load
 from threadpoolctl import threadpool_limits
 
 from pcsos.bounds import SDPModel, WarmStart, solve_sdp
-from pcsos.cli.common import jsonable
-from pcsos.cuts.cutset import CutSet
+from pcsos.bounds.cutset import CutSet
 from pcsos.cuts.separation import drop_known
+from pcsos.io import jsonable
 
 # the ADMM settings before the Anderson acceleration
 BASELINE = {"anderson": 0, "sigma_ratio": 3.0}

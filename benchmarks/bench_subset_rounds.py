@@ -1,6 +1,6 @@
 """The cutting-plane loop on one subset of the decomposition bound, round by round.
 
-Takes subset ``--subset`` of :func:`pcsos.bounds.decomposition.partition` (subsets of
+Takes subset ``--subset`` of :func:`pcsos.decomposition.partition` (subsets of
 ``--subset-size`` points) of a synthetic set of :func:`bench_scale.synthetic`, the
 reference clustering being Lloyd's iterations from the true classes' means, and runs
 :func:`pcsos.cuts.loop.cutting_plane_loop` on it (one BLAS thread, as ``certify`` does) for
@@ -31,8 +31,8 @@ from instances import RESULTS, append_jsonl
 def main() -> int:
     from threadpoolctl import threadpool_limits
 
-    from pcsos.bounds.decomposition import _sub_instance, partition
     from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
+    from pcsos.decomposition import _sub_instance, partition
     from pcsos.problem import Problem, sse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -1,9 +1,9 @@
 """Subsets bounded on two threads of one process against two processes.
 
-Takes subsets 0 and 1 of :func:`pcsos.bounds.decomposition.partition` (subsets of
+Takes subsets 0 and 1 of :func:`pcsos.decomposition.partition` (subsets of
 ``--subset-size`` points, reference: Lloyd's iterations from the true classes' means) of a
 synthetic set of :func:`bench_scale.synthetic`, and bounds them with
-:func:`pcsos.bounds.decomposition.decomposition_bound` for ``--time-limit`` seconds each:
+:func:`pcsos.decomposition.decomposition_bound` for ``--time-limit`` seconds each:
 ``threads`` runs both in one call on a pool of two threads (as ``certify`` did before its
 worker processes); ``process I`` runs subset I alone (start two at once for the
 comparison). Appends one JSON line per subset to ``--out``: its share of the reference,
@@ -29,7 +29,7 @@ from instances import RESULTS, append_jsonl
 def main() -> int:
     import numpy as np
 
-    from pcsos.bounds.decomposition import _sub_instance, decomposition_bound, partition
+    from pcsos.decomposition import _sub_instance, decomposition_bound, partition
     from pcsos.problem import sse
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

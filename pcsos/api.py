@@ -20,9 +20,9 @@ shared: wine ml_50_cl_50_0 took 449 s with 2 threads and 1 worker on a busy 2-co
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -31,10 +31,15 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from pcsos.checkpoint import read_checkpoint, write_checkpoint
+from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
 from pcsos.errors import InfeasibleError, InputError
-from pcsos.node import NodeData, NodeOptions, process_node
-from pcsos.options import ABS_TOL, SolverOptions
-from pcsos.problem import Instance, Problem, canonical_labels, make_instance, sse
+from pcsos.feasibility import check_problem
+from pcsos.io import INT_MAX, _json_line, _load_json, _quote, _read_text, jsonable, write_json
+from pcsos.log import ProgressPrinter
+from pcsos.node import NodeData, process_node
+from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
+from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance, sse
 from pcsos.tree import NodeEvent, branch_and_bound, relative_gap
 
 __all__ = ["solve", "solve_instance", "Result", "ProgressPrinter", "SolverOptions", "ABS_TOL"]
@@ -108,10 +113,6 @@ class Result:
 
         :meth:`from_json` reads it back, and reads the ``--json`` file of ``pcsos solve``.
         """
-        import json
-
-        from pcsos.cli.common import jsonable, write_json
-
         out = {**self.to_dict(log=log), **extra}
         if path is not None:
             write_json(path, out)
@@ -120,7 +121,7 @@ class Result:
     def plot_progress(self, path=None, *, title: str | None = None):
         """Bound, incumbent and gap against time and nodes (:func:`pcsos.plot.plot_progress`);
         returns the matplotlib Figure, also written to ``path`` when given."""
-        from pcsos.plot import plot_progress
+        from pcsos.plot import plot_progress  # lazy: matplotlib, an optional extra
 
         return plot_progress(self.log, path, title=title)
 
@@ -130,38 +131,71 @@ class Result:
 
         Keys that are not fields (``success``, ``settings``, ...) are ignored; a null number
         becomes what it stood for (no clustering: objective inf; no bound: lower bound -inf,
-        or inf when infeasible).
+        or inf when infeasible). Raises :class:`InputError` naming the file (or ``result``),
+        the key and its line when a field has the wrong type.
         """
-        import json
-        import os
+        import numbers
 
-        from pcsos.io import _read_text
-
+        name, text = "result", None
         if isinstance(source, dict):
             d = dict(source)
         else:
             text = os.fspath(source) if isinstance(source, os.PathLike) else source
             if isinstance(text, str) and not text.lstrip().startswith("{"):
-                text = _read_text(text)
-            try:
-                d = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not a result in JSON: {exc}", source="result") from None
+                name, text = text, _read_text(text)
+            if not isinstance(text, (str, bytes, bytearray)):
+                raise InputError(f"not a result: expected JSON text, a path or a dict, got "
+                                 f"{type(source).__name__}", source=name)
+            d = _load_json(text, name)
+        if not isinstance(d, dict):
+            raise InputError("not a result: the JSON top level must be an object", source=name,
+                             line=1)
+
+        def bad(key: str, what: str):
+            line = _json_line(text, key) if isinstance(text, str) else None
+            shown = _quote(repr(d[key]), quote=False)
+            return InputError(f"{key!r} must be {what}, got {shown}", source=name, line=line)
+
+        def is_int(v) -> bool:
+            return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
         names = {f.name for f in fields(cls)}
         missing = {"labels", "objective", "lower_bound", "gap", "status", "message"} - set(d)
         if missing:
-            raise InputError(f"not a result: no {', '.join(sorted(missing))}", source="result")
+            raise InputError(f"not a result: no {', '.join(sorted(missing))}", source=name)
         d = {key: v for key, v in d.items() if key in names}
+        for key in ("status", "message"):
+            if not isinstance(d[key], str):
+                raise bad(key, "a string")
         infeasible = d["status"] == "infeasible"
         for key, none in (("objective", math.inf), ("gap", math.inf), ("root_gap", math.inf),
                           ("lower_bound", math.inf if infeasible else -math.inf),
-                          ("root_lower_bound", -math.inf)):
-            if key in d:
-                d[key] = none if d[key] is None else float(d[key])
+                          ("root_lower_bound", -math.inf), ("seconds", 0.0)):
+            if key not in d:
+                continue
+            v = d[key]
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                raise bad(key, "a number or null")
+            d[key] = none if v is None else float(v)
+        for key in ("nodes", "root_size", "n", "k"):
+            if key in d and not (is_int(d[key]) and 0 <= d[key] <= INT_MAX):
+                raise bad(key, "a non-negative integer")
         if d["labels"] is not None:
-            d["labels"] = np.asarray(d["labels"], dtype=np.int64)
+            lab = d["labels"]
+            if not (isinstance(lab, (list, tuple, np.ndarray))
+                    and all(is_int(v) and 0 <= v <= INT_MAX for v in lab)):
+                raise bad("labels", "null or a list of non-negative integers")
+            d["labels"] = np.asarray(lab, dtype=np.int64).reshape(-1)
         if "infeasible_pairs" in d:
-            d["infeasible_pairs"] = [tuple(p) for p in d["infeasible_pairs"]]
+            pairs = d["infeasible_pairs"]
+            if not (isinstance(pairs, (list, tuple))
+                    and all(isinstance(p, (list, tuple)) and len(p) == 2
+                            and all(is_int(v) for v in p) for p in pairs)):
+                raise bad("infeasible_pairs", "a list of [i, j] pairs")
+            d["infeasible_pairs"] = [tuple(p) for p in pairs]
+        if "log" in d and not (isinstance(d["log"], list)
+                               and all(isinstance(r, dict) for r in d["log"])):
+            raise bad("log", "a list of objects")
         return cls(**d)
 
 
@@ -222,14 +256,10 @@ def solve_instance(
     ``distributed.Client``, ``'local:N'`` (a LocalCluster of N worker processes, closed at
     the end) or a scheduler address; ``workers`` then defaults to the cluster's threads.
     """
-    from pcsos.problem import check_start
-
     opts = SolverOptions.make(options, **changes).checked()
     start = None if init_labels is None else check_start(instance, init_labels)
     state = None
     if resume is not None:
-        from pcsos.checkpoint import read_checkpoint
-
         state = read_checkpoint(resume, instance)
     if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not (
             isinstance(checkpoint_every, (int, float)) and checkpoint_every > 0)):
@@ -243,8 +273,6 @@ def solve_instance(
     if dask is not None:
         if executor is not None:
             raise InputError("give executor or dask, not both", source="dask")
-        from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
-
         client, own = connect(dask)
         executor, remote = DaskExecutor(client, instance), DaskSignals()
         if opts.workers is None:
@@ -264,9 +292,7 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
            stop_event, abort_event, verbose, checkpoint=None, checkpoint_every=None,
            resumed=None, remote=None) -> Result:
     t0 = time.time()
-    n, k = instance.n, instance.k
-    tol, abs_tol, time_limit = opts.tol, opts.abs_tol, opts.time_limit
-    workers = int(opts.workers) if opts.workers is not None else (os.cpu_count() or 1)
+    workers = resolve_workers(opts.workers)
     threads = int(opts.threads) if opts.threads is not None else 1
     root_threads = int(opts.root_threads) if opts.root_threads is not None else threads
     printer = ProgressPrinter() if verbose else None
@@ -274,43 +300,13 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
         progress = printer.status
     if progress is not None:
         progress({"stage": "feasibility check", "elapsed": time.time() - t0})
-    base = dict(n=n, k=k)
-    # ---------------------------------------------------------------- root preprocessing
-    try:
-        problem = Problem.from_instance(instance)
-    except InfeasibleError as exc:
-        return Result(None, math.inf, math.inf, math.inf, "infeasible", str(exc),
-                      seconds=time.time() - t0, infeasible_pairs=list(exc.pairs), **base)
-    if init_labels is not None:  # checked feasible: it is the witness
-        witness = init_labels
-    elif resumed is not None:  # feasibility was settled by the run that wrote it
-        witness = None
-    else:
-        from pcsos.feasibility import check_problem
-
-        try:
-            fz = check_problem(problem, opts.feasibility_backend, time_limit=time_limit)
-        except KeyboardInterrupt:
-            return Result(None, math.inf, -math.inf, math.inf, "interrupted",
-                          "interrupted during the feasibility check", seconds=time.time() - t0,
-                          root_size=problem.s, **base)
-        if fz.feasible is False:
-            return Result(None, math.inf, math.inf, math.inf, "infeasible", fz.message,
-                          seconds=time.time() - t0, infeasible_pairs=list(fz.pairs),
-                          root_size=problem.s, **base)
-        if fz.feasible is None:
-            return Result(None, math.inf, -math.inf, math.inf, "time_limit",
-                          "the time limit stopped the feasibility check", root_size=problem.s,
-                          seconds=time.time() - t0, **base)
-        witness = fz.labels
-    options = NodeOptions(
-        tol=tol, abs_tol=abs_tol, heuristic=opts.heuristic,
-        heuristic_options=opts.heuristic_options,
-        heuristic_time_limit=opts.heuristic_time_limit, root_heuristic=opts.root_heuristic,
-        sdp_backend=opts.sdp_backend, sdp_options=opts.sdp_options,
-        cp_settings=opts.cp_settings, feasibility_backend=opts.feasibility_backend,
-        seed=opts.seed, blas_threads=threads, root_blas_threads=root_threads)
-    root = NodeData(problem, known_feasible=True, hint=witness)
+    root = _root(instance, opts, init_labels, resumed is not None, t0)
+    if isinstance(root, Result):
+        return root
+    problem, witness = root
+    # the node sees the checked options themselves, with the thread counts resolved
+    options = dataclasses.replace(opts, workers=workers, threads=threads,
+                                  root_threads=root_threads)
     rows: list[dict] = []
     state, meta = resumed if resumed is not None else (None, {})
     # a resumed run numbers its rows after the nodes of the runs before it
@@ -321,43 +317,88 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
     start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
     first_root_gap = meta.get("root_gap", math.inf)
 
+    def root_gap_now() -> float:
+        return _root_gap(rows) if rows and rows[0].get("node") == 0 else first_root_gap
+
     save_errors: list[str] = []
 
     def save(st) -> None:
-        from pcsos.checkpoint import write_checkpoint
-
         try:
             write_checkpoint(checkpoint, st, instance, root_gap=root_gap_now(),
                              root_size=problem.s)
         except Exception as exc:  # noqa: BLE001 - a failed checkpoint must not end the solve
             save_errors.append(str(exc))
 
-    def root_gap_now() -> float:
-        return _root_gap(rows) if rows and rows[0].get("node") == 0 else first_root_gap
-
-    tr = branch_and_bound(process_node, root, options=options, executor=executor,
-                          workers=workers, tol=tol, abs_tol=abs_tol, max_nodes=opts.max_nodes,
-                          time_limit=time_limit, start_time=t0, order=opts.order,
+    tr = branch_and_bound(process_node, NodeData(problem, known_feasible=True, hint=witness),
+                          options=options, executor=executor, workers=workers, tol=opts.tol,
+                          abs_tol=opts.abs_tol, max_nodes=opts.max_nodes,
+                          time_limit=opts.time_limit, start_time=t0, order=opts.order,
                           callback=logger, progress=progress, stop_event=stop_event,
                           abort_event=abort_event, incumbent=start, resume=state,
                           checkpoint=save if checkpoint is not None else None,
                           checkpoint_every=checkpoint_every, remote=remote)
+    res = _result(instance, problem, tr, rows, root_gap_now(), resumed=state is not None,
+                  time_limit=opts.time_limit)
+    if save_errors:
+        res.message += (f"; {len(save_errors)} checkpoint write(s) failed, the last: "
+                        f"{save_errors[-1]}")
+    if printer is not None:
+        printer.finish()
+        ProgressPrinter.summary(res)
+    return res
+
+
+def _root(instance, opts: SolverOptions, init_labels, resumed: bool,
+          t0: float) -> tuple[Problem, np.ndarray | None] | Result:
+    """The root's problem and a feasible clustering (the user's start or the feasibility
+    check's witness; None on resume, whose first run settled feasibility), or the Result
+    that ends the solve before the tree (infeasible, or stopped in the check)."""
+    base = dict(n=instance.n, k=instance.k)
+    try:
+        problem = Problem.from_instance(instance)
+    except InfeasibleError as exc:
+        return Result(None, math.inf, math.inf, math.inf, "infeasible", str(exc),
+                      seconds=time.time() - t0, infeasible_pairs=list(exc.pairs), **base)
+    if init_labels is not None:  # checked feasible: it is the witness
+        return problem, init_labels
+    if resumed:
+        return problem, None
+    try:
+        fz = check_problem(problem, opts.feasibility_backend, time_limit=opts.time_limit)
+    except KeyboardInterrupt:
+        return Result(None, math.inf, -math.inf, math.inf, "interrupted",
+                      "interrupted during the feasibility check", seconds=time.time() - t0,
+                      root_size=problem.s, **base)
+    if fz.feasible is False:
+        return Result(None, math.inf, math.inf, math.inf, "infeasible", fz.message,
+                      seconds=time.time() - t0, infeasible_pairs=list(fz.pairs),
+                      root_size=problem.s, **base)
+    if fz.feasible is None:
+        return Result(None, math.inf, -math.inf, math.inf, "time_limit",
+                      "the time limit stopped the feasibility check", root_size=problem.s,
+                      seconds=time.time() - t0, **base)
+    return problem, fz.labels
+
+
+def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *,
+            resumed: bool, time_limit: float | None) -> Result:
+    """The :class:`Result` of a finished tree, its objective recomputed from the data and
+    its message saying why a root that never finished left the bound it did."""
     labels = tr.solution
     objective = tr.objective
     if labels is not None:
         labels = canonical_labels(np.asarray(labels, dtype=np.int64))
         objective = sse(instance.X, labels)  # recomputed once more from the data
-    root_gap = root_gap_now()
     # an SSE is never negative: 0 is the bound of a root that a stop left unbounded
     lower = max(float(tr.lower_bound), 0.0)
     gap = relative_gap(objective, lower) if math.isfinite(objective) else math.inf
     res = Result(labels, float(objective), lower, gap, tr.status, tr.message, nodes=tr.nodes,
                  seconds=tr.seconds, root_lower_bound=max(float(tr.root_bound), 0.0),
-                 root_gap=float(root_gap),
-                 root_size=problem.s, log=rows, **base)
+                 root_gap=float(root_gap), root_size=problem.s, log=rows, n=instance.n,
+                 k=instance.k)
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
-    elif state is None and tr.status != "optimal" and (
+    elif not resumed and tr.status != "optimal" and (
             not rows or rows[0].get("closed") == "sdp_too_large"):
         # the root never finished
         est = rows[0].get("sdp_estimate") if rows else None
@@ -375,12 +416,6 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
         elif res.lower_bound <= 0:
             res.message += ("; no lower bound but 0, so the clustering is the best "
                             "heuristic one, uncertified")
-    if save_errors:
-        res.message += (f"; {len(save_errors)} checkpoint write(s) failed, the last: "
-                        f"{save_errors[-1]}")
-    if printer is not None:
-        printer.finish()
-        ProgressPrinter.summary(res)
     return res
 
 
@@ -416,99 +451,3 @@ class _RowBuilder:
             self.printer(row)
         if self.callback is not None:
             self.callback(row)
-
-
-class ProgressPrinter:
-    """A MIP-style progress table on a stream (stderr by default).
-
-    :meth:`__call__` takes the node rows: a line at the root, at every improvement of the
-    incumbent (marked ``*``) and otherwise at most once per ``interval`` seconds.
-    :meth:`status` takes the tree's progress snapshots, so that a long root (or a long
-    node) shows what it is doing from the first second: a line whenever the work or the
-    bounds change, at most once per ``interval``, and at least every ``heartbeat`` seconds.
-    :meth:`finish` prints the last row if the throttle held it back, so the table ends on
-    the same counts as the summary.
-    """
-
-    HEADER = (f"{'':1}{'Nodes':>7} {'Open':>6} {'Depth':>5} {'Best bound':>14} "
-              f"{'Incumbent':>14} {'Gap':>9} {'Time':>8}  Work")
-
-    def __init__(self, stream=None, interval: float = 1.0, heartbeat: float = 30.0):
-        self.stream = stream if stream is not None else sys.stderr
-        self.interval = interval
-        self.heartbeat = heartbeat
-        self.last = -math.inf
-        self.started = False
-        self.pending: dict | None = None  # the last row, when it was not printed
-        self.said: tuple = ()  # what the last status line showed
-
-    def _write(self, mark: str, nodes, open_, depth, lb, ub, gap, elapsed: float,
-               work: str = "") -> None:
-        if not self.started:
-            self.stream.write(self.HEADER + "\n")
-            self.started = True
-
-        def col(v, width: int, fmt: str) -> str:
-            return f"{v:{width}{fmt}}" if v is not None else f"{'-':>{width}}"
-
-        gap_s = f"{100 * gap:8.4f}%" if gap is not None and math.isfinite(gap) else f"{'-':>9}"
-        self.stream.write(f"{mark}{col(nodes, 7, 'd')} {col(open_, 6, 'd')} "
-                          f"{col(depth, 5, 'd')} {col(lb, 14, '.6f')} {col(ub, 14, '.6f')} "
-                          f"{gap_s} {elapsed:7.1f}s  {work}".rstrip() + "\n")
-        self.stream.flush()
-        self.last = time.time()
-
-    def __call__(self, row: dict) -> None:
-        now = time.time()
-        if not (row.get("improved") or row["node"] == 0 or now - self.last >= self.interval):
-            self.pending = row
-            return
-        self.pending = None
-        self._write("*" if row.get("improved") else " ", row["node"] + 1, row["open"],
-                    row["depth"], row["global_lb"], row["gub"], row["gap"], row["elapsed"])
-
-    def status(self, st: dict) -> None:
-        """One progress snapshot (see :func:`solve_instance`'s ``progress``)."""
-        work = self._work(st)
-        seen = (work, st.get("bound"), st.get("incumbent"))
-        now = time.time()
-        if now - self.last < (self.interval if seen != self.said else self.heartbeat):
-            return
-        self.said = seen
-        if "nodes" not in st:  # before the tree starts
-            self._write(" ", None, None, None, None, None, None, st["elapsed"], work)
-            return
-        self._write(" ", st["nodes"], st["open"], None, st["bound"], st["incumbent"],
-                    st["gap"], st["elapsed"], work)
-
-    @staticmethod
-    def _work(st: dict) -> str:
-        if "stage" in st:
-            return st["stage"]
-        running = st.get("running", {})
-        if len(running) != 1:
-            return f"{len(running)} nodes running" if running else ""
-        (nid, rep), = running.items()
-        who = "root" if nid == 0 else f"node {nid}"
-        stage = rep.get("stage", "starting")
-        if stage == "bound" and rep.get("round"):
-            return f"{who}: cutting-plane round {rep['round']}, bound {rep['bound']:.6f}"
-        if stage == "heuristic":
-            return f"{who}: heuristic {rep.get('name', '')}".rstrip()
-        return f"{who}: {stage}"
-
-    def finish(self) -> None:
-        """Print the last node row if the throttle held it back."""
-        if self.pending is not None:
-            row, self.pending = self.pending, None
-            self.last = -math.inf
-            self(row)
-
-    @staticmethod
-    def summary(res: Result, stream=None) -> None:
-        stream = stream if stream is not None else sys.stderr
-        gap_s = f"{100 * res.gap:.4f}%" if math.isfinite(res.gap) else "-"
-        stream.write(f"{res.status}: objective {res.objective:.6f}, lower bound "
-                     f"{res.lower_bound:.6f}, gap {gap_s}, {res.nodes} nodes, "
-                     f"{res.seconds:.1f} s ({res.message})\n")
-        stream.flush()

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
-from pcsos.cuts.cutset import CutSet
 from pcsos.errors import InputError
 from pcsos.node import NodeData
 from pcsos.problem import Instance, Problem

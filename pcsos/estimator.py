@@ -14,6 +14,7 @@ import inspect
 
 import numpy as np
 
+from pcsos.api import solve
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.options import ABS_TOL, SolverOptions
 
@@ -148,8 +149,6 @@ class PCSOSClustering(*_BASES):
         clustering into ``n_clusters`` non-empty clusters. A stop at a limit still sets
         every attribute (``status_`` and ``gap_`` say how good it is).
         """
-        from pcsos.api import solve
-
         Xa = self._validate(X, reset=True)
         if isinstance(self.n_clusters, (int, np.integer)) and Xa.shape[0] < self.n_clusters:
             raise InputError(f"n_samples = {Xa.shape[0]} is less than n_clusters = "

@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
+from scipy.sparse import coo_matrix
 
 from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
+from pcsos.milp import BACKENDS, Milp, adapter
 from pcsos.problem import Instance, Problem, bipartition
 
 __all__ = ["Feasibility", "check_instance", "check_problem", "spread_labels"]
 
-BACKENDS = ("highs", "gurobi")
 METHODS = ("auto", "ilp")
 # cap on the maximal cliques enumerated in step 5; beyond it the ILP decides (it is exact)
 _MAX_CLIQUES = 20000
@@ -288,78 +289,38 @@ def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: float):
     for t in range(min(len(clique), k)):
         lb[t, t] = 1.0
     edges = np.array([(pos[a], pos[b]) for a, b in G.edges()], dtype=np.int64).reshape(-1, 2)
-    if backend == "gurobi":
-        x = _gurobi_solve(m, k, lb, ub, edges, remaining)
-    else:
-        x = _highs_solve(m, k, lb, ub, edges, remaining)
-    if isinstance(x, str):
-        return x, None
+    solver = adapter(backend)
+    if not solver.installed():  # only gurobi can be missing; said here, where it is needed
+        raise BackendUnavailableError(
+            "feasibility backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); "
+            "the default backend 'highs' needs nothing extra")
+    res = solver.solve(_colouring_milp(m, k, lb, ub, edges), time_limit=max(remaining, 1e-3))
+    if res.status == "error":  # pragma: no cover - the solver's own failure
+        raise RuntimeError(res.message)
+    if res.x is None:
+        return res.status, None
+    x = np.round(res.x)
     col = np.argmax(x.reshape(m, k), axis=1)
     if len(edges) and np.any(col[edges[:, 0]] == col[edges[:, 1]]):  # pragma: no cover
         raise AssertionError("ILP colouring violates a cannot-link pair")
     return "feasible", {v: int(col[pos[v]]) for v in order}
 
 
-def _highs_solve(m: int, k: int, lb, ub, edges, remaining: float):
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
+def _colouring_milp(m: int, k: int, lb: np.ndarray, ub: np.ndarray, edges: np.ndarray) -> Milp:
+    """The colouring ILP: column ``v * k + c`` is x[v, c]; m rows 'each vertex exactly one
+    colour', then k rows per edge, 'x[u, c] + x[v, c] <= 1'."""
     nv = m * k
-    # each vertex exactly one colour
-    rows = np.repeat(np.arange(m), k)
-    A1 = coo_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(m, nv))
-    cons = [LinearConstraint(A1, 1, 1)]
-    if len(edges):
-        # x[u, c] + x[v, c] <= 1 for every edge and colour
-        E = len(edges)
-        r = np.arange(E * k)
-        cu = (edges[:, 0][:, None] * k + np.arange(k)).ravel()
-        cv = (edges[:, 1][:, None] * k + np.arange(k)).ravel()
-        A2 = coo_matrix((np.ones(2 * E * k), (np.concatenate([r, r]), np.concatenate([cu, cv]))),
-                        shape=(E * k, nv))
-        cons.append(LinearConstraint(A2, -np.inf, 1))
-    res = milp(np.zeros(nv), constraints=cons, integrality=np.ones(nv),
-               bounds=Bounds(lb.ravel(), ub.ravel()),
-               options={"time_limit": max(remaining, 1e-3), "disp": False})
-    if res.x is not None and res.status in (0, 1):
-        return np.round(res.x)
-    if res.status == 2:
-        return "infeasible"
-    if res.status == 1:
-        return "time_limit"
-    raise RuntimeError(f"HiGHS failed on the colouring ILP: {res.message}")  # pragma: no cover
-
-
-def _gurobi_solve(m: int, k: int, lb, ub, edges, remaining: float):
-    try:
-        import gurobipy as gp
-        from gurobipy import GRB
-    except ImportError:
-        raise BackendUnavailableError(
-            "feasibility backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); "
-            "the default backend 'highs' needs nothing extra") from None
-    try:
-        with gp.Env(empty=True) as env:
-            env.setParam("OutputFlag", 0)
-            env.start()
-            with gp.Model(env=env) as model:
-                x = model.addMVar((m, k), vtype=GRB.BINARY, lb=lb, ub=ub)
-                model.addConstr(x.sum(axis=1) == 1)
-                for u, v in edges:
-                    model.addConstr(x[u, :] + x[v, :] <= 1)
-                model.Params.TimeLimit = max(remaining, 1e-3)
-                model.optimize()
-                if model.SolCount > 0:
-                    return np.round(x.X).ravel()
-                if model.Status in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
-                    return "infeasible"
-                if model.Status == GRB.TIME_LIMIT:
-                    return "time_limit"
-                raise RuntimeError(f"Gurobi ended with status {model.Status}")  # pragma: no cover
-    except gp.GurobiError as exc:
-        # 10009: no licence; 10010: model too large for the size-limited licence
-        if getattr(exc, "errno", None) in (10009, 10010):
-            raise BackendUnavailableError(
-                f"Gurobi cannot solve this colouring ILP ({m * k} variables): {exc}. "
-                "Use the default backend 'highs' or install a full Gurobi licence") from None
-        raise
+    E = len(edges)
+    rows = [np.repeat(np.arange(m), k)]
+    cols = [np.arange(nv)]
+    if E:
+        r = m + np.arange(E * k)
+        rows += [r, r]
+        cols += [(edges[:, 0][:, None] * k + np.arange(k)).ravel(),
+                 (edges[:, 1][:, None] * k + np.arange(k)).ravel()]
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    A = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(m + E * k, nv)).tocsc()
+    return Milp(c=np.zeros(nv), A=A,
+                row_lo=np.concatenate([np.ones(m), np.full(E * k, -np.inf)]),
+                row_hi=np.ones(m + E * k), col_lo=lb.ravel(), col_hi=ub.ravel(),
+                integrality=np.ones(nv, dtype=bool), name="colouring ILP")

@@ -21,16 +21,20 @@ Formats (see ``docs/formats.md``):
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io as _io
 import json
 import math
 import os
+import pathlib
 import sys
+import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from pcsos.errors import InfeasibleError, InputError
+from pcsos.errors import InfeasibleError, InputError, PcsosError
 
 __all__ = [
     "DataFile",
@@ -41,6 +45,8 @@ __all__ = [
     "read_result_matrix",
     "write_labels",
     "read_labels",
+    "jsonable",
+    "write_json",
 ]
 
 #: names accepted for the true-label column of a CSV file (compared case-insensitively)
@@ -93,6 +99,10 @@ class Constraints:
     source: str = ""
 
 
+#: the largest index or label a reader accepts: every integer array of pcsos is int64, and a
+#: larger value would end in an OverflowError far from the file that held it
+INT_MAX = int(np.iinfo(np.int64).max)
+
 #: at most this many characters of a line or token are quoted in an error message, so that a
 #: 50 MB line or a row of 10**6 columns is not echoed whole to the terminal
 QUOTE_MAX = 80
@@ -115,6 +125,9 @@ def _read_text(path) -> str:
                          source=path) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=path) from None
+    except ValueError:  # open() refuses a path holding a NUL character
+        raise InputError("not a valid file name (it holds a NUL character)",
+                         source=repr(path)) from None
     # Windows editors and Excel start UTF-8 files with a BOM; left in, it glues onto the first
     # token ('\ufeff3', '\ufeffML'). Stripped here rather than by encoding="utf-8-sig", which
     # would shift the byte offset reported for a decoding error by the BOM's 3 bytes.
@@ -133,6 +146,29 @@ def _quote(text: str, *, quote: bool = True) -> str:
     while len(show(cut)) > width - 3:  # repr escapes ('\x00') make a character wider
         cut = cut[:-1]
     return f"{show(cut)}... ({len(text)} characters)"
+
+
+def _load_json(text: str, source: str, line: int | None = None):
+    """``json.loads`` with every way it can fail on bad input turned into an InputError.
+
+    ``line``: the file's line when ``text`` is one line of it (JSONL). Besides the decoder's
+    own errors, ``[[[[...`` nested some thousands deep exhausts the recursion limit and an
+    integer of more than 4300 digits is a plain ValueError (Python's int conversion limit).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = exc.lineno if line is None else line
+        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
+                         line=where) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", source=source, line=line) from None
+    except ValueError as exc:
+        why = str(exc)
+        if "integer string conversion" in why:  # Python's message names no JSON
+            why = f"an integer of more than {sys.get_int_max_str_digits()} digits"
+        raise InputError(f"invalid JSON: {_quote(why, quote=False)}", source=source,
+                         line=line) from None
 
 
 def _parse_int(token: str) -> int | None:
@@ -282,6 +318,9 @@ def _read_csv(source: str, text: str) -> DataFile:
                 v = int(fv)
             if v < 0:
                 raise InputError(f"class label {v} is negative", source=source, line=lineno)
+            if v > INT_MAX:
+                raise InputError(f"class label {_quote(row[class_col])} is too large",
+                                 source=source, line=lineno)
             labels.append(v)
         classes = np.asarray(labels, dtype=np.int64)
         k = int(classes.max()) + 1
@@ -308,41 +347,44 @@ def _is_not_number(token: str) -> bool:
     return False
 
 
+#: the first bytes of a .npy file and of a zip archive (.npz)
+NPY_MAGIC = b"\x93NUMPY"
+ZIP_MAGIC = b"PK\x03\x04"
+
+
 def _read_numpy(source: str, ext: str) -> DataFile:
-    notes: list[str] = []
     try:
-        obj = np.load(source, allow_pickle=False)
+        with open(source, "rb") as fh:
+            magic = fh.read(6)
     except FileNotFoundError:
         raise InputError("no such file", source=source) from None
-    except (ValueError, OSError) as exc:
-        raise InputError(f"not a readable {ext} file: {_quote(str(exc), quote=False)}",
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", source=source) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    # np.load falls back to unpickling anything that is neither; allow_pickle=False refuses
+    # that, but with a message about pickles that would puzzle the owner of a renamed CSV
+    if not (magic.startswith(NPY_MAGIC) or magic.startswith(ZIP_MAGIC)):
+        raise InputError(f"not a {ext} file (it starts with neither the .npy magic bytes nor "
+                         "a zip header)", source=source)
+    try:
+        # numpy warns on its way to some errors (a shape whose product overflows int64 gives
+        # "invalid value encountered in reduce" before the ValueError): the error says it all
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            X, classes, notes, kind = _load_numpy(source)
+    except PcsosError:
+        raise
+    except MemoryError:
+        # a corrupted header may claim a shape of 10**12 elements, allocated before reading
+        raise InputError(f"not a readable {ext} file: its header claims an array too large "
+                         "for memory", source=source) from None
+    except Exception as exc:  # noqa: BLE001 - numpy, zipfile and zlib raise many kinds
+        # (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError, ...) for a
+        # damaged file; none of them is a bug of pcsos, each is a bad input
+        why = f"{type(exc).__name__}: {exc}"
+        raise InputError(f"not a readable {ext} file: {_quote(why, quote=False)}",
                          source=source) from None
-    classes = None
-    if ext == ".npz":
-        keys = list(obj.files)
-        xkey = next((key for key in ("X", "x", "data") if key in keys), None)
-        if xkey is None:
-            if len(keys) != 1:
-                raise InputError("npz file needs an array 'X' (found "
-                                 f"{_quote(str(keys), quote=False)})", source=source)
-            xkey = keys[0]
-        ykey = next((key for key in ("y", "labels", "classes") if key in keys), None)
-        X = obj[xkey]
-        if ykey is not None:
-            y = np.asarray(obj[ykey])
-            if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (y < 0).any():
-                raise InputError(f"npz array {ykey!r} must be non-negative integer labels",
-                                 source=source)
-            classes = y.astype(np.int64)
-            notes.append(f"npz array {ykey!r} read as true labels")
-        other = [key for key in keys if key not in (xkey, ykey)]
-        if other:
-            notes.append("npz arrays ignored: "
-                         + ", ".join(_quote(name, quote=False) for name in other))
-        obj.close()
-    else:
-        X = obj
-    X = np.asarray(X)
     if X.ndim == 1:
         X = X[:, None]
         notes.append("1-D array read as n x 1 data")
@@ -357,7 +399,42 @@ def _read_numpy(source: str, ext: str) -> DataFile:
     if classes is not None and len(classes) != len(X):
         raise InputError(f"{len(classes)} labels for {len(X)} rows", source=source)
     k = int(classes.max()) + 1 if classes is not None and len(classes) else None
-    return DataFile(X, ext[1:], k, classes, notes, source)
+    return DataFile(X, kind, k, classes, notes, source)
+
+
+def _load_numpy(source: str) -> tuple[np.ndarray, np.ndarray | None, list[str], str]:
+    """The array, an npz's labels, the notes and the layout seen ('npy' or 'npz') of a numpy
+    file; never unpickles."""
+    notes: list[str] = []
+    obj = np.load(source, allow_pickle=False)
+    if isinstance(obj, np.ndarray):
+        return obj, None, notes, "npy"
+    with obj:  # an NpzFile: decided by the content (zip or not), not by the extension
+        keys = list(obj.files)
+        xkey = next((key for key in ("X", "x", "data") if key in keys), None)
+        if xkey is None:
+            if len(keys) != 1:
+                raise InputError("npz file needs an array 'X' (found "
+                                 f"{_quote(str(keys), quote=False)})", source=source)
+            xkey = keys[0]
+        ykey = next((key for key in ("y", "labels", "classes") if key in keys), None)
+        X = np.asarray(obj[xkey])
+        classes = None
+        if ykey is not None:
+            y = np.asarray(obj[ykey])
+            if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer) or (y < 0).any():
+                raise InputError(f"npz array {ykey!r} must be non-negative integer labels",
+                                 source=source)
+            if y.size and np.issubdtype(y.dtype, np.unsignedinteger) and y.max() > INT_MAX:
+                raise InputError(f"npz array {ykey!r} holds a label too large",
+                                 source=source)
+            classes = y.astype(np.int64)
+            notes.append(f"npz array {ykey!r} read as true labels")
+        other = [key for key in keys if key not in (xkey, ykey)]
+        if other:
+            notes.append("npz arrays ignored: "
+                         + ", ".join(_quote(name, quote=False) for name in other))
+    return X, classes, notes, "npz"
 
 
 # --------------------------------------------------------------------------- constraints
@@ -382,7 +459,8 @@ def read_constraints(path, n: int | None = None, X: np.ndarray | None = None) ->
 def _read_text_constraints(source: str, text: str, n: int | None, X) -> Constraints:
     out = Constraints(format="text", source=source)
     delta_line = gamma_line = None
-    rng = f"0..{n - 1}" if n is not None else ">= 0"
+    hi = n if n is not None else INT_MAX + 1
+    rng = f"0..{hi - 1}"
     for t, raw in enumerate(text.splitlines()):
         lineno = t + 1
         toks = raw.split()
@@ -396,7 +474,7 @@ def _read_text_constraints(source: str, text: str, n: int | None, X) -> Constrai
                 problem = f"{kind} needs two indices, got {len(toks) - 1}"
             elif None in ij:
                 problem = "indices must be integers"
-            elif min(ij) < 0 or (n is not None and max(ij) >= n):
+            elif min(ij) < 0 or max(ij) >= hi:
                 problem = f"index out of range {rng}"
             elif ij[0] == ij[1]:
                 problem = "self pair"
@@ -435,32 +513,41 @@ def _read_text_constraints(source: str, text: str, n: int | None, X) -> Constrai
 def _expand_delta_gamma(out: Constraints, X: np.ndarray, delta_line, gamma_line) -> None:
     """Turn DELTA (pairs closer than d -> ML) and GAMMA (pairs farther than g -> CL) into pairs."""
     # squared distances by the Gram identity; compared against squared thresholds. Fine for
-    # the n of an exact solver (n <= a few thousand).
+    # the n of an exact solver (n <= a few thousand). Squares of data near 1e308 overflow and
+    # those of 1e-320 vanish, so everything is first divided by a power of two near the
+    # largest |x|: exact in binary floating point, so no comparison changes for ordinary data.
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    # 2**(e - 1) <= top < 2**e; 2**e itself overflows when top is near the largest double
+    scale = math.ldexp(1.0, math.frexp(top)[1] - 1) if top > 0 else 1.0
+    X = X / scale
     sq = np.einsum("ij,ij->i", X, X)
     D2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
     iu, ju = np.triu_indices(len(X), k=1)
     d2 = D2[iu, ju]
+    with np.errstate(over="ignore", under="ignore"):  # inf / 0 compare as they should
+        delta2 = (np.float64(out.delta) / scale) ** 2 if out.delta is not None else None
+        gamma2 = (np.float64(out.gamma) / scale) ** 2 if out.gamma is not None else None
     if out.delta is not None:
-        sel = d2 < out.delta ** 2
+        sel = d2 < delta2
         out.ml.extend(zip(iu[sel].tolist(), ju[sel].tolist()))
         out.n_delta = int(sel.sum())
         out.notes.append(f"DELTA {out.delta:g} (line {delta_line}) added {out.n_delta} "
                          "must-link pairs (every pair closer than DELTA)")
     if out.gamma is not None:
-        sel = d2 > out.gamma ** 2
+        sel = d2 > gamma2
         out.cl.extend(zip(iu[sel].tolist(), ju[sel].tolist()))
         out.n_gamma = int(sel.sum())
         out.notes.append(f"GAMMA {out.gamma:g} (line {gamma_line}) added {out.n_gamma} "
                          "cannot-link pairs (every pair farther than GAMMA)")
     if out.delta is not None and out.gamma is not None and out.delta > out.gamma:
-        both = (d2 < out.delta ** 2) & (d2 > out.gamma ** 2)
+        both = (d2 < delta2) & (d2 > gamma2)
         if both.any():
             t = int(np.argmax(both))
             i, j = int(iu[t]), int(ju[t])
             raise InfeasibleError(
                 f"{out.source}: DELTA {out.delta:g} (line {delta_line}) > GAMMA {out.gamma:g} "
                 f"(line {gamma_line}): {int(both.sum())} pairs, e.g. ({i}, {j}) at distance "
-                f"{math.sqrt(d2[t]):.6g}, are both must-link and cannot-link",
+                f"{math.sqrt(d2[t]) * scale:.6g}, are both must-link and cannot-link",
                 reason="delta_gamma", pairs=[(i, j)])
         out.notes.append(f"DELTA {out.delta:g} > GAMMA {out.gamma:g}, but no pair lies at a "
                          "distance between them: no conflict")
@@ -468,15 +555,12 @@ def _expand_delta_gamma(out: Constraints, X: np.ndarray, delta_line, gamma_line)
 
 def _read_json_constraints(source: str, text: str, n: int | None) -> Constraints:
     out = Constraints(format="json", source=source)
-    try:
-        obj = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
-                         line=exc.lineno) from None
+    obj = _load_json(text, source) if text.strip() else {}
     if not isinstance(obj, dict):
         raise InputError("the JSON top level must be an object with keys 'ml' and 'cl'",
                          source=source, line=1)
-    rng = f"0..{n - 1}" if n is not None else ">= 0"
+    hi = n if n is not None else INT_MAX + 1
+    rng = f"0..{hi - 1}"
     for key in ("ml", "cl"):
         pairs = obj.get(key, [])
         line = _json_line(text, key)
@@ -488,7 +572,7 @@ def _read_json_constraints(source: str, text: str, n: int | None) -> Constraints
                 problem = "a pair needs two indices"
             elif not all(isinstance(v, int) and not isinstance(v, bool) for v in p):
                 problem = "indices must be integers"
-            elif min(p) < 0 or (n is not None and max(p) >= n):
+            elif min(p) < 0 or max(p) >= hi:
                 problem = f"index out of range {rng}"
             elif p[0] == p[1]:
                 problem = "self pair"
@@ -596,5 +680,48 @@ def read_labels(path) -> np.ndarray:
         if v is None or v < 0:
             raise InputError(f"not a non-negative integer label: {_quote(tok)}", source=source,
                              line=t + 1)
+        if v > INT_MAX:
+            raise InputError(f"label {_quote(tok)} is too large", source=source, line=t + 1)
         out.append(v)
     return np.asarray(out, dtype=np.int64)
+
+
+def jsonable(obj: Any) -> Any:
+    """Convert numpy arrays/scalars, dataclasses, paths and sets to JSON types.
+
+    Non-finite floats become ``null`` (strict JSON has no inf/nan).
+    """
+    if isinstance(obj, dict):
+        return {str(key): jsonable(v) for key, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return [jsonable(v) for v in sorted(obj)]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return jsonable({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+    if isinstance(obj, pathlib.PurePath):
+        return str(obj)
+    return obj
+
+
+def write_json(path, obj: Any) -> None:
+    """Write ``obj`` as indented JSON (numpy-aware, see :func:`jsonable`); ``'-'`` = stdout."""
+    text = json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n"
+    if os.fspath(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        with open(os.fspath(path), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", source=os.fspath(path)) from None

@@ -21,11 +21,16 @@ import io
 import json
 import math
 import os
+import sys
+import time
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-__all__ = ["format_table_header", "format_row", "format_footer", "format_settings",
-           "GapLog", "JsonlLog", "ROW_KEYS"]
+from pcsos.errors import InputError
+from pcsos.io import jsonable
+
+__all__ = ["ProgressPrinter", "format_table_header", "format_row", "format_footer",
+           "format_settings", "GapLog", "JsonlLog", "ROW_KEYS"]
 
 # (key in the row dict, column title, width); a None title marks a space-joined group
 _COLUMNS = [
@@ -117,8 +122,6 @@ class _Sink:
     """A text file opened for writing (``'-'`` or a stream: written to, never closed)."""
 
     def __init__(self, target: str | os.PathLike | IO[str]):
-        from pcsos.errors import InputError
-
         if hasattr(target, "write"):
             self._fh, self._own = target, False
         elif os.fspath(target) == "-":
@@ -166,14 +169,105 @@ class JsonlLog(_Sink):
     """One JSON object per line (non-finite floats become null, numpy values plain)."""
 
     def record(self, obj: Mapping[str, Any]) -> None:
-        self.write(json.dumps(_jsonable(obj), allow_nan=False) + "\n")
+        self.write(json.dumps(jsonable(obj), allow_nan=False) + "\n")
 
     def records(self, objs: Iterable[Mapping[str, Any]]) -> None:
         for obj in objs:
             self.record(obj)
 
 
-def _jsonable(obj: Any) -> Any:
-    from pcsos.cli.common import jsonable
+class ProgressPrinter:
+    """A MIP-style progress table on a stream (stderr by default).
 
-    return jsonable(obj)
+    :meth:`__call__` takes the node rows: a line at the root, at every improvement of the
+    incumbent (marked ``*``) and otherwise at most once per ``interval`` seconds.
+    :meth:`status` takes the tree's progress snapshots, so that a long root (or a long
+    node) shows what it is doing from the first second: a line whenever the work or the
+    bounds change, at most once per ``interval``, and at least every ``heartbeat`` seconds.
+    :meth:`finish` prints the last row if the throttle held it back, so the table ends on
+    the same counts as the summary.
+    """
+
+    HEADER = (f"{'':1}{'Nodes':>7} {'Open':>6} {'Depth':>5} {'Best bound':>14} "
+              f"{'Incumbent':>14} {'Gap':>9} {'Time':>8}  Work")
+
+    def __init__(self, stream=None, interval: float = 1.0, heartbeat: float = 30.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.heartbeat = heartbeat
+        self.last = -math.inf
+        self.started = False
+        self.pending: dict | None = None  # the last row, when it was not printed
+        self.said: tuple = ()  # what the last status line showed
+
+    def _write(self, mark: str, nodes, open_, depth, lb, ub, gap, elapsed: float,
+               work: str = "") -> None:
+        if not self.started:
+            self.stream.write(self.HEADER + "\n")
+            self.started = True
+
+        def col(v, width: int, fmt: str) -> str:
+            return f"{v:{width}{fmt}}" if v is not None else f"{'-':>{width}}"
+
+        gap_s = f"{100 * gap:8.4f}%" if gap is not None and math.isfinite(gap) else f"{'-':>9}"
+        self.stream.write(f"{mark}{col(nodes, 7, 'd')} {col(open_, 6, 'd')} "
+                          f"{col(depth, 5, 'd')} {col(lb, 14, '.6f')} {col(ub, 14, '.6f')} "
+                          f"{gap_s} {elapsed:7.1f}s  {work}".rstrip() + "\n")
+        self.stream.flush()
+        self.last = time.time()
+
+    def __call__(self, row: dict) -> None:
+        now = time.time()
+        if not (row.get("improved") or row["node"] == 0 or now - self.last >= self.interval):
+            self.pending = row
+            return
+        self.pending = None
+        self._write("*" if row.get("improved") else " ", row["node"] + 1, row["open"],
+                    row["depth"], row["global_lb"], row["gub"], row["gap"], row["elapsed"])
+
+    def status(self, st: dict) -> None:
+        """One progress snapshot (see :func:`solve_instance`'s ``progress``)."""
+        work = self._work(st)
+        seen = (work, st.get("bound"), st.get("incumbent"))
+        now = time.time()
+        if now - self.last < (self.interval if seen != self.said else self.heartbeat):
+            return
+        self.said = seen
+        if "nodes" not in st:  # before the tree starts
+            self._write(" ", None, None, None, None, None, None, st["elapsed"], work)
+            return
+        self._write(" ", st["nodes"], st["open"], None, st["bound"], st["incumbent"],
+                    st["gap"], st["elapsed"], work)
+
+    @staticmethod
+    def _work(st: dict) -> str:
+        if "stage" in st:
+            return st["stage"]
+        running = st.get("running", {})
+        if len(running) != 1:
+            return f"{len(running)} nodes running" if running else ""
+        (nid, rep), = running.items()
+        who = "root" if nid == 0 else f"node {nid}"
+        stage = rep.get("stage", "starting")
+        if stage == "bound" and rep.get("round"):
+            return f"{who}: cutting-plane round {rep['round']}, bound {rep['bound']:.6f}"
+        if stage == "heuristic":
+            return f"{who}: heuristic {rep.get('name', '')}".rstrip()
+        return f"{who}: {stage}"
+
+    def finish(self) -> None:
+        """Print the last node row if the throttle held it back."""
+        if self.pending is not None:
+            row, self.pending = self.pending, None
+            self.last = -math.inf
+            self(row)
+
+    @staticmethod
+    def summary(res, stream=None) -> None:
+        """One line for a :class:`pcsos.api.Result`: status, objective, bound, gap, counts."""
+        stream = stream if stream is not None else sys.stderr
+        gap_s = f"{100 * res.gap:.4f}%" if math.isfinite(res.gap) else "-"
+        stream.write(f"{res.status}: objective {res.objective:.6f}, lower bound "
+                     f"{res.lower_bound:.6f}, gap {gap_s}, {res.nodes} nodes, "
+                     f"{res.seconds:.1f} s ({res.message})\n")
+        stream.flush()

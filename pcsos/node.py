@@ -24,18 +24,31 @@ from __future__ import annotations
 import math
 import multiprocessing
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from pcsos._kernels import branching_score
+from pcsos.bounds.result import WarmStart
+from pcsos.cuts.loop import cutting_plane_loop, inherit_cuts_map, inherited_selection
+from pcsos.decomposition import (
+    decomposition_bound,
+    partition,
+    spectral_floor,
+    subset_settings,
+    subset_size_for,
+)
 from pcsos.errors import InfeasibleError
+from pcsos.feasibility import check_problem
+from pcsos.heuristics import run_heuristic
+from pcsos.options import SolverOptions
 from pcsos.problem import Problem, sse
 from pcsos.tree import Context, NodeOutcome, gap_closed
 
-__all__ = ["NodeData", "NodeOptions", "process_node", "root_node", "clustering_from_Z",
+__all__ = ["NodeData", "process_node", "root_node", "clustering_from_Z",
            "FLAG_SOLVED", "FLAG_FAILED", "FLAG_PARTIAL", "FLAG_INFEASIBLE", "CP_FLAG_INFEASIBLE",
            "CP_FLAG_PRUNED"]
 
@@ -49,39 +62,8 @@ _SDP_FLAGS = {"solved": FLAG_SOLVED, "max_iter": FLAG_PARTIAL, "time_limit": FLA
               "target": FLAG_SOLVED}
 
 
-@dataclass
-class NodeOptions:
-    """Settings of every node (picklable; shared by all jobs of one solve).
-
-    tol, abs_tol : relative and absolute gap tolerances (prune when (UB - LB) / UB <= tol
-        or UB - LB <= abs_tol).
-    heuristic, heuristic_options : the upper-bound heuristic by name and its options.
-    heuristic_time_limit : seconds per heuristic call (None: the node's remaining time).
-    sdp_backend, sdp_options : the bounding backend and its options (``solve_sdp``).
-    cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings` or a dict of its fields.
-    feasibility_backend : 'highs' or 'gurobi'.
-    root_heuristic : a heuristic run (without Z) before the root's bound, within
-        :data:`ROOT_HEURISTIC_SHARE` of the time left; None: none. It gets
-        ``heuristic_options`` only when it is ``heuristic`` (else only their init_labels).
-    branch_threshold : below this branching score Z is taken as a clustering matrix.
-    seed : base seed; node t uses ``SeedSequence([seed, t])``.
-    blas_threads, root_blas_threads : BLAS threads per job (the root runs alone).
-    """
-
-    tol: float = 1e-4
-    abs_tol: float = 0.0
-    heuristic: str = "ipc-kmeans"
-    heuristic_options: dict = field(default_factory=dict)
-    heuristic_time_limit: float | None = None
-    root_heuristic: str | None = "s-mdeclust"
-    sdp_backend: str = "admm"
-    sdp_options: dict = field(default_factory=dict)
-    cp_settings: Any = None
-    feasibility_backend: str = "highs"
-    branch_threshold: float = 1e-5
-    seed: int | None = None
-    blas_threads: int | None = None
-    root_blas_threads: int | None = None
+#: below this branching score Z is taken as a clustering matrix (module doc, step 5)
+BRANCH_THRESHOLD = 1e-5
 
 
 @dataclass
@@ -109,14 +91,14 @@ def root_node(problem: Problem) -> NodeData:
     return NodeData(problem)
 
 
-def _seed(options: NodeOptions, ctx: Context):
+def _seed(options: SolverOptions, ctx: Context):
     return np.random.SeedSequence([0 if options.seed is None else int(options.seed),
                                    int(ctx.node_id)])
 
 
-def _blas_limit(options: NodeOptions, ctx: Context):
+def _blas_limit(options: SolverOptions, ctx: Context):
     """BLAS threads for this job (see module pcsos.api for the thread-pool policy)."""
-    limit = options.root_blas_threads if ctx.is_root else options.blas_threads
+    limit = options.root_threads if ctx.is_root else options.threads
     if limit is None:
         return None
     # in the manager's process the caller has set the pool-wide limit already (threadpoolctl
@@ -130,8 +112,11 @@ def _blas_limit(options: NodeOptions, ctx: Context):
 
 
 def process_node(data: NodeData, ctx: Context) -> NodeOutcome:
-    """Process one node (see the module docstring); the tree's process function."""
-    options: NodeOptions = ctx.options
+    """Process one node (see the module docstring); the tree's process function.
+
+    ``ctx.options`` is the solve's checked :class:`~pcsos.options.SolverOptions` with
+    ``threads`` and ``root_threads`` resolved to numbers (BLAS threads per job / root)."""
+    options: SolverOptions = ctx.options
     limiter = _blas_limit(options, ctx)
     try:
         return _process(data, ctx, options)
@@ -149,159 +134,194 @@ def _row(data: NodeData, **kw) -> dict:
     return row
 
 
-def _process(data: NodeData, ctx: Context, options: NodeOptions) -> NodeOutcome:
-    t0 = time.perf_counter()
+def _process(data: NodeData, ctx: Context, options: SolverOptions) -> NodeOutcome:
     problem = data.problem
     k = problem.k
-    X = problem.instance.X
-    # ------------------------------------------------------------ leaves and trivial nodes
     if problem.s < k:
         return NodeOutcome(math.inf, row=_row(data, flag=FLAG_INFEASIBLE,
                                               cp_flag=CP_FLAG_INFEASIBLE))
     if problem.s == k:
         # one clustering left: every super-point is a cluster (CL pairs hold trivially)
+        t0 = time.perf_counter()
         labels = problem.to_points(np.arange(k))
-        val = sse(X, labels)
+        val = sse(problem.instance.X, labels)
         return NodeOutcome(val, val, labels,
                            row=_row(data, lb=val, ub=val, time=time.perf_counter() - t0))
+    return _NodeRun(data, ctx, options).run()
 
-    def unfinished(bound: float, labels=None, value: float = math.inf) -> NodeOutcome:
-        # stopped by the deadline or a cancellation: the node stays open for the tree
-        return NodeOutcome(bound, value, labels, row=_row(data, lb=bound, flag=FLAG_PARTIAL),
-                           finished=False)
 
-    # ------------------------------------------------------------ 1. feasibility
-    feas_witness = None
-    if not data.known_feasible:
-        from pcsos.feasibility import check_problem
+class _NodeRun:
+    """One node's steps 1-5 (module doc) and what they share: the best clustering found,
+    the node's own heuristic value and its log row."""
 
-        ctx.report("feasibility")
-        fz = check_problem(problem, options.feasibility_backend,
-                           time_limit=_finite(ctx.remaining()))
-        if fz.feasible is False:
-            return NodeOutcome(math.inf, row=_row(data, flag=FLAG_INFEASIBLE,
-                                                  cp_flag=CP_FLAG_INFEASIBLE,
-                                                  time=time.perf_counter() - t0,
-                                                  feasibility=fz.reason))
-        if fz.feasible is None:  # stopped by the deadline: nothing proven
-            return unfinished(data.parent_bound)
-        feas_witness = fz.labels
-    if ctx.cancelled():
-        return unfinished(data.parent_bound)
-    # ------------------------------------------------------------ 2. bound
-    from pcsos.cuts.loop import cutting_plane_loop
+    def __init__(self, data: NodeData, ctx: Context, options: SolverOptions):
+        self.t0 = time.perf_counter()
+        self.data, self.ctx, self.options = data, ctx, options
+        self.problem = data.problem
+        self.best_val, self.best_labels = math.inf, None
+        self.own_val = math.inf  # what this node's own search found (the log's UB column)
+        self.lb = data.parent_bound
+        self.row: dict = {}
+        self.witness = None  # the feasibility check's clustering
 
-    best_val, best_labels = math.inf, None
-    own_val = math.inf  # what this node's own search found (the log's UB column)
-
-    def consider(labels, own: bool = True) -> None:
-        nonlocal best_val, best_labels, own_val
+    # ------------------------------------------------------------ shared helpers
+    def consider(self, labels, own: bool = True) -> None:
         if labels is None:
             return
-        v = sse(X, labels)
+        v = sse(self.problem.instance.X, labels)
         if own:
-            own_val = min(own_val, v)
-        if v < best_val:
-            best_val, best_labels = v, np.asarray(labels)
+            self.own_val = min(self.own_val, v)
+        if v < self.best_val:
+            self.best_val, self.best_labels = v, np.asarray(labels)
             # shared at once: other jobs prune against it, and a stop keeps it
-            ctx.offer(v, best_labels)
+            self.ctx.offer(v, self.best_labels)
 
-    def closed(lb: float) -> bool:
-        return gap_closed(min(ctx.incumbent, best_val), lb, options.tol, options.abs_tol)
+    def closed(self, lb: float) -> bool:
+        return gap_closed(min(self.ctx.incumbent, self.best_val), lb, self.options.tol,
+                          self.options.abs_tol)
 
-    consider(feas_witness, own=False)
-    consider(data.hint, own=False)
-    if data.kind == "root" and options.root_heuristic:
+    def unfinished(self, bound: float) -> NodeOutcome:
+        # stopped by the deadline or a cancellation: the node stays open for the tree
+        return NodeOutcome(bound, self.best_val, self.best_labels,
+                           row=_row(self.data, lb=bound, flag=FLAG_PARTIAL), finished=False)
+
+    def done(self, reason: str | None = None) -> NodeOutcome:
+        self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val)
+        if reason:
+            self.row["closed"] = reason
+        return NodeOutcome(self.lb, self.best_val, self.best_labels, row=self.row)
+
+    # ------------------------------------------------------------ the steps
+    def run(self) -> NodeOutcome:
+        data, ctx = self.data, self.ctx
+        stop = self.feasibility()
+        if stop is not None:
+            return stop
+        if ctx.cancelled():
+            return self.unfinished(data.parent_bound)
+        self.consider(self.witness, own=False)
+        self.consider(data.hint, own=False)
+        if data.kind == "root" and self.options.root_heuristic:
+            self.root_heuristic()
+            if ctx.cancelled():
+                return self.unfinished(data.parent_bound)
+        need = _sdp_seconds(self.problem.s)
+        if need > ctx.remaining():
+            return self.too_large(need)
+        br = self.bound()
+        sdp = br.sdp
+        if ctx.cancelled() and not self.closed(self.lb) and getattr(sdp, "status", "") not in (
+                "solved", "target"):
+            # stopped inside the loop: the node stays open, with the (valid) bound it reached
+            return self.unfinished(self.lb)
+        # 3. prune
+        if self.closed(self.lb):
+            self.row["cp_flag"] = CP_FLAG_PRUNED
+            return self.done("pruned")
+        if sdp is None or sdp.Z is None:
+            return self.done("no_sdp")
+        # 4. heuristic
+        ctx.report("heuristic", name=self.options.heuristic, bound=self.lb)
+        hres = _heuristic(self.options, self.problem, sdp.Z, ctx, self.best_labels)
+        if hres.status == "found":
+            self.consider(hres.labels)
+            self.row["heuristic_ub"] = hres.objective
+        if self.closed(self.lb):
+            return self.done("pruned")
+        if ctx.cancelled():
+            return self.unfinished(self.lb)
+        return self.branch(br)
+
+    def feasibility(self) -> NodeOutcome | None:
+        """1. An exact check, skipped when the parent's clustering proves the node feasible;
+        an outcome when it ends the node, else None (its clustering kept as ``witness``)."""
+        if self.data.known_feasible:
+            return None
+        self.ctx.report("feasibility")
+        fz = check_problem(self.problem, self.options.feasibility_backend,
+                           time_limit=_finite(self.ctx.remaining()))
+        if fz.feasible is False:
+            return NodeOutcome(math.inf, row=_row(self.data, flag=FLAG_INFEASIBLE,
+                                                  cp_flag=CP_FLAG_INFEASIBLE,
+                                                  time=time.perf_counter() - self.t0,
+                                                  feasibility=fz.reason))
+        if fz.feasible is None:  # stopped by the deadline: nothing proven
+            return self.unfinished(self.data.parent_bound)
+        self.witness = fz.labels
+        return None
+
+    def root_heuristic(self) -> None:
         # an upper bound before the root's cutting-plane loop lets the loop stop as soon as
         # the root can be pruned, and leaves a good clustering even if a limit stops the root
-        ctx.report("heuristic", name=options.root_heuristic)
-        h0 = _heuristic(options, problem, None, ctx, best_labels, name=options.root_heuristic)
+        name = self.options.root_heuristic
+        self.ctx.report("heuristic", name=name)
+        h0 = _heuristic(self.options, self.problem, None, self.ctx, self.best_labels, name=name)
         if h0.status == "found":
-            consider(h0.labels)
-        if ctx.cancelled():
-            return unfinished(data.parent_bound, best_labels, best_val)
-    need = _sdp_seconds(problem.s)
-    if need > ctx.remaining():
+            self.consider(h0.labels)
+
+    def too_large(self, need: float) -> NodeOutcome:
         # no bound can come out in the time left (a large instance): say so at once rather
         # than spend the time and GBs of memory on a solve that cannot finish; the root
         # bounds subsets of the data instead (an SSE is never negative: 0 at the least)
         extra = {}
-        bound = max(data.parent_bound, 0.0)
-        if data.kind == "root" and best_labels is not None:
-            ctx.report("decomposition bound")
-            extra = _decomposition(problem, best_labels, ctx, options)
+        bound = max(self.data.parent_bound, 0.0)
+        if self.data.kind == "root" and self.best_labels is not None:
+            self.ctx.report("decomposition bound")
+            extra = _decomposition(self.problem, self.best_labels, self.ctx, self.options)
             bound = max(bound, extra["decomposition_bound"])
-        return NodeOutcome(bound, best_val, best_labels, row=_row(
-            data, lb=bound, flag=FLAG_FAILED, time=time.perf_counter() - t0,
-            ub=own_val, closed="sdp_too_large", sdp_estimate=need, **extra))
-    sdp_options = dict(options.sdp_options)
-    sdp_options.setdefault("backend", options.sdp_backend)
-    # lets Ctrl-C / a time limit end a long SDP solve within one iteration
-    sdp_options["should_stop"] = ctx.cancelled
-    ctx.report("bound", round=0)
-    br = cutting_plane_loop(
-        problem, cuts=data.cuts, warm_start=data.warm_start,
-        upper_bound=min(ctx.incumbent, best_val), settings=options.cp_settings,
-        root=data.kind == "root", sdp_options=sdp_options,
-        seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
-        callback=_round_callback(ctx), known_bound=data.parent_bound)
-    lb = max(float(br.lower_bound), data.parent_bound)
-    sdp = br.sdp
-    Z = None if sdp is None else sdp.Z
-    fam = _family_averages(br)
-    row = _row(data, lb=lb, flag=_SDP_FLAGS.get(getattr(sdp, "status", "failed"), FLAG_FAILED),
-               cp_iter=len(br.rounds), cp_flag=int(br.flag),
-               cp_ineq=len(br.cuts) if br.cuts is not None else 0, **fam,
-               sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None))
-    if ctx.cancelled() and not closed(lb) and getattr(sdp, "status", "") not in (
-            "solved", "target"):
-        # stopped inside the loop: the node stays open, with the (valid) bound it reached
-        return unfinished(lb, best_labels, best_val)
+        return NodeOutcome(bound, self.best_val, self.best_labels, row=_row(
+            self.data, lb=bound, flag=FLAG_FAILED, time=time.perf_counter() - self.t0,
+            ub=self.own_val, closed="sdp_too_large", sdp_estimate=need, **extra))
 
-    def done(reason: str | None = None) -> NodeOutcome:
-        row.update(time=time.perf_counter() - t0, ub=own_val)
-        if reason:
-            row["closed"] = reason
-        return NodeOutcome(lb, best_val, best_labels, row=row)
+    def bound(self):
+        """2. The cutting-plane loop, warm-started from the parent; sets ``lb`` and ``row``."""
+        data, ctx, options = self.data, self.ctx, self.options
+        sdp_options = dict(options.sdp_options)
+        sdp_options.setdefault("backend", options.sdp_backend)
+        # lets Ctrl-C / a time limit end a long SDP solve within one iteration
+        sdp_options["should_stop"] = ctx.cancelled
+        ctx.report("bound", round=0)
+        br = cutting_plane_loop(
+            self.problem, cuts=data.cuts, warm_start=data.warm_start,
+            upper_bound=min(ctx.incumbent, self.best_val), settings=options.cp_settings,
+            root=data.kind == "root", sdp_options=sdp_options,
+            seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
+            callback=_round_callback(ctx), known_bound=data.parent_bound)
+        self.lb = max(float(br.lower_bound), data.parent_bound)
+        sdp = br.sdp
+        self.row = _row(
+            data, lb=self.lb, flag=_SDP_FLAGS.get(getattr(sdp, "status", "failed"), FLAG_FAILED),
+            cp_iter=len(br.rounds), cp_flag=int(br.flag),
+            cp_ineq=len(br.cuts) if br.cuts is not None else 0, **_family_averages(br),
+            sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None))
+        return br
 
-    # ------------------------------------------------------------ 3. prune
-    if closed(lb):
-        row["cp_flag"] = CP_FLAG_PRUNED
-        return done("pruned")
-    if Z is None:
-        return done("no_sdp")
-    # ------------------------------------------------------------ 4. heuristic
-    ctx.report("heuristic", name=options.heuristic, bound=lb)
-    hres = _heuristic(options, problem, Z, ctx, best_labels)
-    if hres.status == "found":
-        consider(hres.labels)
-        row["heuristic_ub"] = hres.objective
-    if closed(lb):
-        return done("pruned")
-    if ctx.cancelled():
-        return unfinished(lb, best_labels, best_val)
-    # ------------------------------------------------------------ 5. branch
-    from pcsos._kernels import branching_score
-
-    i, j, score = branching_score(Z)
-    row["score"] = float(score)
-    if score < options.branch_threshold:
-        sl = clustering_from_Z(Z, problem)
-        if sl is not None:
-            consider(problem.to_points(sl))
-            if closed(lb):
-                row["pruned_by_optimality"] = True
-                return done("clustering_matrix")
-        # Z looks like a clustering matrix but the bound does not close the node (an
-        # inaccurate SDP): branching on any pair is still a valid split, so keep going
-        i, j = _fallback_pair(Z, problem)
-        if i < 0:
-            return done("unresolved")
-    elif _is_cl(problem, i, j):  # cannot happen for an accurate Z (Z_ij = 0 on CL pairs)
-        i, j = _fallback_pair(Z, problem)
-    children = _children(data, problem, br, i, j, lb, best_labels, options.cp_settings)
-    row.update(time=time.perf_counter() - t0, ub=own_val, branch=(int(i), int(j)))
-    return NodeOutcome(lb, best_val, best_labels, children=children, row=row)
+    def branch(self, br) -> NodeOutcome:
+        """5. Split on the pair the branching score picks, or close the node when Z is a
+        clustering matrix whose clustering the bound proves optimal."""
+        problem, Z = self.problem, br.sdp.Z
+        i, j, score = branching_score(Z)
+        self.row["score"] = float(score)
+        if score < BRANCH_THRESHOLD:
+            sl = clustering_from_Z(Z, problem)
+            if sl is not None:
+                self.consider(problem.to_points(sl))
+                if self.closed(self.lb):
+                    self.row["pruned_by_optimality"] = True
+                    return self.done("clustering_matrix")
+            # Z looks like a clustering matrix but the bound does not close the node (an
+            # inaccurate SDP): branching on any pair is still a valid split, so keep going
+            i, j = _fallback_pair(Z, problem)
+            if i < 0:
+                return self.done("unresolved")
+        elif _is_cl(problem, i, j):  # cannot happen for an accurate Z (Z_ij = 0 on CL pairs)
+            i, j = _fallback_pair(Z, problem)
+        children = _children(self.data, problem, br, i, j, self.lb, self.best_labels,
+                             self.options.cp_settings)
+        self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val,
+                        branch=(int(i), int(j)))
+        return NodeOutcome(self.lb, self.best_val, self.best_labels, children=children,
+                           row=self.row)
 
 
 #: the root heuristic (run before the root's bound) gets at most this share of the time left
@@ -312,18 +332,11 @@ ROOT_HEURISTIC_SHARE = 0.25
 DECOMPOSITION_SUBSET = 300
 
 
-def _decomposition(problem: Problem, labels, ctx: Context, options: NodeOptions) -> dict:
-    """The decomposition bound of the root's instance (pcsos.bounds.decomposition) within
+def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOptions) -> dict:
+    """The decomposition bound of the root's instance (pcsos.decomposition) within
     the time left, on this job's thread, with the solve's SDP settings and its cut settings
     with loose rounds at the subsets' tolerance (``subset_settings``): the log row's
     fields."""
-    from pcsos.bounds.decomposition import (
-        decomposition_bound,
-        partition,
-        spectral_floor,
-        subset_settings,
-        subset_size_for,
-    )
 
     inst = problem.instance
     subsets = partition(inst, labels, min(subset_size_for(inst.k), DECOMPOSITION_SUBSET))
@@ -338,12 +351,10 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: NodeOptions)
             "decomposition_sdp": sum(b.method == "sdp" for b in parts)}
 
 
-def _heuristic(options: NodeOptions, problem: Problem, Z, ctx: Context, best_labels,
+def _heuristic(options: SolverOptions, problem: Problem, Z, ctx: Context, best_labels,
                name: str | None = None):
     """The node's heuristic (or the root heuristic ``name``), handed the best clustering
     known to the node as a start."""
-    from pcsos.heuristics import run_heuristic
-
     # blas_threads=None: the pool (or _blas_limit) has set the limit; threadpoolctl limits
     # are process-wide, so a job in a worker thread must not set its own
     hopts = dict(options.heuristic_options)
@@ -460,9 +471,6 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
               labels: np.ndarray | None, settings) -> list[tuple[NodeData, float]]:
     """The must-link and cannot-link children (an infeasible child is not created), with
     the cuts they inherit and the parent's SDP point mapped onto them."""
-    from pcsos.bounds.result import WarmStart
-    from pcsos.cuts.loop import inherit_cuts_map, inherited_selection
-
     sel = inherited_selection(br, settings)
     parent_cuts = br.cuts.select(sel)
     point = None if br.sdp is None else WarmStart.for_cuts(br.sdp, sel)

@@ -10,15 +10,19 @@ caller (a warm start, an executor, callbacks, stop events, printing) stays a key
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from pcsos.bounds import BACKENDS
+from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.errors import InputError
+from pcsos.heuristics import get_heuristic
 from pcsos.tree import ORDERS
 
-__all__ = ["SolverOptions", "ABS_TOL", "ORDERS"]
+__all__ = ["SolverOptions", "ABS_TOL", "ORDERS", "resolve_workers"]
 
 #: default absolute gap tolerance (as Gurobi's MIPGapAbs): a node closes when
 #: UB - LB <= abs_tol, which certifies a zero or tiny optimum whose relative gap is useless
@@ -102,8 +106,6 @@ class SolverOptions:
         if self.order not in ORDERS:
             raise InputError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}",
                              source="order")
-        from pcsos.heuristics import get_heuristic
-
         for name in ("heuristic", "root_heuristic"):
             if getattr(self, name) is None and name == "root_heuristic":
                 continue
@@ -114,8 +116,6 @@ class SolverOptions:
         if self.feasibility_backend not in ("highs", "gurobi"):
             raise InputError(f"feasibility_backend must be 'highs' or 'gurobi', got "
                              f"{self.feasibility_backend!r}", source="feasibility_backend")
-        from pcsos.bounds import BACKENDS
-
         if self.sdp_backend not in BACKENDS:
             raise InputError(f"unknown SDP backend {self.sdp_backend!r}; choose one of "
                              f"{', '.join(BACKENDS)}", source="sdp_backend")
@@ -132,8 +132,6 @@ class SolverOptions:
             sdp_options=dict(self.sdp_options or {}), cp_settings=self._cut_settings())
 
     def _cut_settings(self):
-        from pcsos.cuts.loop import CuttingPlaneSettings
-
         cp = self.cp_settings
         if cp is None or isinstance(cp, dict):
             # the loop stops once the node can be pruned
@@ -160,3 +158,10 @@ def _check_positive_int(name: str, v) -> None:
         ok = False
     if not ok:
         raise InputError(f"{name} must be a positive integer, got {v!r}", source=name)
+
+
+def resolve_workers(workers) -> int:
+    """``workers`` checked (a positive integer; :class:`InputError` otherwise), or the CPU
+    count for None: the one place this default is taken."""
+    _check_positive_int("workers", workers)
+    return int(workers) if workers is not None else (os.cpu_count() or 1)

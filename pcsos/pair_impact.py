@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pcsos.api import solve_instance
 from pcsos.errors import InfeasibleError, UndecidedError
+from pcsos.heuristics import get_heuristic, run_heuristic
+from pcsos.options import SolverOptions
 from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance, sse
 
 __all__ = ["impact", "ImpactResult", "PairImpact"]
@@ -54,7 +57,9 @@ class PairImpact:
 @dataclass
 class ImpactResult:
     """Pairs ranked by ``score`` (highest first), the clustering they were scored against
-    (``labels``, its ``objective``, and whether it is certified ``optimal``), ``seconds``."""
+    (``labels``, its ``objective``, and whether it is certified ``optimal``), ``seconds``;
+    ``interrupted``: a stop request ended the run with ``pairs`` holding only the pairs
+    scored by then, of ``total`` (-1: not counted, for a result built by hand)."""
 
     pairs: list[PairImpact]
     labels: np.ndarray
@@ -62,28 +67,29 @@ class ImpactResult:
     optimal: bool
     seconds: float
     notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    total: int = -1
 
     def to_dict(self) -> dict:
         """JSON-ready: ``pairs`` as a list of objects, highest score first."""
         return {"pairs": [vars(p) for p in self.pairs], "labels": self.labels.tolist(),
                 "objective": self.objective, "optimal": self.optimal,
-                "seconds": self.seconds, "notes": list(self.notes)}
+                "seconds": self.seconds, "notes": list(self.notes),
+                "interrupted": self.interrupted, "total": self.total}
 
 
 def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
-                   seed: int, time_limit: float | None, solve_options: dict) -> float:
+                   seed: int, time_limit: float | None, solve_options: dict,
+                   stop_event=None) -> float:
     """The value of the best clustering found for ``inst`` (a pair removed), started from
     ``lab``, which obeys every pair of ``inst``."""
     if exact:
-        from pcsos.api import solve_instance
-
-        res = solve_instance(inst, init_labels=lab, time_limit=time_limit, **solve_options)
+        res = solve_instance(inst, init_labels=lab, time_limit=time_limit,
+                             stop_event=stop_event, **solve_options)
         return res.objective
-    from pcsos.heuristics import run_heuristic
-
     problem = Problem.from_instance(inst, infer_k2=False)
     h = run_heuristic(heuristic, problem, seed=seed, init_labels=lab,
-                      time_limit=time_limit)
+                      time_limit=time_limit, stop_event=stop_event)
     return h.objective if h.status == "found" else math.inf
 
 
@@ -134,7 +140,7 @@ def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
 
 def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans",
            exact: bool = False, seed: int = 0, time_limit: float | None = None,
-           progress=None, **solve_options) -> ImpactResult:
+           progress=None, stop_event=None, **solve_options) -> ImpactResult:
     """Score every pair by how much the optimum would drop without it; ranked, highest first.
 
     ``labels``: the clustering to score against (checked as a warm start: n labels, k
@@ -143,21 +149,20 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     ``optimal`` is False). Per pair, ``heuristic`` (a registered name) or, with ``exact``,
     the exact solver re-solves the instance without the pair from that clustering, within
     ``time_limit`` seconds each. ``progress(done, total)`` is called after each pair.
-    Raises :class:`InputError` for bad input and :class:`InfeasibleError` when no
-    clustering exists.
+    ``stop_event`` (a threading.Event), once set, stops the first solve with its best
+    clustering and the scoring: the result, ``interrupted``, holds the pairs scored before
+    (a pair whose re-solve was cut short is left out: its drop would be too small).
+    Raises :class:`InputError` for bad input, :class:`InfeasibleError` when no clustering
+    exists and :class:`UndecidedError` when none was found (or the stop came first).
     """
     t0 = time.perf_counter()
-    from pcsos.heuristics import get_heuristic
-    from pcsos.options import SolverOptions
-
     get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
     SolverOptions.make(**solve_options).checked()  # a misspelt option is named, not dropped
     inst = make_instance(X, k, ml, cl)
     notes: list[str] = []
     if labels is None:
-        from pcsos.api import solve_instance
-
-        res = solve_instance(inst, time_limit=time_limit, **solve_options)
+        res = solve_instance(inst, time_limit=time_limit, stop_event=stop_event,
+                             **solve_options)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
         if res.labels is None:
@@ -177,18 +182,29 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres)
     out: list[PairImpact] = []
     total = len(inst.ml) + len(inst.cl)
+
+    def stopped() -> bool:
+        return stop_event is not None and stop_event.is_set()
+
     for kind, pairs, duals in (("ML", inst.ml, dual_ml), ("CL", inst.cl, dual_cl)):
         for t, (i, j) in enumerate(pairs):
+            if stopped():
+                break
             rest = np.delete(pairs, t, axis=0)
             without = make_instance(inst.X, inst.k, rest if kind == "ML" else inst.ml,
                                     rest if kind == "CL" else inst.cl)
             best = _value_without(without, lab, heuristic, exact, seed, time_limit,
-                                  solve_options)
+                                  solve_options, stop_event)
+            if stopped():
+                break  # its re-solve may have been cut short: no score rather than too low
             # the start is feasible without the pair: best <= value up to rounding
             drop = max(0.0, value - best) if math.isfinite(best) else 0.0
             out.append(PairImpact(int(i), int(j), kind, drop, drop, float(duals[t])))
             if progress is not None:
                 progress(len(out), total)
+    interrupted = stopped()
+    if interrupted:
+        notes.append(f"interrupted: {len(out)} of {total} pairs scored")
     out.sort(key=lambda p: (-p.score, -(p.dual if math.isfinite(p.dual) else 0.0)))
     return ImpactResult(out, canonical_labels(lab), value, optimal, time.perf_counter() - t0,
-                        notes)
+                        notes, interrupted, total)

@@ -13,14 +13,17 @@ nor touch the caller's pyplot state, and return it (written to ``path`` when giv
 
 from __future__ import annotations
 
-import json
+import contextlib
 import math
+import numbers
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from pcsos.errors import BackendUnavailableError, InputError
+from pcsos.errors import BackendUnavailableError, InputError, PcsosError
+from pcsos.io import _load_json, _quote, _read_text
 
 __all__ = ["plot_progress", "plot_clusters", "read_run"]
 
@@ -35,44 +38,81 @@ def _figure(figsize):
     return Figure(figsize=figsize, layout="constrained")
 
 
-def read_run(path) -> list[dict]:
-    """The node rows of a ``pcsos solve --jsonl`` file (null numbers become nan)."""
-    from pcsos.io import _read_text
+#: the keys of a node row that are drawn: each must be a finite number or null
+PLOTTED_KEYS = ("elapsed", "global_lb", "gub", "gap")
 
+
+def read_run(path) -> list[dict]:
+    """The node rows of a ``pcsos solve --jsonl`` file (null numbers become nan).
+
+    Raises :class:`InputError` naming the file and line for a line that is not a JSON
+    object with ``elapsed``, or whose drawn values (:data:`PLOTTED_KEYS`) are not finite
+    numbers or null (the writer turns inf and nan into null).
+    """
     source = os.fspath(path)
     rows = []
     for t, line in enumerate(_read_text(source).splitlines()):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not a JSON object: {exc.msg}", source=source,
-                             line=t + 1) from None
+        row = _load_json(line, source, line=t + 1)
         if not isinstance(row, dict) or "elapsed" not in row:
             raise InputError("not a node row of pcsos solve --jsonl (no 'elapsed')",
                              source=source, line=t + 1)
+        for key in PLOTTED_KEYS:
+            v = row.get(key)
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+                raise InputError(f"{key!r} must be a finite number or null, got "
+                                 f"{_quote(repr(v), quote=False)}", source=source, line=t + 1)
         rows.append(row)
     if not rows:
         raise InputError("no node rows", source=source)
     return rows
 
 
+@contextlib.contextmanager
+def _drawing(source: str):
+    """Around building and saving a figure: values that matplotlib cannot lay out (a range of
+    1e308 - (-1e308) overflows) become an InputError naming ``source``, and the
+    RuntimeWarnings it and numpy print on the way are not shown, since the error (or a
+    drawn figure) already says everything."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            yield
+    except PcsosError:
+        raise
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise InputError(f"cannot draw these values: {type(exc).__name__}: {exc}",
+                         source=source) from None
+
+
 def _num(v) -> float:
     return math.nan if v is None else float(v)
 
 
-def plot_progress(rows: Iterable[Mapping], path=None, *, title: str | None = None):
+def plot_progress(rows: Iterable[Mapping], path=None, *, title: str | None = None,
+                  source: str = "rows"):
     """Bound, incumbent and gap of a solve against time and nodes; returns the Figure.
 
     ``rows``: the per-node log rows (``Result.log``, or :func:`read_run` of a ``--jsonl``
     file), whose ``elapsed``, ``global_lb``, ``gub`` and ``gap`` are the state of the
     search after each node. Missing values (no incumbent yet, no bound) are left out.
+    ``source`` names the rows in an error (the file they were read from).
     """
     rows = list(rows)
     if not rows:
         raise InputError("no node rows to plot (an infeasible instance has none)",
-                         source="rows")
+                         source=source)
+    with _drawing(source):
+        fig = _progress_figure(rows, title)
+        if path is not None:
+            _save(fig, path)
+    return fig
+
+
+def _progress_figure(rows: list[Mapping], title: str | None):
     t = np.array([_num(r.get("elapsed")) for r in rows])
     nodes = np.arange(1, len(rows) + 1)
     lb = np.array([_num(r.get("global_lb")) for r in rows])
@@ -106,8 +146,6 @@ def plot_progress(rows: Iterable[Mapping], path=None, *, title: str | None = Non
         bottom.grid(True, which="both", alpha=0.3)
     axes[0, 0].legend(loc="best", fontsize="small")
     fig.suptitle(title or f"{len(rows)} node{'s' if len(rows) != 1 else ''}, {t[-1]:.1f} s")
-    if path is not None:
-        _save(fig, path)
     return fig
 
 
@@ -116,15 +154,23 @@ def _projection(X: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
         return np.column_stack([X[:, 0], np.zeros(len(X))]), ("x", "")
     if X.shape[1] == 2:
         return X, ("x1", "x2")
-    C = X - X.mean(axis=0)
+    # the components of X / 2**e are those of X; dividing first keeps the mean and the SVD of
+    # data near 1e308 from overflowing (exact: a power of two)
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    scale = math.ldexp(1.0, math.frexp(top)[1] - 1) if top > 0 else 1.0
+    C = X / scale
+    C = C - C.mean(axis=0)
     _, sv, Vt = np.linalg.svd(C, full_matrices=False)
     share = sv[:2] ** 2 / max(float((sv ** 2).sum()), 1e-300)
-    return C @ Vt[:2].T, (f"PC1 ({100 * share[0]:.0f} %)", f"PC2 ({100 * share[1]:.0f} %)")
+    return (C @ Vt[:2].T) * scale, (f"PC1 ({100 * share[0]:.0f} %)",
+                                    f"PC2 ({100 * share[1]:.0f} %)")
 
 
-def plot_clusters(X, labels, ml=(), cl=(), path=None, *, title: str | None = None):
+def plot_clusters(X, labels, ml=(), cl=(), path=None, *, title: str | None = None,
+                  source: str = "X"):
     """The clustering ``labels`` of the rows of ``X`` in 2-D, with its ML / CL pairs;
-    returns the Figure. Broken pairs are drawn thick and red and counted in the title."""
+    returns the Figure. Broken pairs are drawn thick and red and counted in the title.
+    ``source`` names the data in an error (the file they were read from)."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
         X = X[:, None]
@@ -137,6 +183,14 @@ def plot_clusters(X, labels, ml=(), cl=(), path=None, *, title: str | None = Non
     for name, P in (("ml", ml), ("cl", cl)):
         if len(P) and (P.min() < 0 or P.max() >= len(X)):
             raise InputError(f"a pair index is out of range 0..{len(X) - 1}", source=name)
+    with _drawing(source):
+        fig = _clusters_figure(X, lab, ml, cl, title)
+        if path is not None:
+            _save(fig, path)
+    return fig
+
+
+def _clusters_figure(X, lab, ml, cl, title):
     P2, (xl, yl) = _projection(X)
     fig = _figure((7, 6))
     ax = fig.subplots()
@@ -172,8 +226,6 @@ def plot_clusters(X, labels, ml=(), cl=(), path=None, *, title: str | None = Non
         what += f", {broken} broken (red)"
     ax.set_title(title or what, fontsize="medium")
     ax.autoscale_view()
-    if path is not None:
-        _save(fig, path)
     return fig
 
 
@@ -187,9 +239,22 @@ def _colours(m: int) -> list:
 
 
 def _save(fig, path) -> None:
+    path = os.fspath(path)
+    # checked first, so that a ValueError of savefig itself is one of drawing (see _drawing)
+    ext = os.path.splitext(path)[1][1:].lower()
+    supported = fig.canvas.get_supported_filetypes()
+    if ext and ext not in supported:
+        raise InputError(f"Format {ext!r} is not supported (supported formats: "
+                         f"{', '.join(sorted(supported))})", source=path)
+    existed = os.path.exists(path)
     try:
-        fig.savefig(os.fspath(path), dpi=120)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", source=os.fspath(path)) from None
-    except ValueError as exc:  # e.g. an extension matplotlib has no writer for
-        raise InputError(str(exc), source=os.fspath(path)) from None
+        fig.savefig(path, dpi=120)
+    except BaseException as exc:
+        # pdf and svg are written while drawing: a drawing that fails half-way must not leave
+        # half an image behind under the user's name
+        if not existed:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write: {exc.strerror}", source=path) from None
+        raise

@@ -127,7 +127,9 @@ def test_limits_and_stop_event_return_certified_gaps():
     assert res.status == "interrupted" and res.labels is not None
     assert res.lower_bound <= res.objective and len(rows) >= 3
     res = api.solve(X, 4, tol=1e-12, time_limit=1.0, workers=2, seed=0, **WEAK)
-    assert res.status == "time_limit" and res.seconds < 15.0  # slack for a loaded machine
+    # slack for a loaded machine
+    assert res.status == "time_limit" and res.seconds < 15.0, (res.status, res.seconds,
+                                                               res.message)
     assert res.labels is not None and res.lower_bound <= res.objective
 
 

@@ -12,8 +12,8 @@ from bruteforce import brute_force
 from conftest import random_instance
 
 from pcsos.bounds import SDPModel, WarmStart, positive_part, safe_lower_bound, solve_sdp
+from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.mosek_backend import build_mosek_task, constraint_layout, mosek_licence
-from pcsos.cuts.cutset import CutSet
 from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
 from pcsos.problem import Problem, make_instance
 

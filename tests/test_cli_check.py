@@ -223,7 +223,7 @@ def test_shipped_constraints_agree_with_true_classes():
 def test_write_json_is_numpy_aware(capsys, tmp_path):
     import numpy as np
 
-    from pcsos.cli.common import write_json
+    from pcsos.io import write_json
 
     obj = {"a": np.arange(3), "b": np.float64(np.inf), "c": np.int32(4), "d": (1.5, np.nan),
            "e": pathlib.Path("x/y"), "f": np.bool_(True)}

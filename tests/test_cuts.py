@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcsos.bounds import SDPModel
-from pcsos.cuts.cutset import CLIQUE, PAIR, TRIANGLE, CutSet
+from pcsos.bounds.cutset import CLIQUE, PAIR, TRIANGLE, CutSet
 from pcsos.cuts.loop import CuttingPlaneSettings, inherit_cuts, inherit_cuts_map
 from pcsos.cuts.separation import (
     clique_rhs,
@@ -401,6 +401,7 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
     loosest tolerance allowed never increases, and a loop that ends on its own (no
     incumbent prune, no limit) ends with a round solved at the SDP tolerance."""
     import pcsos.bounds as bounds
+    import pcsos.cuts.loop as loop_module
     from pcsos.cuts.loop import BOUND_WORSE, NO_CUT, TOLERANCE, cutting_plane_loop
 
     X, k, ml, cl = _tiny(3, n=10, n_ml=0, n_cl=1)
@@ -414,7 +415,7 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
         bounds_seen.append(res.lower_bound)
         return res
 
-    monkeypatch.setattr(bounds, "solve_sdp", spy)
+    monkeypatch.setattr(loop_module, "solve_sdp", spy)
     tight, loose = 1e-6, 1e-2
     ub = 1.05 * real(SDPModel.from_problem(prob), tol=1e-8).sdp_value  # a 5 % gap
     cps = CuttingPlaneSettings(loose_tol=loose, loose_gap_factor=0.1, cp_tol=1e-9,
@@ -439,6 +440,7 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
     from bruteforce import brute_force
 
     import pcsos.bounds as bounds
+    import pcsos.cuts.loop as loop_module
     from pcsos.cuts.loop import cutting_plane_loop
 
     X, k, ml, cl = _tiny(3, n=10, n_ml=0, n_cl=1)
@@ -451,7 +453,7 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
         tols.append(kw["tol"])
         return real(model, **kw)
 
-    monkeypatch.setattr(bounds, "solve_sdp", spy)
+    monkeypatch.setattr(loop_module, "solve_sdp", spy)
     cps = CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=2, loose_gap_factor=0.1)
     ub = 1.05 * val
     cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0,

@@ -127,7 +127,7 @@ def test_cli_dask_and_sigint(tmp_path):
 
 
 def test_certify_bounds_the_subsets_on_dask(client):
-    from pcsos.bounds.decomposition import certify
+    from pcsos.certify import certify
 
     rng = np.random.default_rng(3)
     truth = np.arange(120) % 4

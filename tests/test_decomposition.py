@@ -16,8 +16,9 @@ import pytest
 from bruteforce import brute_force
 
 import pcsos
-from pcsos.bounds.decomposition import (
-    certify,
+from pcsos.certify import certify
+from pcsos.cuts.loop import CuttingPlaneSettings
+from pcsos.decomposition import (
     decomposition_bound,
     partition,
     spectral_floor,
@@ -25,7 +26,6 @@ from pcsos.bounds.decomposition import (
     subset_settings,
     subset_size_for,
 )
-from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.errors import InputError
 from pcsos.problem import Problem, make_instance, pairs_satisfied, sse
 
@@ -169,11 +169,15 @@ def test_each_subset_starts_with_its_share_of_the_core_seconds():
     assert len(shares) == 4 and all(0 < s <= 40 for s in shares)
 
 
-# a certify whose two subsets take minutes each; prints how long it ran if interrupted
+# a certify whose two subsets take minutes each; says when it starts bounding them, and
+# prints how long it ran if interrupted
 _LONG_CERTIFY = """
 import signal, time
 import numpy as np
-from pcsos.bounds.decomposition import certify
+from pcsos.certify import certify
+def said(stage, done, total, bound):
+    if stage == "clustering":
+        print("bounding", flush=True)
 if __name__ == "__main__":
     # Python leaves SIGINT ignored when it starts so (a background job of a shell script)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -181,7 +185,7 @@ if __name__ == "__main__":
     X = np.random.default_rng(3).normal(scale=2, size=(1600, 2)) + 3.0 * truth[:, None]
     t0 = time.perf_counter()
     try:
-        certify(X, 8, labels=truth, subset_size=400, workers=2)
+        certify(X, 8, labels=truth, subset_size=400, workers=2, progress=said)
     except KeyboardInterrupt:
         print(time.perf_counter() - t0, flush=True)
 """
@@ -213,18 +217,20 @@ def test_the_workers_end_when_their_caller_is_stopped(signal_name, tmp_path):
         p = subprocess.Popen([sys.executable, "-c", _LONG_CERTIFY], cwd=ROOT, stdout=fh)
     servers, workers = [], []
     try:
-        deadline = time.monotonic() + 60
-        while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.5)
+        # the subsets were handed to the pool (minutes each) once it says so and both
+        # workers exist: polled, not waited for a guessed time
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None and not (
+                len(workers) == 2 and "bounding" in said.read_text()):
+            time.sleep(0.05)
             servers, workers = _pool_processes(psutil, p.pid)
-        assert len(workers) == 2
-        time.sleep(2)  # the subsets are being bounded (minutes each)
+        assert len(workers) == 2 and "bounding" in said.read_text()
         p.send_signal(getattr(signal, signal_name))
         p.wait(timeout=60)
         out = said.read_text()
         if signal_name == "SIGINT":
             # taken at once, not after the subsets, and the script ended normally
-            assert p.returncode == 0 and float(out.strip()) < 30, out
+            assert p.returncode == 0 and float(out.split()[-1]) < 30, out
         _, alive = psutil.wait_procs(workers, timeout=15)
         assert alive == []
     finally:
@@ -270,7 +276,7 @@ def test_certify_against_the_exact_optimum():
 def test_certify_takes_larger_subsets_when_the_time_allows(monkeypatch):
     """certify asks subset_size_for with the time left: 1 000 points, k = 10, one worker:
     2 subsets of 500 points need 75 s each, which 1 400 s give and 140 s do not."""
-    import pcsos.bounds.decomposition as dec
+    import pcsos.certify as cert
 
     sizes = []
 
@@ -278,11 +284,11 @@ def test_certify_takes_larger_subsets_when_the_time_allows(monkeypatch):
         sizes.append(sorted(len(s) for s in subsets))
         return 0.0, []
 
-    monkeypatch.setattr(dec, "decomposition_bound", record)
+    monkeypatch.setattr(cert, "decomposition_bound", record)
     X = np.random.default_rng(5).normal(size=(1000, 2))
     labels = np.arange(1000) % 10
-    assert dec.certify(X, 10, labels=labels, workers=1, time_limit=1400).subset_size == 500
-    assert dec.certify(X, 10, labels=labels, workers=1, time_limit=140).subset_size == 250
+    assert cert.certify(X, 10, labels=labels, workers=1, time_limit=1400).subset_size == 500
+    assert cert.certify(X, 10, labels=labels, workers=1, time_limit=140).subset_size == 250
     assert sizes == [[500, 500], [250] * 4]
 
 

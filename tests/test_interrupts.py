@@ -2,15 +2,18 @@
 
 The command runs in a subprocess on a generated instance that branches (k = 6, 40
 cannot-link pairs; the cutting-plane rounds are capped so that the root takes a few seconds
-and each child a second or two). SIGINT is sent at a fixed 0.5 s (imports, reading, the
+and each child a second or two). SIGINT is sent while the data is being read (from a FIFO
+that never delivers it), once the solve's header line says the search starts (the
 feasibility check or the first heuristic), when the progress table shows the root's
-cutting-plane loop, when it shows a child node at work, and twice in a row. Every run must
-end within seconds with exit code 0 and a certified gap (or 130 when nothing was found
-yet), and never with a traceback or an abort.
+cutting-plane loop, when it shows a child node at work, and twice (the second once the
+first was taken). Each moment is polled for in the child's output, never waited for. Every
+run must end within seconds with exit code 0 and a certified gap (or 130 when nothing was
+found yet), and never with a traceback or an abort.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -44,46 +47,56 @@ def instance(tmp_path_factory):
 
 
 class Run:
-    """``pcsos solve`` in a subprocess whose stdout is read line by line as it comes."""
+    """``pcsos solve`` in a subprocess whose stdout and stderr are read line by line as they
+    come."""
 
-    def __init__(self, d):
-        cmd = [sys.executable, "-m", "pcsos", "solve", "data.txt", "-c", "cons.txt", "-k", "6",
+    def __init__(self, d, data: str = "data.txt", prog=("-m", "pcsos"), extra=(), env=None):
+        cmd = [sys.executable, *prog, "solve", data, "-c", "cons.txt", "-k", "6",
                "--workers", "2", "--max-rounds", "3", "--max-rounds-child", "2",
-               "--time-limit", "120", "--json", "out.json"]
+               "--time-limit", "120", "--json", "out.json", *extra]
         self.proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=None if env is None else {**os.environ, **env})
         self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.errs: list[str] = []
+        self.readers = [threading.Thread(target=self._read, args=(f, buf), daemon=True)
+                        for f, buf in ((self.proc.stdout, self.lines),
+                                       (self.proc.stderr, self.errs))]
+        for r in self.readers:
+            r.start()
         self.t0 = time.time()
 
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line)
+    @staticmethod
+    def _read(stream, buf):
+        for line in stream:
+            buf.append(line)
 
-    def wait_for(self, pattern: str, timeout: float = 90.0) -> None:
+    def wait_for(self, pattern: str, timeout: float = 90.0, stderr: bool = False) -> None:
         rx = re.compile(pattern)
+        buf = self.errs if stderr else self.lines
         end = time.time() + timeout
         while time.time() < end:
-            if any(rx.search(line) for line in list(self.lines)):
+            if any(rx.search(line) for line in list(buf)):
                 return
             if self.proc.poll() is not None:
                 break
             time.sleep(0.02)
         self.proc.kill()
-        pytest.fail(f"never saw {pattern!r}; output:\n{''.join(self.lines)}")
+        pytest.fail(f"never saw {pattern!r}; output:\n{''.join(self.lines)}\n"
+                    f"{''.join(self.errs)}")
 
-    def interrupt(self, times: int = 1) -> float:
-        for t in range(times):
-            if t:
-                time.sleep(0.2)
-            self.proc.send_signal(signal.SIGINT)
+    def interrupt(self) -> float:
+        self.proc.send_signal(signal.SIGINT)
         return time.time()
 
     def finish(self, timeout: float = 30.0) -> tuple[int, str, str]:
-        err = self.proc.stderr.read() if self.proc.wait(timeout) is not None else ""
-        self.reader.join(5)
-        return self.proc.returncode, "".join(self.lines), err
+        try:
+            self.proc.wait(timeout)
+        finally:
+            self.proc.kill()
+        for r in self.readers:
+            r.join(5)
+        return self.proc.returncode, "".join(self.lines), "".join(self.errs)
 
 
 def _check_clean(rc: int, out: str, err: str) -> None:
@@ -102,14 +115,42 @@ def _check_result(out: str, err: str) -> dict:
     return {"objective": obj, "lower_bound": lb, "nodes": nodes}
 
 
-def test_sigint_at_half_a_second(instance):
+def test_sigint_while_reading(instance):
+    fifo = instance / "fifo.txt"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    run = Run(instance, data="fifo.txt")
+    writer = None
+    try:
+        end = time.time() + 90
+        while writer is None:  # opens once the child has opened the FIFO to read the data
+            try:
+                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno != errno.ENXIO or run.proc.poll() is not None or \
+                        time.time() > end:
+                    raise
+                time.sleep(0.02)
+        sent = run.interrupt()  # the child waits for data that never comes
+        rc, out, err = run.finish()
+    finally:
+        if writer is not None:
+            os.close(writer)
+    assert time.time() - sent < 10
+    _check_clean(rc, out, err)
+    assert rc == 130 and "pcsos solve: interrupted" in err and "status:" not in out
+
+
+def test_sigint_as_the_search_starts(instance):
     run = Run(instance)
-    time.sleep(0.5)
+    run.wait_for(r"^pcsos solve: n = 160")  # read and checked; the search starts
     sent = run.interrupt()
     rc, out, err = run.finish()
     assert time.time() - sent < 10
     _check_clean(rc, out, err)
-    if rc == 0:  # a clustering existed (the feasibility witness or a heuristic's)
+    # the feasibility check and the root heuristic may or may not have found a clustering
+    # by then: both outcomes are right, each checked in full
+    if rc == 0:
         _check_result(out, err)
     else:
         assert "interrupted" in err and "status:" not in out
@@ -141,12 +182,39 @@ def test_sigint_during_a_child(instance):
     assert res["nodes"] >= 1 and res["lower_bound"] > 0
 
 
+# The CLI with a root heuristic "blocked" that touches $GATE and then never returns (nor
+# looks at its cancellation), and a tree that waits for its running nodes as long as they
+# take after a first stop: only a second Ctrl-C can end that solve, on any machine.
+_BLOCKED_ROOT = """
+import functools, os, pathlib, sys, time
+import pcsos.api
+from pcsos.heuristics.registry import register_heuristic
+def blocked(*args, **kwargs):
+    pathlib.Path(os.environ["GATE"]).touch()
+    while True:
+        time.sleep(1)
+register_heuristic("blocked", blocked)
+pcsos.api.branch_and_bound = functools.partial(pcsos.api.branch_and_bound, grace=1e9)
+from pcsos.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigint_twice_stops_at_once(instance):
-    run = Run(instance)
-    run.wait_for(r"root: cutting-plane round")
-    sent = run.interrupt(times=2)
+    driver, gate = instance / "blocked_root.py", instance / "gate"
+    driver.write_text(_BLOCKED_ROOT)
+    gate.unlink(missing_ok=True)
+    run = Run(instance, prog=(str(driver),), extra=("--root-heuristic", "blocked"),
+              env={"GATE": str(gate)})
+    end = time.time() + 120
+    while not gate.exists():  # the root is inside the blocked heuristic
+        assert time.time() < end and run.proc.poll() is None, "".join(run.errs)
+        time.sleep(0.02)
+    run.interrupt()
+    run.wait_for(r"stop requested", stderr=True)  # the first was taken; the root still runs
+    sent = run.interrupt()
     rc, out, err = run.finish()
-    assert time.time() - sent < 5
+    assert time.time() - sent < 30  # the root never ends by itself: the abort ended it
     _check_clean(rc, out, err)
     assert rc == 0
     _check_result(out, err)

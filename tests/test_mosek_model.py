@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from pcsos.bounds import SDPModel, solve_sdp
+from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.mosek_backend import build_mosek_task, constraint_layout, mosek_licence
-from pcsos.cuts.cutset import CutSet
 from pcsos.errors import BackendUnavailableError
 from pcsos.problem import Problem, make_instance
 

@@ -155,3 +155,28 @@ def _sklearn_checks():
 @_sklearn_checks()
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_the_cli_defaults_are_the_solvers():
+    """Every default of ``pcsos solve`` is SolverOptions()'s, and the SDP tolerance's
+    default is the one SDP_TOL everywhere (the CLI builds its defaults from them)."""
+    import inspect
+    import os
+
+    from pcsos.bounds import SDP_TOL, solve_sdp
+    from pcsos.bounds.admm import solve_admm
+    from pcsos.bounds.cvxpy_backend import solve_cvxpy
+    from pcsos.cli import build_parser
+    from pcsos.cli.solve import solver_options
+
+    args = build_parser().parse_args(["solve", "data.txt"])
+    cli, lib = solver_options(args).checked(), SolverOptions().checked()
+    for name in SolverOptions.names():
+        if name not in ("workers", "sdp_options", "seed"):
+            assert getattr(cli, name) == getattr(lib, name), name
+    assert lib.workers is None and cli.workers == (os.cpu_count() or 1)  # None: the CPUs
+    assert (lib.seed or 0) == cli.seed == 0  # None: seed 0
+    assert lib.sdp_options == {} and cli.sdp_options == {"tol": SDP_TOL}
+    for fn in (solve_sdp, solve_admm, solve_cvxpy):
+        assert inspect.signature(fn).parameters["tol"].default == SDP_TOL, fn.__name__
+    assert build_parser().parse_args(["bound", "data.txt"]).tol == SDP_TOL

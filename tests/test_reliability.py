@@ -19,8 +19,8 @@ import pytest
 
 import pcsos
 import pcsos.node
-from pcsos.api import ProgressPrinter
 from pcsos.heuristics import HeuristicResult, register_heuristic, run_heuristic
+from pcsos.log import ProgressPrinter
 from pcsos.problem import Problem, make_instance
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from pcsos.node import NodeData, NodeOptions, clustering_from_Z, process_node
+from pcsos.node import NodeData, clustering_from_Z, process_node
+from pcsos.options import SolverOptions
 from pcsos.problem import Problem, make_instance, sse
 from pcsos.tree import Context
 
@@ -17,7 +18,7 @@ def _problem(X, k, ml=(), cl=()):
 
 
 def _ctx(options=None, incumbent=math.inf, node_id=0):
-    return Context(incumbent, math.inf, options or NodeOptions(seed=0), node_id=node_id,
+    return Context(incumbent, math.inf, options or SolverOptions(seed=0).checked(), node_id=node_id,
                    is_root=node_id == 0)
 
 
@@ -64,10 +65,8 @@ def test_root_branches_with_valid_children():
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(14, 2))
     p = _problem(X, 3)
-    opts = NodeOptions(seed=0, cp_settings=None, sdp_options={"tol": 1e-3})
-    from pcsos.cuts.loop import CuttingPlaneSettings
-
-    opts.cp_settings = CuttingPlaneSettings(families="none")
+    opts = SolverOptions(seed=0, cp_settings={"families": "none"},
+                         sdp_options={"tol": 1e-3}).checked()
     out = process_node(NodeData(p), _ctx(opts))
     assert out.solution is not None and out.objective == pytest.approx(sse(X, out.solution))
     assert out.bound <= out.objective

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from pcsos.bounds import eig as eigmod
-from pcsos.bounds.model import SDPModel
+from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import safe_lower_bound
 
@@ -410,7 +410,7 @@ class _Anderson:
         return g - gamma @ self.dG[:k]
 
 
-def solve_admm(model: SDPModel, *, tol: float = 1e-5, max_iter: int | None = None,
+def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = None,
                time_limit: float | None = None, warm_start: WarmStart | None = None,
                should_stop=None,
                eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,

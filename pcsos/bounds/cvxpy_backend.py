@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from pcsos.bounds.model import SDPModel
+from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult
 from pcsos.bounds.safe import safe_lower_bound
 from pcsos.errors import BackendUnavailableError
@@ -47,7 +47,7 @@ def build_cvxpy(model: SDPModel):
     return prob, Z, cons
 
 
-def solve_cvxpy(model: SDPModel, *, solver: str = "scs", tol: float = 1e-5,
+def solve_cvxpy(model: SDPModel, *, solver: str = "scs", tol: float = SDP_TOL,
                 max_iter: int | None = None, time_limit: float | None = None,
                 verbose: bool = False, **options) -> SDPResult:
     """Solve with SCS or Clarabel via CVXPY; duals are read back and the safe bound applied."""

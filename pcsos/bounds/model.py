@@ -5,7 +5,7 @@
          <Diag(e), Z> = k
          Z_ij = 0             for every cannot-link pair (i, j)
          Z >= 0, Z PSD
-         <B_t, Z> >= l_t      (cuts, a :class:`~pcsos.cuts.cutset.CutSet`)
+         <B_t, Z> >= l_t      (cuts, a :class:`~pcsos.bounds.cutset.CutSet`)
 
 Operators are written in Z-space here. The ADMM works internally on the scaled matrix
 M = D^1/2 Z D^1/2 (D = Diag(e)), see :mod:`pcsos.bounds.admm`.
@@ -17,10 +17,14 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pcsos.cuts.cutset import CutSet
+from pcsos.bounds.cutset import CutSet
 from pcsos.problem import Problem
 
-__all__ = ["SDPModel"]
+__all__ = ["SDPModel", "SDP_TOL"]
+
+#: the default relative KKT tolerance of every SDP backend, the loop and the CLI (the one
+#: place it is written; the bound is valid at any tolerance, docs/safe_bound.md)
+SDP_TOL = 1e-5
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from pcsos.bounds.model import SDPModel
+from pcsos.bounds.admm import solve_admm
+from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import EPS
 from pcsos.errors import InputError
@@ -25,7 +26,7 @@ def _threads(threads: int | None):
     return threadpool_limits(limits=int(threads), user_api="blas")
 
 
-def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
+def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
               max_iter: int | None = None, time_limit: float | None = None,
               warm_start: SDPResult | WarmStart | None = None, threads: int | None = None,
               eig: str = "auto", verbose: bool = False, should_stop=None,
@@ -61,16 +62,15 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = 1e-5,
         return _one_cluster(model)
     with _threads(threads):
         if backend == "admm":
-            from pcsos.bounds.admm import solve_admm
             return solve_admm(model, tol=tol, max_iter=max_iter, time_limit=time_limit,
                               warm_start=warm_start, eig=eig, verbose=verbose,
                               should_stop=should_stop, bound_target=bound_target,
                               **options)
         if backend == "mosek":
-            from pcsos.bounds.mosek_backend import solve_mosek
+            from pcsos.bounds.mosek_backend import solve_mosek  # lazy: optional backend
             return solve_mosek(model, tol=tol, time_limit=time_limit, verbose=verbose,
                                **options)
-        from pcsos.bounds.cvxpy_backend import solve_cvxpy
+        from pcsos.bounds.cvxpy_backend import solve_cvxpy  # lazy: optional backend
         return solve_cvxpy(model, solver=backend, tol=tol, max_iter=max_iter,
                            time_limit=time_limit, verbose=verbose, **options)
 

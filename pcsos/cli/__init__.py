@@ -5,10 +5,13 @@ Exit codes: 0 success (feasible / solved / stopped at a limit with a certified g
 before any result existed.
 
 Ctrl-C (SIGINT) and SIGTERM are taken over before anything heavy is imported
-(:class:`Interrupts`): outside a solve they end the command with exit code 130 and one
-line, never a traceback; during ``pcsos solve`` the first asks the solver to stop with its
-best clustering and a certified gap, the second abandons the running nodes at once, the
-third exits 130 without output.
+(:class:`Interrupts`): before a command's work starts (reading, set-up) they end it with
+exit code 130 and one line, never a traceback. Once the work runs, the first asks it to stop
+and keep what it found: ``pcsos solve`` its best clustering and a certified gap (the second
+abandons the running nodes at once, the third exits 130 without output); ``certify`` its
+clustering and a valid bound from the subsets bounded so far; ``heuristic`` its best
+clustering; ``impact`` the pairs scored so far (for these three the second exits 130 at
+once). A command stopped before it found anything exits 130.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import signal
 import sys
 import threading
+from contextlib import contextmanager
 
 from pcsos.errors import PcsosError
 
@@ -41,10 +45,11 @@ class Interrupts:
     """SIGINT / SIGTERM for one command (see the module doc).
 
     Until :meth:`arm`, a signal raises KeyboardInterrupt (``main`` turns it into exit code
-    130). Once armed (the solve has started), the handler never raises: the first signal
-    sets :attr:`stop`, the second :attr:`abort`, the third ends the process with 130 at
-    once, so no signal can land in the middle of writing a result file or of a C library
-    call that would then abort the process.
+    130). Once armed (the command's work has started), the handler never raises: the first
+    signal sets :attr:`stop`; the second sets :attr:`abort` when the command has that stage
+    (``abort=True``, as ``solve``), and the next ends the process with 130 at once, so no
+    signal can land in the middle of writing a result file or of a C library call that
+    would then abort the process.
     """
 
     def __init__(self, quiet: bool = False):
@@ -55,6 +60,9 @@ class Interrupts:
         self.done = False
         self.count = 0
         self.saved: dict = {}
+        self.command = ""
+        self.stages = 2
+        self.keeps = "the best clustering found"
 
     def install(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
@@ -67,10 +75,29 @@ class Interrupts:
             signal.signal(sig, handler)
         self.saved.clear()
 
-    def arm(self, command: str, quiet: bool = False) -> Interrupts:
-        """From now on signals stop the solve instead of raising."""
+    def arm(self, command: str, quiet: bool = False, *, abort: bool = True,
+            keeps: str = "the best clustering found") -> Interrupts:
+        """From now on signals stop the work instead of raising. ``abort``: the second
+        signal sets :attr:`abort` (and the third exits 130), else the second exits 130;
+        ``keeps``: what the stop message says the command finishes with."""
         self.armed, self.command, self.quiet = True, command, quiet
+        self.stages, self.keeps = (2 if abort else 1), keeps
         return self
+
+    @classmethod
+    @contextmanager
+    def armed_for(cls, args, command: str, quiet: bool = False, **arm):
+        """The command's :class:`Interrupts` (``args._interrupts`` from :func:`main`, else
+        one installed here and uninstalled on exit), armed by :meth:`arm`; it stays armed
+        after the block, so that no signal lands in the middle of writing the results."""
+        own = getattr(args, "_interrupts", None) is None
+        intr = cls().install() if own else args._interrupts
+        intr.arm(command, quiet, **arm)
+        try:
+            yield intr
+        finally:
+            if own:
+                intr.uninstall()
 
     def _say(self, text: str) -> None:
         if not self.quiet:
@@ -92,9 +119,10 @@ class Interrupts:
         self.count += 1
         if self.count == 1:
             self.stop.set()
-            self._say("stop requested; finishing with the best clustering found "
-                      "(Ctrl-C again to stop at once)")
-        elif self.count == 2:
+            again = "stop at once" if self.stages == 2 else "quit without a result"
+            self._say(f"stop requested; finishing with {self.keeps} (Ctrl-C again to "
+                      f"{again})")
+        elif self.count == 2 and self.stages == 2:
             self.stop.set()
             self.abort.set()
             self._say("stopping at once (Ctrl-C again to quit without a result)")
@@ -110,7 +138,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from pcsos import __version__
+    from pcsos import __version__  # lazy: pcsos.cli loads before numpy (Ctrl-C first)
 
     parser = _Parser(prog="pcsos", description="Exact constrained MSSC with certificates.")
     parser.add_argument("--version", action="version", version=f"pcsos {__version__}")
@@ -144,7 +172,7 @@ def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None)
         if getattr(args, "_run", None) is None:
             parser.print_help(sys.stderr)
             return 2
-        from pcsos.cli.common import check_output_paths
+        from pcsos.cli.common import check_output_paths  # lazy: as above
 
         check_output_paths(args)  # before any work: a bad path must not cost a solve
         args._interrupts = intr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from pcsos.bounds import BACKENDS, SDPModel, SDPResult, solve_sdp
+from pcsos.bounds import BACKENDS, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.eig import eig_methods
 from pcsos.cli.common import (
     add_cut_arguments,
@@ -20,8 +20,10 @@ from pcsos.cli.common import (
     cut_settings,
     load_instance,
     report_stream,
-    write_json,
 )
+from pcsos.cuts.loop import cutting_plane_loop
+from pcsos.errors import PcsosError
+from pcsos.io import write_json
 from pcsos.problem import Problem
 
 CUT_MODES = ("all", "pair", "triangle", "clique", "none")
@@ -46,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="admm",
                         help="SDP solver: admm (default, built in), mosek (licensed), "
                              "scs or clarabel (via cvxpy, references)")
-    parser.add_argument("--tol", type=float, default=1e-5,
-                        help="relative KKT tolerance (default 1e-5); the bound is valid at "
+    parser.add_argument("--tol", type=float, default=SDP_TOL,
+                        help="relative KKT tolerance (default %(default)g); the bound is valid at "
                              "any tol, but may sit further than tol below the SDP "
                              "optimum (docs/safe_bound.md)")
     parser.add_argument("--max-iter", type=int, default=None, metavar="N",
@@ -77,8 +79,6 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
     from dataclasses import replace
 
-    from pcsos.cuts.loop import cutting_plane_loop
-
     settings = cut_settings(args, args.cuts, args.prune_tol)
     sdp_options = {"backend": args.backend, "tol": args.tol, "max_iter": args.max_iter,
                    "threads": args.threads, "eig": args.eig, "verbose": args.verbose}
@@ -86,7 +86,6 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
                               root=True, sdp_options=sdp_options, seed=args.seed,
                               time_limit=args.time_limit)
     if loop.sdp is None:
-        from pcsos.errors import PcsosError
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
     # the best safe bound over the rounds (each is valid), with the last round's solve
     res = replace(loop.sdp, lower_bound=loop.lower_bound,

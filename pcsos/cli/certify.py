@@ -7,7 +7,12 @@ at once in as many processes (or on --dask), and adds the bounds: a valid lower 
 the whole (proof in docs/decomposition.md). Certifies --labels, or the clustering of
 --heuristic (default s-mdeclust, within a quarter of --time-limit). Prints the bound, the
 objective and the gap; --json FILE writes them with the partition and the per-subset
-bounds. Exit codes: 0 done, 2 invalid input, 3 infeasible constraints.
+bounds. Ctrl-C (or SIGTERM) once the clustering exists stops the bounding: the subsets
+bounded so far count with their bounds, the running ones with the safe bound of their SDP's
+last iterate, the others with their spectral floor, a valid bound in all (the report and
+--json name the subsets cut short); a second Ctrl-C quits at once (130). Exit codes: 0 done
+(interrupted or not), 2 invalid input, 3 infeasible constraints, 130 interrupted before a
+clustering was found.
 """
 
 from __future__ import annotations
@@ -16,13 +21,15 @@ import argparse
 import sys
 import time
 
+from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_instance_arguments,
     add_parallel_arguments,
     load_instance,
     report_stream,
-    write_json,
 )
+from pcsos.errors import InputError, UndecidedError
+from pcsos.io import read_labels, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,15 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Certify and report."""
-    from pcsos.bounds.decomposition import certify
-    from pcsos.errors import InputError
-    from pcsos.io import read_labels
-
+    from pcsos.certify import certify  # lazy: start-up (the solver loads for this command only)
     if args.subset_size is not None and args.subset_size < 1:
         raise InputError(f"--subset-size must be >= 1, got {args.subset_size}",
                          source="--subset-size")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")
     t0 = time.perf_counter()
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
@@ -70,17 +72,35 @@ def run(args: argparse.Namespace) -> int:
         if stage == "heuristic":
             print(f"pcsos certify: {args.heuristic} for the clustering "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
+        elif stage == "clustering":
+            print(f"pcsos certify: clustering of objective {bound:.10g}; bounding {total} "
+                  f"subsets ({time.perf_counter() - t0:.1f} s)", file=sys.stderr,
+                  flush=True)
         else:
             print(f"pcsos certify: {done} of {total} subsets bounded, sum {bound:.6g} "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
 
     time_limit = None if args.time_limit is None else max(
         0.0, args.time_limit - (time.perf_counter() - t0))
-    res = certify(inst.X, inst.k, inst.ml, inst.cl, labels, subset_size=args.subset_size,
-                  time_limit=time_limit, workers=args.workers, dask=args.dask,
-                  heuristic=args.heuristic,
-                  seed=args.seed, progress=progress)
+    with Interrupts.armed_for(args, "certify", args.quiet, abort=False,
+                              keeps="the clustering and the bounds so far") as intr:
+        try:
+            res = certify(inst.X, inst.k, inst.ml, inst.cl, labels,
+                          subset_size=args.subset_size, time_limit=time_limit,
+                          workers=args.workers, dask=args.dask, heuristic=args.heuristic,
+                          seed=args.seed, progress=progress, stop_event=intr.stop)
+        except UndecidedError:
+            if intr.stop.is_set():  # stopped before a clustering existed: exit code 130
+                raise KeyboardInterrupt from None
+            raise
     if not args.quiet:
+        cut = res.cut_short
+        if res.interrupted:
+            which = f" ({', '.join(map(str, cut))})" if cut else ""
+            print(f"status          interrupted: {len(cut)} of {len(res.subsets)} subsets "
+                  f"cut short{which}, each with a valid bound", file=out)
+        else:
+            print("status          done", file=out)
         print(f"lower bound     {res.lower_bound:.10g}  (certified: the optimum is at least "
               f"this)", file=out)
         print(f"objective       {res.objective:.10g}  ({res.heuristic})", file=out)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
-from pcsos.errors import PcsosError, UndecidedError
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
+from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
 from pcsos.feasibility import BACKENDS, check_instance
+from pcsos.io import write_json
 from pcsos.problem import Problem
 
 
@@ -88,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(args.json, rep)
     if rep["feasible"] is False:
-        from pcsos.errors import InfeasibleError
-
         raise InfeasibleError(rep["message"].removeprefix("infeasible: "),
                               reason=rep["reason"], pairs=rep["pairs"])
     if rep["feasible"] is None:

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
 import os
-import pathlib
 import sys
 from typing import Any
 
 import numpy as np
 
+from pcsos.cuts.loop import CuttingPlaneSettings
+from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data
 from pcsos.problem import Instance, make_instance
 
 __all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", "cut_settings",
-           "load_instance", "print_notes", "write_json", "jsonable"]
+           "load_instance", "print_notes"]
 
 #: the options of any subcommand that name a file to write ('-' is standard output)
 OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpoint")
@@ -45,10 +44,21 @@ def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
                              "max + 1 of a CSV class column")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse names the option in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def add_parallel_arguments(parser, *, what: str, where: str) -> None:
     """``--workers`` and ``--dask`` for a command that runs ``what`` (e.g. "nodes") at
     once ``where`` (how each runs, e.g. "in parallel")."""
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help=f"{what} {where} (default: CPU count; with --dask, the "
                              "cluster's threads)")
     parser.add_argument("--dask", metavar="ADDRESS", default=None,
@@ -63,9 +73,6 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
     The defaults are read from :class:`~pcsos.cuts.loop.CuttingPlaneSettings`, so the CLI
     and the API cannot disagree.
     """
-    from pcsos.cuts.loop import CuttingPlaneSettings
-    from pcsos.cuts.separation import COLLECT
-
     d = CuttingPlaneSettings()
     g = parser.add_argument_group("cutting-plane loop")
     g.add_argument("--max-rounds", type=int, default=d.max_rounds_root, metavar="N",
@@ -112,8 +119,6 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
 def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
     """The :class:`~pcsos.cuts.loop.CuttingPlaneSettings` of ``add_cut_arguments``' options
     (an :class:`InputError` naming the settings when they are invalid)."""
-    from pcsos.cuts.loop import CuttingPlaneSettings
-
     kw = {}
     if hasattr(args, "max_rounds_child"):
         kw["max_rounds_child"] = args.max_rounds_child
@@ -143,6 +148,7 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
     ``delta_pairs`` and ``gamma_pairs``.
     """
     data = read_data(args.data)
+    _check_magnitude(data)
     info: dict[str, Any] = {
         "data": os.fspath(args.data),
         "constraints": None,
@@ -185,6 +191,25 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
     inst = make_instance(data.X, k, ml, cl)
     info["k"] = k
     return inst, info
+
+
+def _check_magnitude(data) -> None:
+    """Refuse data so large that its sum of squares overflows (an InputError naming the
+    value): every command centres the data and sums squares, which for values near 1e308
+    gives inf and nan (with RuntimeWarnings) instead of an answer. Data are never rescaled,
+    so the user has to."""
+    X = data.X
+    if not X.size:
+        return
+    # (x - mean)^2 <= (2 max|x|)^2, summed over n d entries
+    limit = math.sqrt(sys.float_info.max / (4.0 * X.size))
+    absX = np.abs(X)
+    if absX.max() > limit:
+        r, c = map(int, np.unravel_index(int(np.argmax(absX)), X.shape))
+        raise InputError(f"value {X[r, c]:g} at row {r}, column {c} (0-based) is too large: the "
+                         f"sum of squares of this data overflows double precision (|x| must "
+                         f"stay below {limit:.3g} for n x d = {X.shape[0]} x {X.shape[1]}); "
+                         "rescale the data", source=data.source)
 
 
 def check_output_paths(args: argparse.Namespace) -> None:
@@ -237,42 +262,3 @@ def print_notes(info: dict, stream=None) -> None:
     stream.flush()
 
 
-def jsonable(obj: Any) -> Any:
-    """Convert numpy arrays/scalars, dataclasses, paths and sets to JSON types.
-
-    Non-finite floats become ``null`` (strict JSON has no inf/nan).
-    """
-    if isinstance(obj, dict):
-        return {str(key): jsonable(v) for key, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, (set, frozenset)):
-        return [jsonable(v) for v in sorted(obj)]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return jsonable({f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
-    if isinstance(obj, pathlib.PurePath):
-        return str(obj)
-    return obj
-
-
-def write_json(path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON (numpy-aware, see :func:`jsonable`); ``'-'`` = stdout."""
-    text = json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n"
-    if os.fspath(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        with open(os.fspath(path), "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", source=os.fspath(path)) from None

@@ -1,10 +1,14 @@
 """Run one upper-bound heuristic on an instance and report its clustering.
 
 Progress goes to stderr (what the heuristic reports, at most every 2 seconds; s-mdeclust:
-its initial population and generations with the best objective) unless -q. --time-limit
-covers the whole command, loading and set-up included.
+its initial population and generations with the best objective, and always its first
+generation, when the population is complete) unless -q. --time-limit covers the whole
+command, loading and set-up included. Ctrl-C (or SIGTERM) stops the heuristic: its best
+clustering so far is reported and written with status 'interrupted' (exit code 0); a second
+Ctrl-C quits at once (130).
 
-Exit codes: 0 a clustering was found, 1 none was found (e.g. COP-k-means failed or the
+Exit codes: 0 a clustering was found (interrupted or not), 130 interrupted before one was
+found, 1 none was found (e.g. COP-k-means failed or the
 time limit hit first; a normal outcome, reported with status 'no_solution'), 2 invalid
 input or an unknown heuristic, 3 the instance is infeasible (found by preprocessing or
 proved by the heuristic's assignment problem).
@@ -18,11 +22,12 @@ import math
 import sys
 import time
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
+from pcsos.cli import Interrupts
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
 from pcsos.errors import InfeasibleError, InputError, PcsosError
 from pcsos.heuristics import available_heuristics, run_heuristic
 from pcsos.heuristics.metrics import adjusted_rand_index
-from pcsos.io import write_result_matrix
+from pcsos.io import write_json, write_result_matrix
 from pcsos.problem import Problem
 
 
@@ -68,7 +73,10 @@ def parse_options(items: list[str]) -> dict:
 
 
 class _Progress:
-    """Progress lines on stderr: what the heuristic reports, at most every 2 seconds."""
+    """Progress lines on stderr: what the heuristic reports, at most every 2 seconds, and
+    the first generation (the initial population is complete) whenever it comes."""
+
+    generation_said = False
 
     def __init__(self, name: str, t0: float, interval: float = 2.0):
         self.name = name
@@ -82,9 +90,13 @@ class _Progress:
         self.last = time.perf_counter()
 
     def __call__(self, info: dict) -> None:
-        if time.perf_counter() - self.last < self.interval:
-            return
         stage = info.get("stage", "")
+        # the first generation says that a clustering exists: worth a line at once
+        first = stage == "generation" and not self.generation_said
+        if not first and time.perf_counter() - self.last < self.interval:
+            return
+        if stage == "generation":
+            self.generation_said = True
         if stage == "population":
             what = f"initial population {info['members']} of {info['of']}"
         elif stage == "generation":
@@ -112,11 +124,21 @@ def run(args: argparse.Namespace) -> int:
     # the time limit covers loading and set-up too
     left = None if args.time_limit is None else max(
         0.0, args.time_limit - (time.perf_counter() - t0))
-    res = run_heuristic(args.name, problem, seed=args.seed, time_limit=left,
-                        progress=printer, **options)
+    with Interrupts.armed_for(args, "heuristic", args.quiet, abort=False,
+                              keeps="the best clustering so far") as intr:
+        res = run_heuristic(args.name, problem, seed=args.seed, time_limit=left,
+                            progress=printer, stop_event=intr.stop, **options)
+    interrupted = bool(res.stats.get("interrupted"))
+    if interrupted and res.status == "no_solution":
+        raise KeyboardInterrupt  # nothing found yet: exit code 130, as before the run
+    status = "interrupted" if interrupted and res.status == "found" else res.status
+    if status == "interrupted":
+        res.message = "stopped by a signal: the best clustering found so far" + (
+            f"; {res.message}" if res.message else "")
     rep = {
         "heuristic": args.name,
-        "status": res.status,
+        "status": status,
+        "interrupted": interrupted,
         "objective": res.objective,
         "seconds": res.stats.get("seconds"),
         "n": inst.n, "d": inst.d, "k": inst.k,
@@ -132,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         rep["ari"] = adjusted_rand_index(classes, res.labels)
     out = report_stream(args.json)
     print(f"heuristic   {args.name}", file=out)
-    print(f"status      {res.status}" + (f" ({res.message})" if res.message else ""), file=out)
+    print(f"status      {status}" + (f" ({res.message})" if res.message else ""), file=out)
     print(f"objective   {res.objective:.10g}", file=out)
     print(f"seconds     {rep['seconds']:.3f}", file=out)
     if "ari" in rep:

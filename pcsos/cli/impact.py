@@ -4,8 +4,11 @@ For every must-link / cannot-link pair, how much the optimum would drop without 
 (``score``, a proven lower bound on that drop given the clustering scored against; see
 ``docs/impact.md``), highest first. A wrong pair usually ranks near the top. Prints the
 top pairs; ``--json FILE`` writes them all (a ``pairs`` list of objects with ``i``, ``j``,
-``type``, ``score``, ``drop`` and ``dual``, highest score first). Exit codes: 0 done,
-2 invalid input, 3 infeasible constraints.
+``type``, ``score``, ``drop`` and ``dual``, highest score first). Ctrl-C (or SIGTERM)
+stops it with the pairs scored so far, reported and written as usual with
+``interrupted: true``; a second Ctrl-C quits at once (130). Exit codes: 0 done (interrupted
+or not), 2 invalid input, 3 infeasible constraints, 130 interrupted before a clustering to
+score against was found.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
+from pcsos.cli import Interrupts
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
+from pcsos.errors import UndecidedError
+from pcsos.io import read_labels, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,21 +44,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the pairs and report them."""
-    from pcsos.io import read_labels
-    from pcsos.pair_impact import impact
+    from pcsos.pair_impact import impact  # lazy: start-up (the solver loads for this command only)
 
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
     out = report_stream(args.json)
 
     def progress(done: int, total: int) -> None:
-        if not args.quiet and (done == total or done % max(1, total // 10) == 0):
+        # the first pair too: from then on a Ctrl-C keeps something
+        if not args.quiet and (done in (1, total) or done % max(1, total // 10) == 0):
             print(f"pcsos impact: {done} of {total} pairs scored", file=sys.stderr,
                   flush=True)
 
-    res = impact(inst.X, inst.k, inst.ml, inst.cl, labels, heuristic=args.heuristic,
-                 exact=args.exact, seed=args.seed, time_limit=args.time_limit,
-                 progress=progress, workers=None)
+    with Interrupts.armed_for(args, "impact", args.quiet, abort=False,
+                              keeps="the pairs scored so far") as intr:
+        try:
+            res = impact(inst.X, inst.k, inst.ml, inst.cl, labels, heuristic=args.heuristic,
+                         exact=args.exact, seed=args.seed, time_limit=args.time_limit,
+                         progress=progress, stop_event=intr.stop, workers=None)
+        except UndecidedError:
+            if intr.stop.is_set():  # stopped before a clustering existed: exit code 130
+                raise KeyboardInterrupt from None
+            raise
     if not args.quiet:
         print(f"clustering value {res.objective:.10g} ("
               f"{'optimal' if res.optimal else 'not certified optimal'}), "

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, write_json
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
+from pcsos.heuristics.metrics import adjusted_rand_index
+from pcsos.io import write_json
+from pcsos.kcenter import solve_problem
 from pcsos.problem import Problem
 
 
@@ -43,8 +46,6 @@ def run(args: argparse.Namespace) -> int:
            **res.to_dict()}
     classes = info.get("classes")
     if classes is not None:
-        from pcsos.heuristics.metrics import adjusted_rand_index
-
         rep["ari"] = float(adjusted_rand_index(classes, res.labels))
     out = report_stream(args.json)
     print(f"radius       {res.radius:.10g}", file=out)
@@ -64,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
 
 def solve_instance(inst, args: argparse.Namespace):
     """Run :func:`pcsos.kcenter.solve_problem` with the CLI options."""
-    from pcsos.kcenter import solve_problem
-
     return solve_problem(Problem.from_instance(inst), seed=args.seed, search=args.search,
                          rtol=args.rtol, time_limit=args.time_limit,
                          refine=not args.no_refine)

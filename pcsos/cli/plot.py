@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import argparse
 
+from pcsos.errors import InputError
+from pcsos.io import read_constraints, read_data, read_labels
+from pcsos.plot import plot_clusters, plot_progress, read_run
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos plot``."""
@@ -36,14 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write the requested picture."""
-    from pcsos.plot import plot_clusters, plot_progress, read_run
-
     if args.what == "progress":
-        plot_progress(read_run(args.run), args.output, title=args.title)
+        plot_progress(read_run(args.run), args.output, title=args.title, source=args.run)
     else:
-        from pcsos.errors import InputError
-        from pcsos.io import read_constraints, read_data, read_labels
-
         data = read_data(args.data)
         labels = read_labels(args.label_file)
         if len(labels) != data.n:
@@ -53,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if args.constraints is not None:
             cons = read_constraints(args.constraints, n=data.n, X=data.X)
             ml, cl = cons.ml, cons.cl
-        plot_clusters(data.X, labels, ml, cl, args.output, title=args.title)
+        plot_clusters(data.X, labels, ml, cl, args.output, title=args.title,
+                      source=args.data)
     print(f"wrote {args.output}")
     return 0

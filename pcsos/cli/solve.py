@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
 
+from pcsos.bounds.model import SDP_TOL
+from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_cut_arguments,
     add_instance_arguments,
@@ -29,11 +30,15 @@ from pcsos.cli.common import (
     print_notes,
     report_stream,
 )
-from pcsos.errors import InfeasibleError, InputError
-from pcsos.log import GapLog, JsonlLog
-from pcsos.options import ABS_TOL, SolverOptions
+from pcsos.errors import InfeasibleError
+from pcsos.io import read_labels, write_labels, write_result_matrix
+from pcsos.log import GapLog, JsonlLog, ProgressPrinter
+from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
+from pcsos.problem import check_start
 
 _ORDERS = {"best": 0, "depth": 1, "breadth": 2}
+#: the solver's defaults, which the arguments' defaults are (tests/test_options.py pins it)
+_DEFAULTS = SolverOptions()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,11 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="go on from a checkpoint of the same data and pairs (nodes and "
                           "time are summed; --time-limit applies to this run)")
     lim = parser.add_argument_group("limits")
-    lim.add_argument("--tol", type=float, default=1e-4,
-                     help="relative gap tolerance (UB - LB) / UB (default: 1e-4)")
+    lim.add_argument("--tol", type=float, default=_DEFAULTS.tol,
+                     help="relative gap tolerance (UB - LB) / UB (default: %(default)g)")
     lim.add_argument("--abs-tol", type=float, default=None, metavar="TOL",
                      help="absolute gap tolerance UB - LB, in units of the SSE; closes a zero "
-                          "or tiny optimum (default: 1e-10; 0 turns it off)")
+                          f"or tiny optimum (default: {ABS_TOL:g}; 0 turns it off)")
     lim.add_argument("--max-nodes", type=int, default=None, metavar="N",
                      help="stop after N nodes (default: none; the paper used 200)")
     lim.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
@@ -74,21 +79,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--root-threads", type=int, default=None,
                      help="BLAS threads for the root node, which runs alone (default: "
                           "--threads; more pays only on an otherwise idle machine)")
-    alg.add_argument("--order", choices=sorted(_ORDERS), default="best",
+    alg.add_argument("--order", choices=sorted(_ORDERS), default=_DEFAULTS.order,
                      help="visiting order (default: best-first, ties deeper first)")
-    alg.add_argument("--heuristic", default="ipc-kmeans", metavar="NAME",
-                     help="upper-bound heuristic run at every node (default: ipc-kmeans)")
-    alg.add_argument("--root-heuristic", default="s-mdeclust", metavar="NAME",
+    alg.add_argument("--heuristic", default=_DEFAULTS.heuristic, metavar="NAME",
+                     help="upper-bound heuristic run at every node (default: %(default)s)")
+    alg.add_argument("--root-heuristic", default=_DEFAULTS.root_heuristic, metavar="NAME",
                      help="heuristic run before the root's bound, within a quarter of the "
-                          "time left (default: s-mdeclust; none: skip it)")
-    alg.add_argument("--sdp-backend", default="admm", metavar="NAME",
+                          "time left (default: %(default)s; none: skip it)")
+    alg.add_argument("--sdp-backend", default=_DEFAULTS.sdp_backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
-    alg.add_argument("--sdp-tol", type=float, default=1e-5,
-                     help="relative KKT tolerance of the SDP solver (default: 1e-5)")
+    alg.add_argument("--sdp-tol", type=float, default=SDP_TOL,
+                     help="relative KKT tolerance of the SDP solver (default: %(default)g)")
     alg.add_argument("--cuts", default="all", metavar="FAMILIES",
                      help="cut families: all (default), none, or a comma list of pair, "
                           "triangle, clique")
-    alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"), default="highs",
+    alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"),
+                     default=_DEFAULTS.feasibility_backend,
                      help="ILP backend of the node feasibility checks (default: highs)")
     alg.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     alg.add_argument("--init-labels", metavar="FILE",
@@ -102,7 +108,8 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
     return SolverOptions(
         tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
         max_nodes=args.max_nodes, time_limit=args.time_limit,
-        workers=args.workers or (None if args.dask else (os.cpu_count() or 1)),
+        # with --dask, None: the cluster's threads
+        workers=args.workers if args.dask else resolve_workers(args.workers),
         threads=args.threads,
         root_threads=args.root_threads, heuristic=args.heuristic,
         root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
@@ -155,13 +162,7 @@ def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Solve, write the requested files, print the summary; see the module doc for codes."""
-    from pcsos.api import ProgressPrinter, solve_instance
-    from pcsos.cli import Interrupts
-    from pcsos.io import read_labels, write_labels, write_result_matrix
-    from pcsos.problem import check_start
-
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be >= 1, got {args.workers}", source="--workers")
+    from pcsos.api import solve_instance  # lazy: start-up (the solver loads for this command only)
     inst, info = load_instance(args)
     start = None
     if args.init_labels:
@@ -198,18 +199,12 @@ def run(args: argparse.Namespace) -> int:
             if printer is not None:
                 printer(row)
 
-        own = getattr(args, "_interrupts", None) is None
-        intr = Interrupts().install() if own else args._interrupts
-        intr.arm("solve", args.quiet)
-        try:
+        with Interrupts.armed_for(args, "solve", args.quiet) as intr:
             res = solve_instance(
                 inst, opts, init_labels=start, callback=on_row, checkpoint=args.checkpoint,
                 checkpoint_every=args.checkpoint_every, resume=args.resume, dask=args.dask,
                 progress=None if printer is None else printer.status,
                 stop_event=intr.stop, abort_event=intr.abort)
-        finally:
-            if own:
-                intr.uninstall()
         if printer is not None:
             printer.finish()
         if gap_log is not None:

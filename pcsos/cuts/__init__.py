@@ -1,6 +1,6 @@
 """Valid inequalities: their representation (:class:`CutSet`), separation and the loop."""
 
-from pcsos.cuts.cutset import CLIQUE, PAIR, TRIANGLE, CutSet
+from pcsos.bounds.cutset import CLIQUE, PAIR, TRIANGLE, CutSet
 from pcsos.cuts.loop import (
     CP_FLAGS,
     BoundResult,

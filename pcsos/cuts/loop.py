@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from pcsos.cuts.cutset import CutSet
+from pcsos.bounds import SDP_TOL, SDPModel, WarmStart, solve_sdp
+from pcsos.bounds.cutset import CutSet
 from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
 from pcsos.problem import Problem
 from pcsos.tree import gap_closed
@@ -248,14 +249,6 @@ def inherit_cuts(cuts: CutSet, child_problem: Problem) -> CutSet:
     return inherit_cuts_map(cuts, child_problem)[0]
 
 
-def _solver():
-    """The bounding layer's solve function and model class (imported late: built in
-    parallel, and the cut separation must not depend on it)."""
-    from pcsos.bounds import SDPModel, WarmStart, solve_sdp
-
-    return SDPModel, WarmStart, solve_sdp
-
-
 def _round_tol(cap: float, tight: float, gap_factor: float | None, gap: float) -> float:
     """The KKT tolerance of the next round: ``cap``, or ``gap_factor`` times the node's
     relative gap when that is smaller, never below the SDP tolerance ``tight``."""
@@ -288,7 +281,6 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     by returning True; ``known_bound``: a valid lower bound of the node known beforehand
     (e.g. its parent's), used only in the gap that sets the rounds' tolerances.
     """
-    SDPModel, WarmStart, solve_sdp = _solver()
     st = settings or CuttingPlaneSettings()
     opts = dict(sdp_options or {})
     max_rounds = st.max_rounds_root if root else st.max_rounds_child
@@ -305,7 +297,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     flag, total_iter = ROUND_LIMIT, 0
     added_tot = {f: 0 for f in FAMILIES}
     n_sep = 0
-    tight_tol = float(opts.get("tol", 1e-5))
+    tight_tol = float(opts.get("tol", SDP_TOL))
     # the loosest tolerance the next rounds may use; it only ever decreases (_round_tol
     # keeps every round at or above the SDP tolerance)
     cap = st.loose_tol if st.families and st.loose_tol is not None else tight_tol
@@ -318,17 +310,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         tol_r = tight_tol if len(rounds) + 1 >= max_rounds else _round_tol(
             cap, tight_tol, st.loose_gap_factor, _relgap(upper_bound, max(best, known_bound)))
         loose = tol_r > tight_tol
-        kw = dict(opts)
-        kw["tol"] = tol_r
-        if math.isfinite(upper_bound):
-            # the solve may stop as soon as its safe bound prunes the node (a hair inside
-            # the pruning test below, so that a bound at the target always passes it)
-            kw["bound_target"] = upper_bound - 0.999 * max(st.prune_tol * abs(upper_bound),
-                                                           st.prune_abs_tol)
-        if math.isfinite(left):
-            own = kw.get("time_limit")
-            kw["time_limit"] = left if own is None else min(left, float(own))
-        res_new = solve_sdp(model, warm_start=ws, **kw)
+        res_new = solve_sdp(model, warm_start=ws, **_round_options(opts, tol_r, upper_bound,
+                                                                   st, left))
         total_iter += int(res_new.iterations)
         stats = RoundStats(len(rounds) + 1, float(res_new.lower_bound),
                            float(res_new.sdp_value), res_new.status, int(res_new.iterations),
@@ -345,23 +328,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         best = max(best, lb)
         improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
         prev = lb
-        stop = None
-        if gap_closed(upper_bound, best, st.prune_tol, st.prune_abs_tol):
-            stop = PRUNED
-        elif res.status == "time_limit" or time.perf_counter() >= deadline:
-            stop = TIME_LIMIT
-        elif len(rounds) > 1 and improvement < -st.cp_tol:
-            stop = BOUND_WORSE
-        elif len(rounds) > 1 and improvement < st.cp_tol:
-            stop = TOLERANCE
-        elif len(rounds) >= max_rounds:
-            stop = ROUND_LIMIT
-        elif (not root and st.tail_off and math.isfinite(upper_bound)
-              and math.isfinite(before) and upper_bound > before
-              and best - before < st.tail_off * (upper_bound - before)):
-            stop = TAILING_OFF
-        elif not st.families:
-            stop = NO_CUT
+        stop = _stop_rule(st, upper_bound, best, before, improvement, len(rounds), max_rounds,
+                          root, res.status == "time_limit" or time.perf_counter() >= deadline)
         if stop is None:
             stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats)
         if loose and stop in (NO_CUT, CUT_LIMIT, TOLERANCE, BOUND_WORSE):
@@ -390,6 +358,47 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     avg = {f: (added_tot[f] / n_sep if n_sep else 0.0) for f in FAMILIES}
     return BoundResult(best, res, model.cuts, rounds, flag,
                        total_iter, time.perf_counter() - t0, avg, CP_FLAGS[flag])
+
+
+def _round_options(opts: dict, tol: float, upper_bound: float, st: CuttingPlaneSettings,
+                   left: float) -> dict:
+    """``solve_sdp``'s keywords for one round: the round's tolerance, the bound that prunes
+    the node as a target, and the time left."""
+    kw = dict(opts)
+    kw["tol"] = tol
+    if math.isfinite(upper_bound):
+        # the solve may stop as soon as its safe bound prunes the node (a hair inside the
+        # loop's pruning test, so that a bound at the target always passes it)
+        kw["bound_target"] = upper_bound - 0.999 * max(st.prune_tol * abs(upper_bound),
+                                                       st.prune_abs_tol)
+    if math.isfinite(left):
+        own = kw.get("time_limit")
+        kw["time_limit"] = left if own is None else min(left, float(own))
+    return kw
+
+
+def _stop_rule(st: CuttingPlaneSettings, upper_bound: float, best: float, before: float,
+               improvement: float, rounds: int, max_rounds: int, root: bool,
+               out_of_time: bool) -> int | None:
+    """Why the loop ends after this round (a CP flag), or None to separate more cuts:
+    ``best`` is the best bound so far, ``before`` what the node had proved before the
+    round, ``improvement`` the round's relative gain over the one before."""
+    if gap_closed(upper_bound, best, st.prune_tol, st.prune_abs_tol):
+        return PRUNED
+    if out_of_time:
+        return TIME_LIMIT
+    if rounds > 1 and improvement < -st.cp_tol:
+        return BOUND_WORSE
+    if rounds > 1 and improvement < st.cp_tol:
+        return TOLERANCE
+    if rounds >= max_rounds:
+        return ROUND_LIMIT
+    if (not root and st.tail_off and math.isfinite(upper_bound) and math.isfinite(before)
+            and upper_bound > before and best - before < st.tail_off * (upper_bound - before)):
+        return TAILING_OFF
+    if not st.families:
+        return NO_CUT
+    return None
 
 
 def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng,

@@ -1,7 +1,7 @@
 """Separation of the valid inequalities of spec §4 from a (relaxation) matrix Z.
 
 Thin wrappers around the compiled kernels of :mod:`pcsos._kernels`: each family returns a
-:class:`~pcsos.cuts.cutset.CutSet` holding the most violated cuts found, most violated first.
+:class:`~pcsos.bounds.cutset.CutSet` holding the most violated cuts found, most violated first.
 All families are valid for every clustering matrix in super-point space (|C| counts original
 points), so a cut found here never removes a feasible clustering.
 """
@@ -19,7 +19,7 @@ from pcsos._kernels import as_symmetric
 from pcsos._kernels import separate_cliques as _k_cliques
 from pcsos._kernels import separate_pairs as _k_pairs
 from pcsos._kernels import separate_triangles as _k_triangles
-from pcsos.cuts.cutset import CutSet
+from pcsos.bounds.cutset import CutSet
 
 __all__ = ["COLLECT", "FAMILIES", "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys",
            "drop_known", "parse_families", "separate", "separate_cliques", "separate_pairs",

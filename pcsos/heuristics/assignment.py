@@ -24,13 +24,14 @@ exactly k non-empty clusters and every cannot-link pair in different clusters.
   cheap repair instead and the answer is only ``'feasible'``). At n = 20 000 with 1 000
   pairs and k = 100 the full model has 2 million columns; the decomposition touches only
   the ~2 000 constrained super-points.
-* The MILP (NP-hard) is built once per engine, when first needed; between calls only the
-  objective costs change and the previous assignment is passed as a warm start. Backends:
-  ``'highs'`` (default; :mod:`highspy`, falling back to :func:`scipy.optimize.milp` — the
-  same HiGHS solver, model rebuilt per call — when highspy is not installed) and
-  ``'gurobi'`` (:mod:`gurobipy`; the engine opens one Gurobi environment per model on its
-  first solve and disposes it in :meth:`AssignmentEngine.close`, on leaving its ``with``
-  block, or when it is garbage collected).
+* The MILP (NP-hard) is built once per engine, when first needed, as a
+  :class:`pcsos.milp.Milp` and kept by the backend's adapter (:mod:`pcsos.milp`); between
+  calls only the objective costs change and the previous assignment is passed as a warm
+  start. Backends: ``'highs'`` (default; :mod:`highspy`, falling back to
+  :func:`scipy.optimize.milp` — the same HiGHS solver, model rebuilt per call — when highspy
+  is not installed) and ``'gurobi'`` (:mod:`gurobipy`; each model opens one Gurobi
+  environment on its first solve, disposed in :meth:`AssignmentEngine.close`, on leaving
+  its ``with`` block, or when it is garbage collected).
 
 Infeasibility (no k-colouring of the cannot-link graph, or fewer super-points than clusters)
 is reported as ``status='infeasible'``, a time limit without any assignment as
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,13 +50,11 @@ from scipy.sparse import coo_matrix, csc_matrix
 from scipy.sparse.csgraph import connected_components
 
 from pcsos.errors import BackendUnavailableError, InputError
+from pcsos.milp import BACKENDS, GUROBIPY_MISSING, Milp, adapter
 from pcsos.problem import group_sums
 
 __all__ = ["Assignment", "AssignmentEngine", "squared_costs", "centres_of", "group_sums",
            "BACKENDS"]
-
-#: names accepted by ``AssignmentEngine(backend=...)``
-BACKENDS = ("highs", "gurobi")
 
 
 @dataclass
@@ -154,19 +152,12 @@ class AssignmentEngine:
         self._opts = (threads, mip_rel_gap)
         self._models: dict[str, object] = {}  # 'full' and 'cycles' MILPs, built on first use
         self._has_milp = bool(len(self.cl)) and self.s >= self.k
-        if self._has_milp and backend == "gurobi":
-            try:  # the model is built on first use; a missing package is said at once
-                import gurobipy  # noqa: F401
-            except ImportError:
-                raise BackendUnavailableError(
-                    "backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]')") from None
+        self._solver = adapter(backend)
+        if self._has_milp and not self._solver.installed():
+            # the model is built on first use; a missing package is said at once
+            raise BackendUnavailableError(GUROBIPY_MISSING)
         # the name is fixed here, not per call: solve() reports it in every Assignment
-        self._method = "matching" if not self._has_milp else backend
-        if self._has_milp and backend == "highs":
-            try:
-                import highspy  # noqa: F401
-            except ImportError:
-                self._method = "scipy-milp"
+        self._method = self._solver.model_name() if self._has_milp else "matching"
         self._decompose = self._has_milp and decompose
         # the cannot-link pairs in the decomposition's relaxation: those ever broken by its
         # answer (see _solve_parts); the structure is rebuilt when the set grows
@@ -191,13 +182,8 @@ class AssignmentEngine:
             else:
                 s, cl, cover = len(self._parts.cyc_nodes), self._parts.cyc_cl, False
             threads, gap = self._opts
-            if self.backend == "gurobi":
-                m = _GurobiModel(s, self.k, cl, threads, gap, cover)
-            else:
-                try:
-                    m = _HighsModel(s, self.k, cl, threads, gap, cover)
-                except ImportError:
-                    m = _ScipyMilpModel(s, self.k, cl, gap, cover)
+            m = self._solver.model(_assignment_milp(s, self.k, cl, cover), threads=threads,
+                                   mip_rel_gap=gap)
             self._models[which] = m
         return m
 
@@ -210,9 +196,7 @@ class AssignmentEngine:
         """
         self._closed = True
         for m in self._models.values():
-            close = getattr(m, "close", None)
-            if close is not None:
-                close()
+            m.close()
 
     def __enter__(self) -> AssignmentEngine:
         return self
@@ -278,7 +262,7 @@ class AssignmentEngine:
             if labels is None and status not in ("infeasible", "time_limit"):
                 left = None if time_limit is None else \
                     time_limit - (time.perf_counter() - t0)
-                labels, status = self._milp.solve(costs, warm, left) \
+                labels, status = _solve_model(self._milp, costs, warm, left) \
                     if left is None or left > 0 else (None, "time_limit")
             if labels is None and status == "time_limit" and warm is not None:
                 # the solver stopped with nothing better than the start it was given
@@ -315,8 +299,8 @@ class AssignmentEngine:
                     time_limit - (time.perf_counter() - t0)
                 if left is not None and left <= 0:
                     return None, "time_limit"
-                lab, status = self._model("cycles").solve(
-                    np.ascontiguousarray(costs[sub]), None if warm is None else warm[sub],
+                lab, status = _solve_model(
+                    self._model("cycles"), costs[sub], None if warm is None else warm[sub],
                     left)
                 if lab is None:
                     return None, status if status in ("infeasible", "time_limit") else ""
@@ -327,7 +311,7 @@ class AssignmentEngine:
             self._active |= broken
             self._parts = _Decomposition(self.s, self.k, ucl[self._active])
             old = self._models.pop("cycles", None)
-            if old is not None and hasattr(old, "close"):
+            if old is not None:
                 old.close()
             self.rebuilds += 1
         if np.bincount(labels, minlength=self.k).min() == 0:
@@ -447,8 +431,8 @@ class _Decomposition:
             labels[level] = np.where(a1 != lp, a1, a2)
 
 
-def _model_matrix(s: int, k: int, cl: np.ndarray, cover: bool = True):
-    """The assignment MILP's rows in CSC form: s equalities, k cover rows, q*k CL rows.
+def _assignment_milp(s: int, k: int, cl: np.ndarray, cover: bool = True) -> Milp:
+    """The assignment MILP with zero costs: s equality rows, k cover rows, q*k CL rows.
 
     Column ``i * k + h`` is x_ih. Without ``cover`` the cover rows are free (bounds 0..inf).
     """
@@ -470,7 +454,29 @@ def _model_matrix(s: int, k: int, cl: np.ndarray, cover: bool = True):
     lo = np.concatenate([np.ones(s), np.full(k, 1.0 if cover else 0.0),
                          np.full(q * k, -np.inf)])
     hi = np.concatenate([np.ones(s), np.full(k, np.inf), np.ones(q * k)])
-    return A, lo, hi
+    return Milp(c=np.zeros(s * k), A=A, row_lo=lo, row_hi=hi, col_lo=np.zeros(s * k),
+                col_hi=np.ones(s * k), integrality=np.ones(s * k, dtype=bool),
+                name="assignment")
+
+
+def _solve_model(model, costs: np.ndarray, warm: np.ndarray | None,
+                 time_limit: float | None) -> tuple[np.ndarray | None, str]:
+    """Labels and status of one solve of a kept assignment model (an adapter's model);
+    labels None with 'infeasible' or, for every other end without a solution, 'time_limit'."""
+    s, k = costs.shape
+    model.set_costs(costs.ravel())
+    start = None
+    if warm is not None:
+        start = np.zeros((s, k))
+        start[np.arange(s), warm] = 1.0
+        start = start.ravel()
+    res = model.solve(time_limit=time_limit, start=start)
+    if res.status == "infeasible":
+        return None, "infeasible"
+    labels = None if res.x is None else _labels_from_values(res.x, s, k)
+    if labels is None:
+        return None, "time_limit"
+    return labels, res.status
 
 
 def _labels_from_values(x: np.ndarray, s: int, k: int) -> np.ndarray | None:
@@ -479,258 +485,3 @@ def _labels_from_values(x: np.ndarray, s: int, k: int) -> np.ndarray | None:
     if np.any(X[np.arange(s), labels] < 0.5):
         return None
     return labels
-
-
-def _integral_labels(x, s: int, k: int, tol: float = 1e-6) -> np.ndarray | None:
-    """Labels when the LP solution is 0/1 within ``tol`` everywhere, else None."""
-    X = np.asarray(x, dtype=np.float64).reshape(s, k)
-    if np.all((np.abs(X) <= tol) | (np.abs(X - 1.0) <= tol)):
-        return _labels_from_values(X, s, k)
-    return None
-
-
-def _quiet_highs(highspy):
-    """A HiGHS instance that prints nothing. highspy's ``Highs()`` registers its Python
-    callbacks in the constructor, before any option can be set, and HiGHS writes its banner
-    to stdout on that first call (HiGHS issues #1702, #2749); the core class makes no such
-    call, and this model needs no callbacks."""
-    core = getattr(getattr(highspy, "_core", None), "_Highs", None)
-    h = core() if core is not None else highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    return h
-
-
-class _HighsModel:
-    """The assignment MILP in :mod:`highspy`: built once, costs and warm start per call."""
-
-    name = "highs"
-
-    def __init__(self, s, k, cl, threads, mip_rel_gap, cover=True):
-        import highspy
-
-        self._hs = highspy
-        self.s, self.k = s, k
-        A, lo, hi = _model_matrix(s, k, cl, cover)
-        inf = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        lp.num_col_ = s * k
-        lp.num_row_ = A.shape[0]
-        lp.col_cost_ = np.zeros(s * k)
-        lp.col_lower_ = np.zeros(s * k)
-        lp.col_upper_ = np.ones(s * k)
-        lp.row_lower_ = np.where(np.isinf(lo), -inf, lo)
-        lp.row_upper_ = np.where(np.isinf(hi), inf, hi)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * (s * k)
-        h = _quiet_highs(highspy)
-        h.setOptionValue("threads", int(threads))
-        h.setOptionValue("mip_rel_gap", float(mip_rel_gap))
-        h.passModel(lp)
-        self.h = h
-        self.lp_hits = 0   # calls answered by an integral LP optimum
-        self.mip_runs = 0  # calls that needed the MIP search
-        self._idx = np.arange(s * k, dtype=np.int32)
-
-    def solve(self, costs, warm, time_limit):
-        t0 = time.perf_counter()
-        h, hs = self.h, self._hs
-        M = hs.HighsModelStatus
-        h.changeColsCost(len(self._idx), self._idx, costs.ravel())
-        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None
-                         else float("inf"))
-        # The LP relaxation is integral on most instances (CL graphs are sparse forests with
-        # few cycles); an integral LP optimum is a MILP optimum, found by a simplex warm
-        # started from the previous call's basis (only the costs changed), many times
-        # faster than the MIP solver's presolve and search.
-        h.setOptionValue("solve_relaxation", True)
-        h.run()
-        st = h.getModelStatus()
-        if st == M.kInfeasible:
-            return None, "infeasible"
-        if st == M.kOptimal:
-            labels = _integral_labels(h.getSolution().col_value, self.s, self.k)
-            if labels is not None:
-                self.lp_hits += 1
-                return labels, "optimal"
-        self.mip_runs += 1
-        h.setOptionValue("solve_relaxation", False)
-        if time_limit is not None:  # the LP's seconds count against the call's limit
-            left = float(time_limit) - (time.perf_counter() - t0)
-            if left <= 0:
-                return None, "time_limit"
-            h.setOptionValue("time_limit", left)
-        basis = h.getBasis()
-        h.clearSolver()  # the MIP search starts afresh; the LP basis is restored after it
-        if warm is not None:
-            x = np.zeros((self.s, self.k))
-            x[np.arange(self.s), warm] = 1.0
-            sol = hs.HighsSolution()
-            sol.col_value = x.ravel().tolist()
-            sol.value_valid = True
-            h.setSolution(sol)
-        h.run()
-        st = h.getModelStatus()
-        labels = None
-        info = h.getInfo()
-        if info.primal_solution_status == 2:  # kSolutionStatusFeasible
-            labels = _labels_from_values(h.getSolution().col_value, self.s, self.k)
-        h.clearSolver()
-        h.setBasis(basis)
-        if st == M.kInfeasible:
-            return None, "infeasible"
-        if labels is None:
-            return None, "time_limit"
-        return labels, "optimal" if st == M.kOptimal else "feasible"
-
-
-class _ScipyMilpModel:
-    """Fallback when highspy is absent: :func:`scipy.optimize.milp` (HiGHS, rebuilt per call)."""
-
-    name = "scipy-milp"
-
-    def __init__(self, s, k, cl, mip_rel_gap, cover=True):
-        from scipy.optimize import Bounds, LinearConstraint
-
-        self.s, self.k = s, k
-        A, lo, hi = _model_matrix(s, k, cl, cover)
-        self.cons = LinearConstraint(A.tocsr(), lo, hi)
-        self.bounds = Bounds(0, 1)
-        self.gap = mip_rel_gap
-
-    def solve(self, costs, warm, time_limit):
-        from scipy.optimize import milp
-
-        opts = {"mip_rel_gap": self.gap}
-        if time_limit is not None:
-            opts["time_limit"] = float(time_limit)
-        res = milp(costs.ravel(), constraints=self.cons, integrality=np.ones(self.s * self.k),
-                   bounds=self.bounds, options=opts)
-        if res.status == 2:
-            return None, "infeasible"
-        if res.x is None:
-            return None, "time_limit"
-        labels = _labels_from_values(res.x, self.s, self.k)
-        if labels is None:
-            return None, "time_limit"
-        return labels, "optimal" if res.status == 0 else "feasible"
-
-
-class _GurobiModel:
-    """The assignment MILP in :mod:`gurobipy`: built once, ``Obj`` and ``Start`` per call.
-
-    The model owns at most one ``gurobipy.Env`` for its whole life, started on the first
-    solve (a started environment checks out a licence token and spawns Gurobi's threads, so
-    one per call leaks both and costs a licence check each time). :meth:`close` disposes the
-    model and then the environment; a :func:`weakref.finalize` does the same when the model
-    is garbage collected without being closed (heuristics drop their engine on return).
-    """
-
-    name = "gurobi"
-
-    def __init__(self, s, k, cl, threads, mip_rel_gap, cover=True):
-        try:
-            import gurobipy as gp
-        except ImportError:
-            raise BackendUnavailableError(
-                "backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]')") from None
-        self.gp = gp
-        self.s, self.k = s, k
-        self._cl, self._threads, self._gap = cl, int(threads), float(mip_rel_gap)
-        self._cover = bool(cover)
-        # Env and model live in a holder that the finalizer reaches without a reference to
-        # self (a reference to self would keep it alive forever).
-        self._res = {"env": None, "model": None}
-        self._finalizer = weakref.finalize(self, _dispose_gurobi, self._res)
-        self._error = None  # a refused start, re-raised without opening another Env
-        self.x = None
-
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
-
-    @property
-    def env(self):
-        """The Env, or None before the first solve and after :meth:`close`."""
-        return self._res["env"]
-
-    @property
-    def m(self):
-        """The Gurobi model, or None before the first solve and after :meth:`close`."""
-        return self._res["model"]
-
-    def close(self) -> None:
-        """Dispose the model and the environment (idempotent)."""
-        self._finalizer()
-        self.x = None
-
-    def _build(self):
-        if self.closed:
-            raise InputError("solve called on a closed assignment engine")
-        if self._error is not None:
-            raise BackendUnavailableError(self._error)
-        if self._res["model"] is not None:
-            return self._res["model"]
-        gp = self.gp
-        s, k = self.s, self.k
-        try:
-            env = self._res["env"] = gp.Env(empty=True)
-            env.setParam("OutputFlag", 0)
-            env.start()
-            m = self._res["model"] = gp.Model(env=env)
-            m.Params.Threads = self._threads
-            m.Params.MIPGap = self._gap
-            A, lo, hi = _model_matrix(s, k, self._cl, self._cover)
-            x = m.addMVar(s * k, vtype=gp.GRB.BINARY)
-            A = A.tocsr()
-            m.addConstr(A[:s] @ x == 1)
-            if self._cover:
-                m.addConstr(A[s:s + k] @ x >= 1)
-            m.addConstr(A[s + k:] @ x <= 1)
-        except gp.GurobiError as exc:
-            # no licence (10009) or another refusal: free what was created now and remember
-            # why, so that later calls fail fast and never open a second Env
-            _dispose_gurobi(self._res)
-            self._error = f"Gurobi is not usable: {exc}"
-            raise BackendUnavailableError(self._error) from None
-        except BaseException:
-            # an interrupt or a bug mid-build: free the half-built model and Env all the same
-            _dispose_gurobi(self._res)
-            raise
-        self.x = x
-        return m
-
-    def solve(self, costs, warm, time_limit):
-        gp = self.gp
-        m = self._build()
-        x = self.x
-        m.reset()
-        x.Obj = costs.ravel()
-        m.Params.TimeLimit = float(time_limit) if time_limit is not None else gp.GRB.INFINITY
-        if warm is not None:
-            start = np.zeros((self.s, self.k))
-            start[np.arange(self.s), warm] = 1.0
-            x.Start = start.ravel()
-        try:
-            m.optimize()
-        except gp.GurobiError as exc:  # e.g. the size-limited licence refuses the model
-            raise BackendUnavailableError(f"Gurobi cannot solve the assignment: {exc}") \
-                from None
-        if m.Status in (gp.GRB.INFEASIBLE, gp.GRB.INF_OR_UNBD):
-            return None, "infeasible"
-        if m.SolCount == 0:
-            return None, "time_limit"
-        labels = _labels_from_values(x.X, self.s, self.k)
-        if labels is None:
-            return None, "time_limit"
-        return labels, "optimal" if m.Status == gp.GRB.OPTIMAL else "feasible"
-
-
-def _dispose_gurobi(res: dict) -> None:
-    """Dispose the model before its environment (a model must not outlive its Env)."""
-    for key in ("model", "env"):
-        obj, res[key] = res[key], None
-        if obj is not None:
-            obj.dispose()

@@ -72,28 +72,37 @@ class Deadline:
 
     ``progress``: a callable that :meth:`note` hands what the heuristic is doing (a dict
     with ``elapsed`` and the heuristic's own keys, e.g. ``generation`` and ``best``).
+    ``stop``: an event (``is_set()``, e.g. a threading.Event) that ends the time at once
+    when set (Ctrl-C), so that a heuristic ends as it does at its time limit.
     """
 
-    def __init__(self, seconds: float | None = None, progress=None):
+    def __init__(self, seconds: float | None = None, progress=None, stop=None):
         self.start = time.monotonic()
         self.limit = None if seconds is None else float(seconds)
         self.at = math.inf if seconds is None else self.start + float(seconds)
         self.progress = progress
+        self.stop = stop
 
     def note(self, **info) -> None:
         """Report progress (a no-op without a ``progress`` callable)."""
         if self.progress is not None:
             self.progress({"elapsed": self.elapsed(), **info})
 
+    def stopped(self) -> bool:
+        """True once the ``stop`` event is set."""
+        return self.stop is not None and self.stop.is_set()
+
     def remaining(self) -> float | None:
-        """Seconds left (None when unlimited, never negative)."""
+        """Seconds left (None when unlimited, never negative; 0 once stopped)."""
+        if self.stopped():
+            return 0.0
         if self.limit is None:
             return None
         return max(0.0, self.at - time.monotonic())
 
     def expired(self) -> bool:
-        """True once the deadline has passed."""
-        return time.monotonic() >= self.at
+        """True once the deadline has passed or the stop event is set."""
+        return time.monotonic() >= self.at or self.stopped()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
@@ -115,6 +124,9 @@ def start_centres(problem, init_labels) -> np.ndarray:
     return centres_of(lab, Xc, np.ones(n), k)
 
 
+# k-means++ and weighted Lloyd by hand, not scikit-learn's KMeans (which takes sample_weight):
+# scikit-learn is an optional extra, not a core dependency, its KMeans cannot honour a
+# Deadline between iterations, and scipy's kmeans2 takes no weights
 def kmeanspp(X: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     """k distinct row indices of X chosen by weighted k-means++ (D^2 * w sampling)."""
     n = len(X)

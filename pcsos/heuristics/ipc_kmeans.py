@@ -24,6 +24,7 @@ from pcsos.heuristics.base import (
     start_centres,
     weighted_kmeans,
 )
+from pcsos.kcenter import kcenter_centres
 
 __all__ = ["ipc_kmeans", "sdp_centres"]
 
@@ -97,8 +98,6 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         C1 = start_centres(problem, init_labels)
         starts.append(lambda: C1)
     if kcenter_start:
-        from pcsos.kcenter import kcenter_centres  # the k-center mode is optional here
-
         rem = deadline.remaining()
         # a spawned stream leaves rng's own draws (the k-means++ starts) unchanged
         kc_seed = int(rng.spawn(1)[0].integers(2**31))

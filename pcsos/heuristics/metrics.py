@@ -7,6 +7,8 @@ import numpy as np
 __all__ = ["adjusted_rand_index"]
 
 
+# by hand, not scikit-learn's adjusted_rand_score: scikit-learn is an optional extra and
+# scipy has no ARI (tests/test_heuristics_cli.py checks this against scikit-learn's)
 def adjusted_rand_index(a, b) -> float:
     """Adjusted Rand index of two labellings (Hubert & Arabie 1985), as scikit-learn's.
 

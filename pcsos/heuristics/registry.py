@@ -144,7 +144,7 @@ def check_labels(problem, labels: np.ndarray) -> str | None:
 def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
                   time_limit: float | None = None, blas_threads: int | None = 1,
                   init_labels: np.ndarray | None = None, progress=None,
-                  **options) -> HeuristicResult:
+                  stop_event=None, **options) -> HeuristicResult:
     """Run the heuristic ``name`` on a node's super-point ``problem``.
 
     ``Z`` is the node's SDP solution (s x s) when available; ``seed`` anything
@@ -157,6 +157,8 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     dropped, with a note in ``stats``, for one that does not; ``progress(info)`` receives
     what the heuristic reports through its deadline's ``note`` (s-mdeclust: each member of
     the initial population and each generation, with the best objective so far);
+    ``stop_event`` (a threading.Event) ends the run as its time limit does when set: the
+    heuristic returns its best clustering so far, and ``stats['interrupted']`` is True;
     ``options`` go to the heuristic. The returned labelling is re-checked (see
     :func:`check_labels`) and its SSE recomputed from the original data; a heuristic whose
     labelling fails the check yields ``status='no_solution'`` with the reason in
@@ -182,11 +184,12 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     t0 = time.perf_counter()
     # The heuristics' matrix products are small (s x d by d x k): extra BLAS threads only
     # contend for the cores (measured 10x slower on a loaded 2-core machine), so one.
+    deadline = Deadline(time_limit, progress, stop_event)
     if blas_threads is None:
-        res = heur(problem, Z, rng, Deadline(time_limit, progress), **options)
+        res = heur(problem, Z, rng, deadline, **options)
     else:
         with threadpool_limits(limits=blas_threads, user_api="blas"):
-            res = heur(problem, Z, rng, Deadline(time_limit, progress), **options)
+            res = heur(problem, Z, rng, deadline, **options)
     seconds = time.perf_counter() - t0
     if not isinstance(res, HeuristicResult):
         raise TypeError(f"heuristic {name!r} returned {type(res).__name__}, "
@@ -196,6 +199,8 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     res.stats["seconds"] = seconds
     if dropped:
         res.stats["note"] = dropped
+    if deadline.stopped():
+        res.stats["interrupted"] = True
     if res.status not in STATUSES:
         raise TypeError(f"heuristic {name!r} returned unknown status {res.status!r}")
     if res.status != "found":

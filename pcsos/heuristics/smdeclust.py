@@ -9,7 +9,8 @@ are assigned (exactly, or greedily by Alg. 2); optionally mutated (Alg. 3); refi
 local search; and the child replaces s when strictly better. The search stops after
 ``N_max`` consecutive offspring that do not improve the best solution, when the
 population's total pairwise objective spread falls below ``tol * |f_best|``, after
-``max_generations`` generations or at the deadline.
+``max_generations`` generations, at the deadline or when the deadline's stop event is set
+(Ctrl-C; the best member so far is returned).
 
 Differences from the paper, on purpose:
 
@@ -124,141 +125,175 @@ def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         raise InputError(f"need 0 <= F_min <= F_max, got {F_min}, {F_max}", source="F")
     if not 0 <= alpha <= 1:
         raise InputError(f"alpha must lie in [0, 1], got {alpha}", source="alpha")
-    P = int(P)
-    mutation, assign_kind = VARIANTS[variant]
-    k, s = problem.k, problem.s
-    engine = AssignmentEngine.from_problem(problem, backend=backend,
-                                           call_time_limit=assign_time_limit)
-    stats = {"iterations": 0, "ilp_solves": 0, "local_searches": 0, "generations": 0,
-             "offspring": 0, "improvements": 0, "mutations": 0, "variant": variant,
-             "assignment_method": engine.method, "stop": ""}
-    milp = engine.method != "matching"
+    run = _Evolution(problem, rng, deadline, variant=variant, P=int(P), F_min=F_min,
+                     F_max=F_max, alpha=alpha, tol_ls=tol_ls, max_iter_ls=max_iter_ls,
+                     backend=backend, assign_time_limit=assign_time_limit)
+    if problem.s < problem.k:
+        return HeuristicResult(status="infeasible", stats=run.stats,
+                               message=f"{problem.s} super-points cannot fill k = "
+                                       f"{problem.k} clusters")
+    failed = run.initial_population(init_labels)
+    if failed is not None:
+        return failed
+    if len(run.pop_labels) < run.P:
+        f = run.pop_f
+        best = run.pop_labels[int(np.argmin(f))] if run.pop_labels else None
+        why = "interrupted" if deadline.stopped() else "time_limit"
+        return run.result(best, f"{why} (initial population incomplete)")
+    return run.evolve(N_max=N_max, max_generations=max_generations, tol=tol)
 
-    def local_search(centres, warm=None):
-        r = assign_update_loop(problem, engine, centres, deadline, tol=tol_ls,
-                               max_iter=max_iter_ls, warm=warm)
-        stats["local_searches"] += 1
-        stats["iterations"] += r.iterations
-        stats["ilp_solves"] += r.solves if milp else 0
+
+class _Evolution:
+    """One S-MDEClust run: its population, engines and counters (``smdeclust``'s steps)."""
+
+    def __init__(self, problem, rng, deadline: Deadline, *, variant, P, F_min, F_max, alpha,
+                 tol_ls, max_iter_ls, backend, assign_time_limit):
+        self.problem, self.rng, self.deadline = problem, rng, deadline
+        self.P, self.F_min, self.F_max, self.alpha = P, F_min, F_max, alpha
+        self.tol_ls, self.max_iter_ls = tol_ls, max_iter_ls
+        self.backend, self.assign_time_limit = backend, assign_time_limit
+        self.mutation, self.assign_kind = VARIANTS[variant]
+        self.engine = AssignmentEngine.from_problem(problem, backend=backend,
+                                                    call_time_limit=assign_time_limit)
+        self.engine_m = None  # the (k-1)-cluster engine of the exact mutation, on first use
+        self.stats = {"iterations": 0, "ilp_solves": 0, "local_searches": 0,
+                      "generations": 0, "offspring": 0, "improvements": 0, "mutations": 0,
+                      "variant": variant, "assignment_method": self.engine.method,
+                      "stop": ""}
+        self.milp = self.engine.method != "matching"
+        self.cl_adj = _cl_adjacency(problem.s, problem.cl)
+        self.pop_labels: list[np.ndarray] = []
+        self.pop_f: list[float] = []
+
+    def local_search(self, centres, warm=None):
+        r = assign_update_loop(self.problem, self.engine, centres, self.deadline,
+                               tol=self.tol_ls, max_iter=self.max_iter_ls, warm=warm)
+        self.stats["local_searches"] += 1
+        self.stats["iterations"] += r.iterations
+        self.stats["ilp_solves"] += r.solves if self.milp else 0
         return r
 
-    def result(best_labels, stop):
-        stats["stop"] = stop
+    def result(self, best_labels, stop: str) -> HeuristicResult:
+        self.stats["stop"] = stop
         # how the exact assignments were answered (assignment engine, module doc)
-        stats["assignments_decomposed"] = engine.decomposed_calls
-        stats["assignments_repaired"] = engine.repaired_calls
+        self.stats["assignments_decomposed"] = self.engine.decomposed_calls
+        self.stats["assignments_repaired"] = self.engine.repaired_calls
         if best_labels is None:
-            return HeuristicResult(status="no_solution", stats=stats,
+            return HeuristicResult(status="no_solution", stats=self.stats,
                                    message=f"no feasible member before stop ({stop})")
-        return HeuristicResult(status="found", super_labels=best_labels, stats=stats)
+        return HeuristicResult(status="found", super_labels=best_labels, stats=self.stats)
 
-    point_w = problem.e / problem.e.sum()
-    cl_adj = _cl_adjacency(s, problem.cl)
-    by_degree = np.argsort([-len(a) for a in cl_adj], kind="stable")
-    # --- initial population: local search from k random data points each
-    pop_labels: list[np.ndarray] = []
-    pop_f: list[float] = []
-    if s < k:
-        return HeuristicResult(status="infeasible", stats=stats,
-                               message=f"{s} super-points cannot fill k = {k} clusters")
-    first = None if init_labels is None else start_centres(problem, init_labels)
-    while len(pop_labels) < P:
-        if deadline.expired():
-            break
-        if first is not None:
-            r, first = local_search(first), None
-        else:
-            idx = rng.choice(s, size=k, replace=False, p=point_w)
-            C0 = problem.centroids[idx]
-            # the greedy assignment, when it breaks no pair, is the exact one's first
-            # incumbent; most cannot-link partners first (Welsh-Powell), which breaks fewer
-            # pairs, and no draw, which would shift the seeded stream
-            warm = greedy_assign(squared_costs(problem.centroids, problem.e, C0), cl_adj,
-                                 by_degree)
-            r = local_search(C0, warm=warm)
-        if r.status == "infeasible":
-            return HeuristicResult(status="infeasible", stats=stats,
-                                   message="the assignment MILP is infeasible: no "
-                                           "clustering satisfies the cannot-link pairs")
-        if r.labels is not None:
-            pop_labels.append(r.labels)
-            pop_f.append(r.sse)
-            deadline.note(stage="population", members=len(pop_labels), of=P,
-                          best=min(pop_f))
-    if len(pop_labels) < P:
-        best = pop_labels[int(np.argmin(pop_f))] if pop_labels else None
-        return result(best, "time_limit (initial population incomplete)")
-
-    pop_c = [centres_of(lab, problem.W, problem.e, k) for lab in pop_labels]
-    f = np.asarray(pop_f)
-    best_i = int(np.argmin(f))
-    best_labels, best_f = pop_labels[best_i], float(f[best_i])
-    engine_m = None  # the (k-1)-cluster engine for the exact mutation, built on first use
-    Xc = problem.instance.X - problem.instance.X.mean(axis=0)
-    pl = problem.point_labels
-    n_it = 0
-    gen = 0
-    stop = ""
-    while True:
-        if max_generations is not None and gen >= max_generations:
-            stop = "max_generations"
-            break
-        gen += 1
-        stats["generations"] = gen
-        deadline.note(stage="generation", generation=gen, best=best_f,
-                      since_improvement=n_it)
-        for si in range(P):
-            if deadline.expired():
-                stop = "time_limit"
+    def initial_population(self, init_labels) -> HeuristicResult | None:
+        """Local search from k random data points, P times (the first from
+        ``init_labels`` when given); a result when the assignment proves infeasibility."""
+        problem, k, s = self.problem, self.problem.k, self.problem.s
+        point_w = problem.e / problem.e.sum()
+        by_degree = np.argsort([-len(a) for a in self.cl_adj], kind="stable")
+        first = None if init_labels is None else start_centres(problem, init_labels)
+        while len(self.pop_labels) < self.P:
+            if self.deadline.expired():
                 break
-            others = [j for j in range(P) if j != si]
-            s1, s2, s3 = rng.choice(others, size=3, replace=False)
-            psi3 = pop_c[s3]
-            psi1 = _align(pop_c[s1], psi3)
-            psi2 = _align(pop_c[s2], psi3)
-            F = rng.uniform(F_min, F_max)
-            psi = psi1 + F * (psi2 - psi3)
-            costs = squared_costs(problem.centroids, problem.e, psi)
-            phi = _assign(assign_kind, engine, costs, cl_adj, rng, deadline)
-            stats["ilp_solves"] += int(assign_kind == "exact" and milp)
-            # as the authors' code: mutation with probability 1 / generation, so always in
-            # the first generation and ever more rarely as the population converges
-            if mutation and rng.random() < 1.0 / gen:
-                if engine_m is None and k > 1:
-                    engine_m = AssignmentEngine.from_problem(problem, k=k - 1,
-                                                             backend=backend,
-                                                             call_time_limit=assign_time_limit)
-                psi, phi = _mutate(psi, costs, assign_kind, engine, engine_m, cl_adj, Xc,
-                                   pl, alpha, problem, rng, deadline, stats, milp)
-                stats["mutations"] += 1
-            start = centres_of(phi, problem.W, problem.e, k, fallback=psi)
-            r = local_search(start, warm=phi)
-            stats["offspring"] += 1
-            if r.labels is None:
-                n_it += 1
+            if first is not None:
+                r, first = self.local_search(first), None
             else:
-                if r.sse < f[si]:
-                    pop_labels[si], f[si] = r.labels, r.sse
-                    pop_c[si] = centres_of(r.labels, problem.W, problem.e, k)
-                if r.sse < best_f:
-                    best_labels, best_f = r.labels, r.sse
-                    stats["improvements"] += 1
-                    n_it = 0
-                else:
-                    n_it += 1
-            if n_it >= N_max:
-                stop = "N_max"
+                idx = self.rng.choice(s, size=k, replace=False, p=point_w)
+                C0 = problem.centroids[idx]
+                # the greedy assignment, when it breaks no pair, is the exact one's first
+                # incumbent; most cannot-link partners first (Welsh-Powell), which breaks
+                # fewer pairs, and no draw, which would shift the seeded stream
+                warm = greedy_assign(squared_costs(problem.centroids, problem.e, C0),
+                                     self.cl_adj, by_degree)
+                r = self.local_search(C0, warm=warm)
+            if r.status == "infeasible":
+                return HeuristicResult(status="infeasible", stats=self.stats,
+                                       message="the assignment MILP is infeasible: no "
+                                               "clustering satisfies the cannot-link pairs")
+            if r.labels is not None:
+                self.pop_labels.append(r.labels)
+                self.pop_f.append(r.sse)
+                self.deadline.note(stage="population", members=len(self.pop_labels),
+                                   of=self.P, best=min(self.pop_f))
+        return None
+
+    def evolve(self, *, N_max: int, max_generations: int | None,
+               tol: float) -> HeuristicResult:
+        """Generations of one offspring per member until a stopping rule fires."""
+        problem, k, P, deadline = self.problem, self.problem.k, self.P, self.deadline
+        self.pop_c = [centres_of(lab, problem.W, problem.e, k) for lab in self.pop_labels]
+        f = self.f = np.asarray(self.pop_f)
+        best_i = int(np.argmin(f))
+        self.best_labels, self.best_f = self.pop_labels[best_i], float(f[best_i])
+        self.Xc = problem.instance.X - problem.instance.X.mean(axis=0)
+        self.n_it = 0
+        gen = 0
+        stop = ""
+        while True:
+            if max_generations is not None and gen >= max_generations:
+                stop = "max_generations"
                 break
-        if stop:
-            break
-        # total pairwise spread sum_{a<b} |f_a - f_b|, from the sorted values in O(P log P)
-        fs = np.sort(f)
-        spread = float(np.sum((2 * np.arange(P) - P + 1) * fs))
-        if spread <= tol * abs(best_f):
-            stop = "collapsed"
-            break
-    stats["best_objective_super"] = best_f
-    return result(best_labels, stop)
+            gen += 1
+            self.stats["generations"] = gen
+            deadline.note(stage="generation", generation=gen, best=self.best_f,
+                          since_improvement=self.n_it)
+            for si in range(P):
+                if deadline.expired():
+                    stop = "interrupted" if deadline.stopped() else "time_limit"
+                    break
+                self.offspring(si, gen)
+                if self.n_it >= N_max:
+                    stop = "N_max"
+                    break
+            if stop:
+                break
+            # total pairwise spread sum_{a<b} |f_a - f_b|, from the sorted values, O(P log P)
+            fs = np.sort(f)
+            spread = float(np.sum((2 * np.arange(P) - P + 1) * fs))
+            if spread <= tol * abs(self.best_f):
+                stop = "collapsed"
+                break
+        self.stats["best_objective_super"] = self.best_f
+        return self.result(self.best_labels, stop)
+
+    def offspring(self, si: int, gen: int) -> None:
+        """Member ``si``'s offspring (crossover, mutation, local search); it replaces the
+        member when better."""
+        problem, k, rng, f = self.problem, self.problem.k, self.rng, self.f
+        others = [j for j in range(self.P) if j != si]
+        s1, s2, s3 = rng.choice(others, size=3, replace=False)
+        psi3 = self.pop_c[s3]
+        psi1 = _align(self.pop_c[s1], psi3)
+        psi2 = _align(self.pop_c[s2], psi3)
+        F = rng.uniform(self.F_min, self.F_max)
+        psi = psi1 + F * (psi2 - psi3)
+        costs = squared_costs(problem.centroids, problem.e, psi)
+        phi = _assign(self.assign_kind, self.engine, costs, self.cl_adj, rng, self.deadline)
+        self.stats["ilp_solves"] += int(self.assign_kind == "exact" and self.milp)
+        # as the authors' code: mutation with probability 1 / generation, so always in the
+        # first generation and ever more rarely as the population converges
+        if self.mutation and rng.random() < 1.0 / gen:
+            if self.engine_m is None and k > 1:
+                self.engine_m = AssignmentEngine.from_problem(
+                    problem, k=k - 1, backend=self.backend,
+                    call_time_limit=self.assign_time_limit)
+            psi, phi = _mutate(psi, costs, self.assign_kind, self.engine, self.engine_m,
+                               self.cl_adj, self.Xc, problem.point_labels, self.alpha,
+                               problem, rng, self.deadline, self.stats, self.milp)
+            self.stats["mutations"] += 1
+        start = centres_of(phi, problem.W, problem.e, k, fallback=psi)
+        r = self.local_search(start, warm=phi)
+        self.stats["offspring"] += 1
+        if r.labels is None:
+            self.n_it += 1
+            return
+        if r.sse < f[si]:
+            self.pop_labels[si], f[si] = r.labels, r.sse
+            self.pop_c[si] = centres_of(r.labels, problem.W, problem.e, k)
+        if r.sse < self.best_f:
+            self.best_labels, self.best_f = r.labels, r.sse
+            self.stats["improvements"] += 1
+            self.n_it = 0
+        else:
+            self.n_it += 1
 
 
 def _align(psi: np.ndarray, ref: np.ndarray) -> np.ndarray:

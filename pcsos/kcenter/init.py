@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pcsos.errors import InputError
+from pcsos.kcenter.solver import solve_problem
 from pcsos.problem import Problem
 
 __all__ = ["kcenter_centres"]
@@ -23,8 +24,6 @@ def kcenter_centres(problem: Problem, seed=None, *, means: bool = True,
     Raises InputError when fewer than k clusters exist (fewer than k super-points),
     InfeasibleError as :func:`pcsos.kcenter.solve`.
     """
-    from pcsos.kcenter.solver import solve_problem
-
     res = solve_problem(problem, seed=seed, time_limit=time_limit, refine=not means)
     k = problem.k
     if len(res.centers) < k:

@@ -1,4 +1,6 @@
-"""A lower bound for instances too large for one SDP: bound subsets and add (``certify``).
+"""A lower bound for instances too large for one SDP: bound subsets and add.
+
+:func:`pcsos.certify.certify` is the entry point that uses it on a clustering.
 
 **The bound.** Partition the points into subsets S_1..S_T, every must-link group inside
 one subset. Take any feasible clustering of the whole instance and restrict it to S_t: a
@@ -23,6 +25,14 @@ and any valid lower bound of each OPT_t gives a valid lower bound of OPT. For ea
   eigenvector is the sum of the top eigenvalues of M; a d x d eigenproblem). It is also
   the closed-form bound of the whole instance, :func:`spectral_floor`.
 
+**Stopped early** (``stop_event``, Ctrl-C in ``pcsos certify``): the sum above needs a valid
+lower bound of each OPT_t, not the best one. A subset whose SDP was stopped keeps the
+largest safe bound of its rounds (each is the dual value of a feasible point of its round's
+relaxation, whose cuts every clustering obeys, so <= OPT_t at any accuracy), else its
+spectral floor; a subset not started (or not back in time) keeps its spectral floor, or its
+exact value when it has at most k groups. The sum is still <= OPT, and the result says which
+subsets were cut short.
+
 The bound is strong when every subset looks like the whole data: the partition deals the
 groups of each cluster of a reference clustering (the incumbent) over the subsets in turn,
 by distance to their cluster's centre, so that each subset gets a share of every cluster
@@ -39,16 +49,18 @@ import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from pcsos.errors import InfeasibleError, InputError, UndecidedError
+from pcsos.cuts.loop import CALLBACK_STOP, TIME_LIMIT, CuttingPlaneSettings, cutting_plane_loop
+from pcsos.errors import InputError
+from pcsos.options import resolve_workers
 from pcsos.problem import Instance, Problem, make_instance, sse
 
-__all__ = ["spectral_floor", "partition", "decomposition_bound", "certify", "SubsetBound",
-           "CertifyResult", "subset_size_for", "subset_count", "subset_settings"]
+__all__ = ["spectral_floor", "partition", "decomposition_bound", "SubsetBound",
+           "subset_size_for", "subset_count", "subset_settings"]
 
 #: points per subset per cluster by default, within [SUBSET_MIN, SUBSET_MAX]. A subset's own
 #: optimum falls below its share of the whole clustering by more the fewer points each
@@ -103,8 +115,6 @@ def subset_settings(cp_settings=None):
     with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose rounds are off (None
     or 0)."""
     from dataclasses import replace
-
-    from pcsos.cuts.loop import CuttingPlaneSettings
 
     st = cp_settings if cp_settings is not None else CuttingPlaneSettings()
     if not st.loose_tol or st.loose_tol >= SUBSET_LOOSE_TOL:
@@ -238,8 +248,10 @@ def _pairs(T: int, rng: np.random.Generator):
 @dataclass
 class SubsetBound:
     """One subset's bound: its ``points`` (indices), size ``n``, super-points ``s``,
-    ``lower_bound``, how (``method``: 'groups' exact, 'sdp' or 'spectral'), ``seconds``
-    and the SDP loop's ``message`` when one ran."""
+    ``lower_bound``, how (``method``: 'groups' exact, 'sdp' or 'spectral'), ``seconds``,
+    the SDP loop's ``message`` when one ran, and ``cut_short``: a stop request ended its
+    bounding early or before it began (the bound is still valid: its SDP's last safe bound
+    or its spectral floor)."""
 
     points: np.ndarray
     n: int
@@ -248,6 +260,7 @@ class SubsetBound:
     method: str
     seconds: float
     message: str = ""
+    cut_short: bool = False
 
 
 def _sub_instance(instance: Instance, pts: np.ndarray) -> Instance:
@@ -265,13 +278,24 @@ def _sub_instance(instance: Instance, pts: np.ndarray) -> Instance:
                          inside(instance.cl))
 
 
+#: the stop event of a worker process of :func:`process_pool` (set by its caller)
+_WORKER_STOP = None
+#: seconds that a stopped decomposition_bound waits for its running subsets to return the
+#: safe bounds of their last iterates (one ADMM iteration or one separation: about a second
+#: on 1 000 points); a subset still running then is ended and keeps its spectral floor
+STOP_GRACE = 10.0
+
+
 def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | None,
                   sdp_options: dict, cp_settings, seed: int, upper: float,
-                  blas_limit: int | None = None) -> SubsetBound:
+                  blas_limit: int | None = None, stop=None) -> SubsetBound:
     """One subset's bound; a module-level function of picklable data, so that a process
     pool or a Dask worker can run it. ``blas_limit`` caps BLAS threads around the job (only
-    where it runs alone in its process: threadpoolctl limits are process-wide)."""
+    where it runs alone in its process: threadpoolctl limits are process-wide). ``stop``
+    (an event; in a :func:`process_pool` worker, the pool's own by default) ends the SDP at
+    its next iteration, with the safe bound of that iterate."""
     t0 = time.perf_counter()
+    stop = _WORKER_STOP if stop is None else stop
     # k = 2 merges the colour classes of cannot-link components, valid only when the whole
     # instance has k = 2 (not when a tiny subset's k was lowered to its size). An
     # InfeasibleError here means the whole instance is infeasible too.
@@ -280,30 +304,59 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | 
     if problem.s <= sub.k:
         return SubsetBound(pts, len(pts), problem.s, floor, "groups",
                            time.perf_counter() - t0)
+    if stop is not None and stop.is_set():
+        return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
+                           time.perf_counter() - t0, "stopped before its SDP", True)
     if time_limit is not None and time_limit <= 0:
         return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
                            time.perf_counter() - t0, "no time left for the SDP")
-    from pcsos.cuts.loop import cutting_plane_loop
+    opts, callback = dict(sdp_options), None
+    if stop is not None:
+        own = opts.get("should_stop")
+        opts["should_stop"] = stop.is_set if own is None else (
+            lambda: stop.is_set() or own())
+
+        def callback(stats):  # between rounds: the separation is not run once stopped
+            return stop.is_set()
 
     limit = (nullcontext() if blas_limit is None
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
     with limit:
         loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings,
-                                  root=True, sdp_options=dict(sdp_options), seed=seed,
-                                  time_limit=time_limit)
+                                  root=True, sdp_options=opts, seed=seed,
+                                  time_limit=time_limit, callback=callback)
+    # a loop that ended on its own before the request keeps its own flag
+    cut = stop is not None and stop.is_set() and loop.flag in (CALLBACK_STOP, TIME_LIMIT)
+    message = loop.message + ("; stopped on request" if cut else "")
     lb = float(loop.lower_bound)
     if not lb > floor:
         return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
-                           time.perf_counter() - t0, loop.message)
+                           time.perf_counter() - t0, message, cut)
     return SubsetBound(pts, len(pts), problem.s, lb, "sdp", time.perf_counter() - t0,
-                       loop.message)
+                       message, cut)
 
 
-def _worker_start(caller: int) -> None:
+def _floor_only(sub: Instance, k2: bool, pts: np.ndarray, why: str) -> SubsetBound:
+    """A subset not (fully) bounded: its spectral floor, or its exact value when it has at
+    most k groups."""
+    t0 = time.perf_counter()
+    problem = Problem.from_instance(sub, infer_k2=k2)
+    floor = spectral_floor(problem)
+    if problem.s <= sub.k:
+        return SubsetBound(pts, len(pts), problem.s, floor, "groups",
+                           time.perf_counter() - t0)
+    return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
+                       time.perf_counter() - t0, why, True)
+
+
+def _worker_start(caller: int, stop=None) -> None:
     # a pool worker leaves Ctrl-C to its caller, which cancels the pool and ends the workers
+    # or, with a stop event, sets it and collects the bounds of their last iterates
     import signal
     import threading
 
+    global _WORKER_STOP
+    _WORKER_STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.name != "posix":  # os.kill(pid, 0) would end the process on Windows
         return
@@ -311,7 +364,8 @@ def _worker_start(caller: int) -> None:
     def watch():
         # a caller killed outright (SIGKILL, a crash) cannot end its workers: a worker is a
         # child of the forkserver, not of the caller, so it checks on the caller itself
-        # rather than bound a subset for minutes for no one
+        # rather than bound a subset for minutes for no one (no library does this here:
+        # prctl's PR_SET_PDEATHSIG is Linux-only, outside the stdlib, and names the parent)
         while True:
             time.sleep(1.0)
             try:
@@ -324,18 +378,23 @@ def _worker_start(caller: int) -> None:
     threading.Thread(target=watch, name="pcsos-caller-watch", daemon=True).start()
 
 
-def process_pool(workers: int):
+def _pool_context():
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def process_pool(workers: int, stop=None):
     """A pool of ``workers`` processes for :func:`decomposition_bound`: forkserver where the
     platform has it (a fresh interpreter per worker, not a fork of a parent that may hold
     BLAS threads), else spawn. Either imports the caller's main module in the workers, so a
-    script must keep its work under ``if __name__ == "__main__":``."""
-    import multiprocessing
+    script must keep its work under ``if __name__ == "__main__":``. ``stop``: an event of
+    ``_pool_context()`` (``.Event()``) that, once set, ends the workers' SDPs early."""
     from concurrent.futures import ProcessPoolExecutor
 
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                               initializer=_worker_start, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                               initializer=_worker_start, initargs=(os.getpid(), stop))
 
 
 def _end_pool(pool, graceful: bool) -> None:
@@ -351,18 +410,11 @@ def _end_pool(pool, graceful: bool) -> None:
         proc.terminate()
 
 
-def _workers(workers) -> int:
-    if workers is not None and (isinstance(workers, bool) or not int(workers) >= 1):
-        raise InputError(f"workers must be a positive integer, got {workers!r}",
-                         source="workers")
-    return int(workers) if workers else (os.cpu_count() or 1)
-
-
 def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         time_limit: float | None = None, workers: int | None = None,
                         executor: Executor | None = None, sdp_options: dict | None = None,
                         cp_settings=None, seed: int = 0, labels: np.ndarray | None = None,
-                        progress=None, blas_limit: int | None = 1
+                        progress=None, blas_limit: int | None = 1, stop_event=None
                         ) -> tuple[float, list[SubsetBound]]:
     """Sum of the subsets' lower bounds (a valid lower bound of the whole; module doc).
 
@@ -379,7 +431,11 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     used as given (default: :func:`subset_settings`). ``progress(done, total,
     bound_so_far)`` after each subset. ``blas_limit``: BLAS threads per subset (None: leave
     the limit alone, as a job inside the tree must, threadpoolctl limits being
-    process-wide).
+    process-wide). ``stop_event`` (a threading.Event), once set, starts no more subsets and
+    ends the running ones early (in this thread, on a thread pool and on the own process
+    pool: their SDP's safe bound at the next iteration, waited for up to ``STOP_GRACE``
+    seconds; on another executor they are cancelled); every subset not fully bounded keeps
+    a valid bound (its spectral floor at least) and is marked ``cut_short``.
     """
     n = instance.n
     seen = np.zeros(n, dtype=np.int64)
@@ -395,24 +451,33 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
         owner[np.asarray(pts, dtype=np.int64)] = t
     if len(instance.ml) and np.any(owner[instance.ml[:, 0]] != owner[instance.ml[:, 1]]):
         raise InputError("a must-link pair is split between two subsets", source="subsets")
-    workers = _workers(workers)
+    workers = resolve_workers(workers)
     T = len(subsets)
     t0 = time.perf_counter()
     opts = dict(sdp_options or {})
     cp_settings = subset_settings() if cp_settings is None else cp_settings
     pool = executor
+    worker_stop = None  # the own pool's stop event, which its worker processes share
     if pool is None and workers > 1 and T > 1:
-        pool = process_pool(min(workers, T))
+        worker_stop = None if stop_event is None else _pool_context().Event()
+        pool = process_pool(min(workers, T), worker_stop)
     # in this thread, the limit is set here, around the whole run; in a worker process the
     # job sets it (a shared thread pool would race on the process-wide limit)
     here = pool is None or isinstance(pool, ThreadPoolExecutor)
     job_limit = None if here else blas_limit
+    # who can hear a stop request: jobs of this process share the event itself, the own
+    # pool's workers their own event; another executor's jobs cannot be told
+    job_stop = stop_event if here else None
+    hears = stop_event is not None and (here or worker_stop is not None)
 
     def job(t: int, share: float | None) -> tuple:
         pts = np.asarray(subsets[t], dtype=np.int64)
         upper = math.inf if labels is None else sse(instance.X[pts], np.asarray(labels)[pts])
         return (_sub_instance(instance, pts), instance.k == 2, pts, share, opts,
-                cp_settings, seed + t, upper, job_limit)
+                cp_settings, seed + t, upper, job_limit, job_stop)
+
+    def stopped() -> bool:
+        return stop_event is not None and stop_event.is_set()
 
     out: list[SubsetBound | None] = [None] * T
     total = 0.0
@@ -438,11 +503,13 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
 
     limit = (nullcontext() if blas_limit is None or not here
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
+    # a stop request is looked for this often while the subsets run
+    poll = None if stop_event is None else 0.1
     try:
         with limit:
             nxt = done = 0
-            while nxt < T or running:
-                while nxt < T and (pool is None or len(running) < workers):
+            while (nxt < T or running) and not stopped():
+                while nxt < T and not stopped() and (pool is None or len(running) < workers):
                     share = share_of(nxt)
                     if pool is None:
                         done += 1
@@ -452,153 +519,32 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         running[pool.submit(_bound_subset, *job(nxt, share))] = (nxt, end)
                     nxt += 1
                 if running:
-                    finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                    finished, _ = wait(list(running), timeout=poll,
+                                       return_when=FIRST_COMPLETED)
                     for fut in finished:
                         t, _ = running.pop(fut)
                         done += 1
                         record(t, fut.result(), done)
-        graceful = True
+            if running and hears:
+                # stopped: the running subsets end at their SDP's next iteration with its
+                # safe bound, which is worth the short wait
+                if worker_stop is not None:
+                    worker_stop.set()
+                finished, _ = wait(list(running), timeout=STOP_GRACE)
+                for fut in finished:
+                    t, _ = running.pop(fut)
+                    done += 1
+                    record(t, fut.result(), done)
+        graceful = not running
     finally:
         if pool is not None and executor is None:
             _end_pool(pool, graceful)
         elif not graceful:
             for fut in running:
                 fut.cancel()
+    for t in range(T):
+        if out[t] is None:  # not started, or still running when stopped: its floor holds
+            pts = np.asarray(subsets[t], dtype=np.int64)
+            out[t] = _floor_only(_sub_instance(instance, pts), instance.k == 2, pts,
+                                 "stopped before its SDP finished: its spectral floor")
     return float(sum(b.lower_bound for b in out)), out  # type: ignore[union-attr]
-
-
-@dataclass
-class CertifyResult:
-    """A certified gap for a clustering of a large instance (:func:`certify`).
-
-    ``lower_bound`` (valid for the optimum), ``objective`` of ``labels``, ``gap`` =
-    (objective - lower_bound) / objective, ``spectral_floor`` (the closed-form bound of the
-    whole), ``subsets`` (per-subset bounds), ``heuristic`` (which made the labels, or
-    'given'), ``seconds``, ``message`` and ``subset_size`` (the size asked of the subsets).
-    """
-
-    lower_bound: float
-    objective: float
-    gap: float
-    labels: np.ndarray
-    spectral_floor: float
-    subsets: list[SubsetBound] = field(repr=False)
-    heuristic: str
-    seconds: float
-    message: str
-    subset_size: int = 0
-
-    def to_dict(self) -> dict:
-        """JSON-ready, with the partition as lists of point indices."""
-        return {"lower_bound": self.lower_bound, "objective": self.objective,
-                "gap": self.gap, "spectral_floor": self.spectral_floor,
-                "heuristic": self.heuristic, "seconds": self.seconds,
-                "message": self.message, "subset_size": self.subset_size,
-                "labels": self.labels.tolist(),
-                "subsets": [{"points": b.points.tolist(), "n": b.n, "s": b.s,
-                             "lower_bound": b.lower_bound, "method": b.method,
-                             "seconds": b.seconds, "message": b.message}
-                            for b in self.subsets]}
-
-
-def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = None,
-            time_limit: float | None = None, workers: int | None = None,
-            executor: Executor | None = None, dask=None, heuristic: str = "s-mdeclust",
-            seed: int = 0, sdp_options: dict | None = None, cp_settings=None,
-            progress=None) -> CertifyResult:
-    """A clustering and a certified lower bound for an instance of any size.
-
-    ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
-    obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
-    the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
-    :func:`partition` subsets of at most ``subset_size`` points (default:
-    :func:`subset_size_for` of k, n, the time left after the heuristic and ``workers``), as
-    many as :func:`subset_count` says. The subsets run on
-    ``executor``, or on Dask (``dask``: a Client, ``'local:N'`` or a scheduler address, as
-    in :func:`pcsos.solve`; ``workers`` then defaults to the cluster's threads), else on a
-    process pool of ``workers`` (default: the CPU count). ``cp_settings``: the subsets'
-    cutting-plane settings, used as given (default: :func:`subset_settings`).
-    ``progress(stage, done, total, bound)`` reports the stages ('heuristic', 'subsets').
-    Raises :class:`InputError` for bad input and :class:`InfeasibleError` when no
-    clustering exists.
-    """
-    t0 = time.perf_counter()
-    inst = make_instance(X, k, ml, cl)
-    if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
-        raise InputError(f"subset size must be >= 1, got {subset_size!r}",
-                         source="subset_size")
-    if workers is not None:
-        workers = _workers(workers)
-    client = None
-    if dask is not None:
-        if executor is not None:
-            raise InputError("give executor or dask, not both", source="dask")
-        from pcsos.distributed import connect
-
-        client, own = connect(dask)
-    try:
-        if client is not None:
-            executor = client.get_executor()
-            if workers is None:
-                workers = max(1, sum(client.nthreads().values()))
-        return _certify(inst, labels, subset_size, time_limit, _workers(workers), executor,
-                        heuristic, seed, sdp_options, cp_settings, progress, t0)
-    finally:
-        if client is not None:
-            from pcsos.distributed import close
-
-            close(client, own)
-
-
-def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic, seed,
-             sdp_options, cp_settings, progress, t0) -> CertifyResult:
-    from pcsos.problem import check_start
-
-    def left() -> float | None:
-        return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
-
-    start = None if labels is None else check_start(inst, labels, source="labels")
-    whole = Problem.from_instance(inst)  # the heuristic's problem and the spectral floor's
-    if start is not None:
-        lab, made_by = start, "given"
-    else:
-        from pcsos.heuristics import run_heuristic
-
-        if progress is not None:
-            progress("heuristic", 0, 1, None)
-        budget = None if time_limit is None else 0.25 * time_limit
-        h = run_heuristic(heuristic, whole, seed=seed, time_limit=budget)
-        if h.status == "infeasible":
-            raise InfeasibleError(f"{heuristic} proved the constraints infeasible: "
-                                  f"{h.message}")
-        if h.status != "found":
-            raise UndecidedError(f"{heuristic} found no clustering ({h.status}: "
-                                 f"{h.message}); give one with labels=")
-        lab, made_by = np.asarray(h.labels), heuristic
-    objective = sse(inst.X, lab)
-    floor = spectral_floor(whole)
-    if subset_size is None:
-        subset_size = subset_size_for(inst.k, inst.n, left(), workers)
-    count = subset_count(inst.n, int(subset_size), workers)
-    if count > 1:
-        subset_size = math.ceil(inst.n / count)
-    subsets = partition(inst, lab, subset_size, seed=seed)
-
-    def sub_progress(done, total, bound):
-        if progress is not None:
-            progress("subsets", done, total, bound)
-
-    lb, parts = decomposition_bound(inst, subsets, time_limit=left(), workers=workers,
-                                    executor=executor, sdp_options=sdp_options,
-                                    cp_settings=cp_settings, seed=seed, labels=lab,
-                                    progress=sub_progress)
-    lower = max(lb, floor)
-    gap = (objective - lower) / objective if objective > 0 else 0.0
-    sdp = sum(b.method == "sdp" for b in parts)
-    msg = (f"{len(parts)} subsets of at most ~{subset_size} points: {sdp} bounded by their "
-           f"SDP, {sum(b.method == 'groups' for b in parts)} exactly (at most k groups), "
-           f"{sum(b.method == 'spectral' for b in parts)} by the spectral floor only")
-    if floor >= lb:
-        msg += "; the spectral floor of the whole is the larger bound"
-    return CertifyResult(lower, objective, max(0.0, gap), lab, floor, parts, made_by,
-                         time.perf_counter() - t0, msg, subset_size)

@@ -1,0 +1,184 @@
+"""``certify``: a clustering and a certified gap for an instance of any size.
+
+The entry point beside :func:`pcsos.solve` for data too large for one SDP: a heuristic's
+clustering (or the user's), then the decomposition bound of :mod:`pcsos.decomposition`
+over subsets dealt from it, on a process pool, an executor or Dask.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcsos.decomposition import (
+    SubsetBound,
+    decomposition_bound,
+    partition,
+    spectral_floor,
+    subset_count,
+    subset_size_for,
+)
+from pcsos.distributed import close, connect
+from pcsos.errors import InfeasibleError, InputError, UndecidedError
+from pcsos.heuristics import run_heuristic
+from pcsos.options import resolve_workers
+from pcsos.problem import Problem, check_start, make_instance, sse
+
+__all__ = ["certify", "CertifyResult"]
+
+
+@dataclass
+class CertifyResult:
+    """A certified gap for a clustering of a large instance (:func:`certify`).
+
+    ``lower_bound`` (valid for the optimum), ``objective`` of ``labels``, ``gap`` =
+    (objective - lower_bound) / objective, ``spectral_floor`` (the closed-form bound of the
+    whole), ``subsets`` (per-subset bounds), ``heuristic`` (which made the labels, or
+    'given'), ``seconds``, ``message``, ``subset_size`` (the size asked of the subsets) and
+    ``interrupted`` (a stop request ended the run early; :attr:`cut_short` lists the
+    subsets it left with a weaker, still valid, bound).
+    """
+
+    lower_bound: float
+    objective: float
+    gap: float
+    labels: np.ndarray
+    spectral_floor: float
+    subsets: list[SubsetBound] = field(repr=False)
+    heuristic: str
+    seconds: float
+    message: str
+    subset_size: int = 0
+    interrupted: bool = False
+
+    @property
+    def cut_short(self) -> list[int]:
+        """Indices of the subsets whose bounding a stop request ended early or skipped."""
+        return [t for t, b in enumerate(self.subsets) if b.cut_short]
+
+    def to_dict(self) -> dict:
+        """JSON-ready, with the partition as lists of point indices."""
+        return {"lower_bound": self.lower_bound, "objective": self.objective,
+                "gap": self.gap, "spectral_floor": self.spectral_floor,
+                "heuristic": self.heuristic, "seconds": self.seconds,
+                "message": self.message, "subset_size": self.subset_size,
+                "interrupted": self.interrupted, "cut_short": self.cut_short,
+                "labels": self.labels.tolist(),
+                "subsets": [{"points": b.points.tolist(), "n": b.n, "s": b.s,
+                             "lower_bound": b.lower_bound, "method": b.method,
+                             "seconds": b.seconds, "message": b.message,
+                             "cut_short": b.cut_short}
+                            for b in self.subsets]}
+
+
+def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = None,
+            time_limit: float | None = None, workers: int | None = None,
+            executor: Executor | None = None, dask=None, heuristic: str = "s-mdeclust",
+            seed: int = 0, sdp_options: dict | None = None, cp_settings=None,
+            progress=None, stop_event=None) -> CertifyResult:
+    """A clustering and a certified lower bound for an instance of any size.
+
+    ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
+    obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
+    the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
+    :func:`partition` subsets of at most ``subset_size`` points (default:
+    :func:`subset_size_for` of k, n, the time left after the heuristic and ``workers``), as
+    many as :func:`subset_count` says. The subsets run on
+    ``executor``, or on Dask (``dask``: a Client, ``'local:N'`` or a scheduler address, as
+    in :func:`pcsos.solve`; ``workers`` then defaults to the cluster's threads), else on a
+    process pool of ``workers`` (default: the CPU count). ``cp_settings``: the subsets'
+    cutting-plane settings, used as given (default: :func:`subset_settings`).
+    ``progress(stage, done, total, bound)`` reports the stages: 'heuristic' (it starts),
+    'clustering' (the clustering exists, ``total`` subsets are to be bounded, ``bound`` is
+    its objective) and 'subsets' (``done`` of them bounded, their sum). ``stop_event`` (a
+    threading.Event), once set, stops the heuristic with its best clustering and the
+    bounding as :func:`decomposition_bound` says: the result, ``interrupted``, keeps the
+    clustering and a valid bound. Raises :class:`InputError` for bad input,
+    :class:`InfeasibleError` when no clustering exists and :class:`UndecidedError` when none
+    was found (the heuristic failed, or was stopped first).
+    """
+    t0 = time.perf_counter()
+    inst = make_instance(X, k, ml, cl)
+    if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
+        raise InputError(f"subset size must be >= 1, got {subset_size!r}",
+                         source="subset_size")
+    if workers is not None:
+        workers = resolve_workers(workers)
+    client = None
+    if dask is not None:
+        if executor is not None:
+            raise InputError("give executor or dask, not both", source="dask")
+        client, own = connect(dask)
+    try:
+        if client is not None:
+            executor = client.get_executor()
+            if workers is None:
+                workers = max(1, sum(client.nthreads().values()))
+        return _certify(inst, labels, subset_size, time_limit, resolve_workers(workers), executor,
+                        heuristic, seed, sdp_options, cp_settings, progress, t0, stop_event)
+    finally:
+        if client is not None:
+            close(client, own)
+
+
+def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic, seed,
+             sdp_options, cp_settings, progress, t0, stop_event=None) -> CertifyResult:
+    def left() -> float | None:
+        return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
+
+    start = None if labels is None else check_start(inst, labels, source="labels")
+    whole = Problem.from_instance(inst)  # the heuristic's problem and the spectral floor's
+    if start is not None:
+        lab, made_by = start, "given"
+    else:
+        if progress is not None:
+            progress("heuristic", 0, 1, None)
+        budget = None if time_limit is None else 0.25 * time_limit
+        h = run_heuristic(heuristic, whole, seed=seed, time_limit=budget,
+                          stop_event=stop_event)
+        if h.status == "infeasible":
+            raise InfeasibleError(f"{heuristic} proved the constraints infeasible: "
+                                  f"{h.message}")
+        if h.status != "found":
+            why = "stopped before it found" if h.stats.get("interrupted") else "found"
+            raise UndecidedError(f"{heuristic} {why} no clustering ({h.status}: "
+                                 f"{h.message}); give one with labels=")
+        lab, made_by = np.asarray(h.labels), heuristic
+    objective = sse(inst.X, lab)
+    floor = spectral_floor(whole)
+    if subset_size is None:
+        subset_size = subset_size_for(inst.k, inst.n, left(), workers)
+    count = subset_count(inst.n, int(subset_size), workers)
+    if count > 1:
+        subset_size = math.ceil(inst.n / count)
+    subsets = partition(inst, lab, subset_size, seed=seed)
+    if progress is not None:
+        progress("clustering", 0, len(subsets), objective)
+
+    def sub_progress(done, total, bound):
+        if progress is not None:
+            progress("subsets", done, total, bound)
+
+    lb, parts = decomposition_bound(inst, subsets, time_limit=left(), workers=workers,
+                                    executor=executor, sdp_options=sdp_options,
+                                    cp_settings=cp_settings, seed=seed, labels=lab,
+                                    progress=sub_progress, stop_event=stop_event)
+    lower = max(lb, floor)
+    gap = (objective - lower) / objective if objective > 0 else 0.0
+    sdp = sum(b.method == "sdp" for b in parts)
+    msg = (f"{len(parts)} subsets of at most ~{subset_size} points: {sdp} bounded by their "
+           f"SDP, {sum(b.method == 'groups' for b in parts)} exactly (at most k groups), "
+           f"{sum(b.method == 'spectral' for b in parts)} by the spectral floor only")
+    cut = sum(b.cut_short for b in parts)
+    if cut:
+        msg += (f"; stopped: {cut} cut short (the safe bound of their SDP's last iterate, "
+                "or their spectral floor)")
+    if floor >= lb:
+        msg += "; the spectral floor of the whole is the larger bound"
+    interrupted = stop_event is not None and stop_event.is_set()
+    return CertifyResult(lower, objective, max(0.0, gap), lab, floor, parts, made_by,
+                         time.perf_counter() - t0, msg, subset_size, interrupted)
