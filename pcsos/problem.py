@@ -54,7 +54,15 @@ def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """A validated user instance: data, k and deduplicated, oriented ML/CL pairs."""
+    """A validated user instance: data, k and deduplicated, oriented ML/CL pairs, and
+    optionally point weights and cluster sizes.
+
+    ``weights``: (n,) positive finite point weights (None: every point weighs 1); the
+    objective is sum_i w_i ||x_i - mu_c||^2 with mu_c the weighted mean. ``size_min`` /
+    ``size_max``: bounds on every cluster's number of points (None: none); ``sizes``: the
+    multiset of exact cluster sizes, k integers summing to n, sorted in decreasing order
+    (clusters are interchangeable). Sizes count points, not weights.
+    """
 
     X: np.ndarray
     k: int
@@ -62,6 +70,33 @@ class Instance:
     cl: np.ndarray
     ml_duplicates: int = 0
     cl_duplicates: int = 0
+    weights: np.ndarray | None = None
+    size_min: int | None = None
+    size_max: int | None = None
+    sizes: tuple[int, ...] | None = None
+
+    @property
+    def has_sizes(self) -> bool:
+        """True when any size constraint is set."""
+        return self.size_min is not None or self.size_max is not None or self.sizes is not None
+
+    def size_bounds(self) -> tuple[int, int]:
+        """The smallest and largest size any cluster may have (1 and n when unconstrained)."""
+        if self.sizes is not None:
+            return min(self.sizes), max(self.sizes)
+        return (1 if self.size_min is None else max(1, self.size_min),
+                self.n if self.size_max is None else self.size_max)
+
+    def sizes_ok(self, labels) -> bool:
+        """True when the clustering ``labels`` (original points) meets the size constraints."""
+        if not self.has_sizes:
+            return True
+        counts = np.bincount(np.asarray(labels, dtype=np.int64))
+        counts = counts[counts > 0]
+        if self.sizes is not None:
+            return sorted(counts.tolist(), reverse=True) == list(self.sizes)
+        lo, hi = self.size_bounds()
+        return bool(counts.min() >= lo and counts.max() <= hi)
 
     @property
     def n(self) -> int:
@@ -72,11 +107,18 @@ class Instance:
         return self.X.shape[1]
 
 
-def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = ()) -> Instance:
-    """Validate data, k and pairs (finite values, indices in range, no self pairs, 1 <= k <= n).
+def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=None,
+                  size_min: int | None = None, size_max: int | None = None,
+                  sizes=None) -> Instance:
+    """Validate data, k and pairs (finite values, indices in range, no self pairs, 1 <= k <= n),
+    and the optional weights and sizes (see :class:`Instance`).
 
-    Raises :class:`InputError` naming the offending value. The data is copied (float64,
-    read-only) so later changes by the caller cannot invalidate a solve.
+    Raises :class:`InputError` naming the offending value: a weight that is not positive and
+    finite, or of the wrong length; size bounds that no partition of n points into k
+    non-empty clusters meets (k * size_max < n, k * size_min > n, size_min > size_max);
+    ``sizes`` that are not k positive integers summing to n, or given with size_min /
+    size_max. The data is copied (float64, read-only) so later changes by the caller cannot
+    invalidate a solve.
     """
     try:
         Xa = np.array(X, dtype=np.float64, copy=True)
@@ -100,10 +142,77 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = ()) -> Instance:
         raise InputError(f"k must satisfy 1 <= k <= n = {n}, got {k}", source="k")
     mla, mld = _as_pairs(ml, "ml", n)
     cla, cld = _as_pairs(cl, "cl", n)
+    w = _as_weights(weights, n)
+    size_min, size_max, sizes = _as_sizes(size_min, size_max, sizes, n, k)
     Xa.setflags(write=False)
     mla.setflags(write=False)
     cla.setflags(write=False)
-    return Instance(Xa, k, mla, cla, mld, cld)
+    return Instance(Xa, k, mla, cla, mld, cld, w, size_min, size_max, sizes)
+
+
+def _as_weights(weights, n: int) -> np.ndarray | None:
+    if weights is None:
+        return None
+    try:
+        w = np.array(weights, dtype=np.float64, copy=True).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"weights are not numbers: {exc}", source="sample_weight") from None
+    if len(w) != n:
+        raise InputError(f"{len(w)} weights for {n} points", source="sample_weight")
+    bad = ~(np.isfinite(w) & (w > 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"weight {float(w[i])!r} of point {i} is not a positive finite number "
+                         f"({int(bad.sum())} such weights)", source="sample_weight")
+    w.setflags(write=False)
+    return w
+
+
+def _whole(v, name: str) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        raise InputError(f"{name} must be an integer, got {v!r}", source=name)
+    try:
+        ok = float(v).is_integer()
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{name} must be an integer, got {v!r}", source=name)
+    return int(v)
+
+
+def _as_sizes(size_min, size_max, sizes, n: int, k: int):
+    if sizes is not None:
+        if size_min is not None or size_max is not None:
+            raise InputError("give sizes, or size_min / size_max, not both", source="sizes")
+        try:
+            vals = [_whole(v, "sizes") for v in sizes]
+        except TypeError:
+            raise InputError(f"sizes must be a list of k integers, got {sizes!r}",
+                             source="sizes") from None
+        if len(vals) != k:
+            raise InputError(f"sizes has {len(vals)} entries, k = {k} clusters need k",
+                             source="sizes")
+        if min(vals) < 1:
+            raise InputError(f"every size must be >= 1, got {min(vals)}", source="sizes")
+        if sum(vals) != n:
+            raise InputError(f"sizes sum to {sum(vals)}, not to the n = {n} points",
+                             source="sizes")
+        return None, None, tuple(sorted(vals, reverse=True))
+    lo = None if size_min is None else _whole(size_min, "size_min")
+    hi = None if size_max is None else _whole(size_max, "size_max")
+    if lo is not None and lo < 0:
+        raise InputError(f"size_min must be >= 0, got {lo}", source="size_min")
+    if hi is not None and hi < 1:
+        raise InputError(f"size_max must be >= 1, got {hi}", source="size_max")
+    if lo is not None and hi is not None and lo > hi:
+        raise InputError(f"size_min = {lo} > size_max = {hi}", source="size_min")
+    if hi is not None and k * hi < n:
+        raise InputError(f"k * size_max = {k} * {hi} = {k * hi} < n = {n}: no partition of "
+                         "the points meets size_max", source="size_max")
+    if lo is not None and k * lo > n:
+        raise InputError(f"k * size_min = {k} * {lo} = {k * lo} > n = {n}: no partition of "
+                         "the points meets size_min", source="size_min")
+    return lo, hi, None
 
 
 #: above this many entries (k x n) the one-hot product of :func:`group_sums` is not built
@@ -139,14 +248,21 @@ def group_sums(labels: np.ndarray, M: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(G @ M)
 
 
-def sse(X: np.ndarray, labels: np.ndarray) -> float:
-    """Sum of squared distances of the rows of X to the mean of their cluster (from the data)."""
+def sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """Sum of (weighted) squared distances of the rows of X to the (weighted) mean of their
+    cluster, from the data: sum_i w_i ||x_i - mu_c||^2 (``weights`` None: every w_i = 1)."""
     X = np.asarray(X, dtype=np.float64)
     labels = np.asarray(labels)
     total = 0.0
     for h in np.unique(labels):
-        P = X[labels == h]
-        total += float(((P - P.mean(axis=0)) ** 2).sum())
+        inside = labels == h
+        P = X[inside]
+        if weights is None:
+            total += float(((P - P.mean(axis=0)) ** 2).sum())
+        else:
+            w = np.asarray(weights, dtype=np.float64)[inside]
+            mu = (w @ P) / w.sum()
+            total += float(w @ ((P - mu) ** 2).sum(axis=1))
     return total
 
 
@@ -343,6 +459,12 @@ class Problem:
         return self.W @ self.W.T
 
     @cached_property
+    def counts(self) -> np.ndarray:
+        """The number of original points in each super-point (int64; what sizes count,
+        while ``e`` holds their weights)."""
+        return np.bincount(self.point_labels, minlength=self.s).astype(np.int64)
+
+    @cached_property
     def centroids(self) -> np.ndarray:
         """Means of the super-points in the centred coordinates, w_i / e_i."""
         return self.W / self.e[:, None]
@@ -464,7 +586,7 @@ class Problem:
                 f"cl={len(self.cl)})")
 
 
-_CACHED = ("C", "centroids")  # the cached_property names of Problem
+_CACHED = ("C", "centroids", "counts")  # the cached_property names of Problem
 
 
 def _orient_unique(pairs: np.ndarray) -> np.ndarray:
