@@ -28,7 +28,7 @@ _EXPORTS = {
     "Feasibility": "pcsos.feasibility",
     "check_instance": "pcsos.feasibility",
     "impact": "pcsos.pair_impact",
-    "certify": "pcsos.certify",
+    "certify": "pcsos.certification",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

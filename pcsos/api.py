@@ -39,7 +39,7 @@ from pcsos.io import INT_MAX, _json_line, _load_json, _quote, _read_text, jsonab
 from pcsos.log import ProgressPrinter
 from pcsos.node import NodeData, process_node
 from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
-from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance, sse
+from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance
 from pcsos.tree import NodeEvent, branch_and_bound, relative_gap
 
 __all__ = ["solve", "solve_instance", "Result", "ProgressPrinter", "SolverOptions", "ABS_TOL"]
@@ -199,10 +199,16 @@ class Result:
         return cls(**d)
 
 
-def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, **kwargs) -> Result:
+def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, *,
+          sample_weight=None, size_min: int | None = None, size_max: int | None = None,
+          sizes=None, **kwargs) -> Result:
     """Solve constrained MSSC to certified optimality by SDP branch-and-cut.
 
     ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices.
+    ``sample_weight``: n positive point weights (the objective becomes
+    sum_i w_i ||x_i - mu_c||^2, mu_c the weighted mean); ``size_min`` / ``size_max``: bounds
+    on every cluster's number of points; ``sizes``: the k exact cluster sizes, in any order
+    (sizes count points, not weights). See :func:`~pcsos.problem.make_instance`.
     ``options``: a :class:`~pcsos.options.SolverOptions`; keywords override its fields
     (``tol``, ``time_limit``, ``workers``, ... see there) or are those of
     :func:`solve_instance` (``init_labels``, ``executor``, ``dask``, ``callback``,
@@ -210,7 +216,9 @@ def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, **kwarg
     ``checkpoint_every``, ``resume``). Raises :class:`InputError` for malformed
     input; infeasible constraints give ``status='infeasible'``.
     """
-    return solve_instance(make_instance(X, k, ml, cl), options, **kwargs)
+    inst = make_instance(X, k, ml, cl, weights=sample_weight, size_min=size_min,
+                         size_max=size_max, sizes=sizes)
+    return solve_instance(inst, options, **kwargs)
 
 
 def solve_instance(
@@ -314,7 +322,8 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                          first=int(state.processed) if state is not None else 0)
     # the user's start or the feasibility witness is a clustering: the first incumbent, so
     # that even a stop during the root returns one
-    start = (sse(instance.X, witness), witness) if witness is not None else (math.inf, None)
+    start = ((instance.objective(witness), witness) if witness is not None
+             else (math.inf, None))
     first_root_gap = meta.get("root_gap", math.inf)
 
     def root_gap_now() -> float:
@@ -388,7 +397,7 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
     objective = tr.objective
     if labels is not None:
         labels = canonical_labels(np.asarray(labels, dtype=np.int64))
-        objective = sse(instance.X, labels)  # recomputed once more from the data
+        objective = instance.objective(labels)  # recomputed once more from the data
     # an SSE is never negative: 0 is the bound of a root that a stop left unbounded
     lower = max(float(tr.lower_bound), 0.0)
     gap = relative_gap(objective, lower) if math.isfinite(objective) else math.inf

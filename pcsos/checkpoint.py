@@ -56,7 +56,8 @@ _ARRAY_KINDS = "biuf"
 
 
 def fingerprint(instance: Instance) -> str:
-    """SHA-256 of the data (float64 bytes and shape), k and the deduplicated pairs."""
+    """SHA-256 of the data (float64 bytes and shape), k, the deduplicated pairs, and the
+    weights and size constraints when set."""
     h = hashlib.sha256()
     for a in (np.ascontiguousarray(instance.X, dtype=np.float64),
               np.ascontiguousarray(instance.ml, dtype=np.int64),
@@ -64,6 +65,14 @@ def fingerprint(instance: Instance) -> str:
         h.update(str(a.shape).encode())
         h.update(a.tobytes())
     h.update(f"k={instance.k}".encode())
+    # only when set, so that the checkpoints of instances without them keep their hash
+    if instance.weights is not None:
+        w = np.ascontiguousarray(instance.weights, dtype=np.float64)
+        h.update(f"weights{w.shape}".encode())
+        h.update(w.tobytes())
+    if instance.has_sizes:
+        h.update(f"size_min={instance.size_min},size_max={instance.size_max},"
+                 f"sizes={instance.sizes}".encode())
     return h.hexdigest()
 
 

@@ -1,6 +1,6 @@
 """A lower bound for instances too large for one SDP: bound subsets and add.
 
-:func:`pcsos.certify.certify` is the entry point that uses it on a clustering.
+:func:`pcsos.certification.certify` is the entry point that uses it on a clustering.
 
 **The bound.** Partition the points into subsets S_1..S_T, every must-link group inside
 one subset. Take any feasible clustering of the whole instance and restrict it to S_t: a
@@ -154,7 +154,8 @@ def partition(instance: Instance, labels: np.ndarray, size: int,
         return [np.arange(n)]
     problem = Problem.from_instance(instance, infer_k2=False)
     groups = problem.point_labels  # point -> must-link group
-    e = np.asarray(problem.e)
+    e = np.asarray(problem.e)  # masses: the means are weighted ones
+    cnt = problem.counts  # points: what the subset size counts
     glabel = np.empty(problem.s, dtype=np.int64)
     glabel[groups] = np.asarray(labels)  # a feasible clustering keeps groups whole
     means = problem.W / e[:, None]
@@ -172,22 +173,23 @@ def partition(instance: Instance, labels: np.ndarray, size: int,
     t = 0
     for g in order:  # deal in turn, skipping subsets that are already full
         for _ in range(T):
-            if load[t] + e[g] <= size or load[t] == 0:
+            if load[t] + cnt[g] <= size or load[t] == 0:
                 break
             t = (t + 1) % T
         else:
             t = int(np.argmin(load))
         sub_of[g] = t
-        load[t] += e[g]
+        load[t] += cnt[g]
         t = (t + 1) % T
     for h in np.unique(glabel):
-        _balance(means, e, sub_of, np.flatnonzero(glabel == h), rng, sweeps)
+        _balance(means, e, sub_of, np.flatnonzero(glabel == h), rng, sweeps,
+                 cnt if instance.weights is not None else None)
     pts = sub_of[groups]
     return [np.flatnonzero(pts == t) for t in range(T) if np.any(pts == t)]
 
 
 def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.ndarray,
-             rng: np.random.Generator, sweeps: int) -> None:
+             rng: np.random.Generator, sweeps: int, cnt: np.ndarray | None = None) -> None:
     """Swap single points of one cluster between subsets so that each subset's share of the
     cluster has nearly the cluster's mean (in place on ``sub_of``).
 
@@ -198,9 +200,11 @@ def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.n
     x_a in t with x_b in u sets r_t += x_b - x_a and r_u -= x_b - x_a; for each pair of
     subsets the best such swap is made when it lowers L (AVOC, arXiv 2502.08397, improves
     its partition by swaps in the same spirit). Only must-link groups of one point move, so
-    subset sizes do not change.
+    subset sizes do not change. ``cnt``: the groups' numbers of points when the masses ``e``
+    are point weights (None: e counts points); a swap then also moves mass, x_a and x_b
+    entering r_t with their weights.
     """
-    single = members[e[members] == 1]
+    single = members[(e if cnt is None else cnt)[members] == 1]
     if len(single) < 2 or sweeps <= 0:
         return
     mu = (means[members] * e[members, None]).sum(axis=0) / e[members].sum()
@@ -224,14 +228,24 @@ def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.n
                 A = rng.choice(A, 256, replace=False)
             if len(B) > 256:
                 B = rng.choice(B, 256, replace=False)
-            delta = means[B][None, :, :] - means[A][:, None, :]  # x_b - x_a
-            new = (((r[i] + delta) ** 2).sum(axis=2) / m[i]
-                   + ((r[j] - delta) ** 2).sum(axis=2) / m[j])
+            if cnt is None:
+                delta = means[B][None, :, :] - means[A][:, None, :]  # x_b - x_a
+                dm = 0
+            else:
+                eB, eA = e[B], e[A]
+                delta = (((means[B] - mu) * eB[:, None])[None, :, :]
+                         - ((means[A] - mu) * eA[:, None])[:, None, :])
+                dm = eB[None, :] - eA[:, None]
+            new = (((r[i] + delta) ** 2).sum(axis=2) / (m[i] + dm)
+                   + ((r[j] - delta) ** 2).sum(axis=2) / (m[j] - dm))
             a, b = np.unravel_index(int(np.argmin(new)), new.shape)
             old = (r[i] @ r[i]) / m[i] + (r[j] @ r[j]) / m[j]
             if new[a, b] < old * (1 - 1e-12):
                 r[i] += delta[a, b]
                 r[j] -= delta[a, b]
+                if cnt is not None:
+                    m[i] += dm[a, b]
+                    m[j] -= dm[a, b]
                 sub_of[A[a]], sub_of[B[b]] = pieces[j], pieces[i]
                 moved = True
         if not moved:
@@ -273,9 +287,12 @@ def _sub_instance(instance: Instance, pts: np.ndarray) -> Instance:
         return m[keep]
 
     # a subset of fewer than k points is a clustering problem with at most that many
-    # clusters: its bound is its groups' scatter, which does not depend on k
+    # clusters: its bound is its groups' scatter, which does not depend on k. The size
+    # constraints are left out: they bind the whole clusters, not their shares of a subset,
+    # and dropping a constraint only lowers the subset's optimum, so the sum stays a bound
+    w = None if instance.weights is None else instance.weights[pts]
     return make_instance(instance.X[pts], min(instance.k, len(pts)), inside(instance.ml),
-                         inside(instance.cl))
+                         inside(instance.cl), weights=w)
 
 
 #: the stop event of a worker process of :func:`process_pool` (set by its caller)
@@ -472,7 +489,9 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
 
     def job(t: int, share: float | None) -> tuple:
         pts = np.asarray(subsets[t], dtype=np.int64)
-        upper = math.inf if labels is None else sse(instance.X[pts], np.asarray(labels)[pts])
+        w = None if instance.weights is None else instance.weights[pts]
+        upper = (math.inf if labels is None
+                 else sse(instance.X[pts], np.asarray(labels)[pts], w))
         return (_sub_instance(instance, pts), instance.k == 2, pts, share, opts,
                 cp_settings, seed + t, upper, job_limit, job_stop)
 

@@ -2,7 +2,9 @@
 
 Every solver option (:class:`pcsos.options.SolverOptions`) is a constructor parameter,
 ``random_state`` (None, an int, a ``numpy.random.Generator`` or ``RandomState``) replaces
-``seed``, and the pairs and a warm start are ``fit`` keywords. With scikit-learn installed
+``seed``, the size constraints are constructor parameters (properties of the clusters
+sought), and the pairs, point weights (``sample_weight``) and a warm start are ``fit``
+keywords. With scikit-learn installed
 (``pip install 'pcsos[sklearn]'``) the class is a ``BaseEstimator`` and ``ClusterMixin``,
 validates its input as scikit-learn does and passes its estimator checks; without it, it
 keeps the same parameters and methods, with pcsos's own validation.
@@ -78,15 +80,20 @@ def _seed(random_state) -> int | None:
 class PCSOSClustering(*_BASES):
     """Exact k-means (minimum sum of squares) with must-link / cannot-link pairs, certified.
 
-    Parameters: ``n_clusters``; every field of :class:`~pcsos.options.SolverOptions` but
-    ``seed`` (same names, same defaults; ``heuristic_options`` and ``sdp_options`` None
-    for empty); ``random_state``; ``verbose`` (the progress table on stderr).
-    After :meth:`fit`: ``labels_``, ``cluster_centers_``, ``inertia_`` (the SSE),
+    Parameters: ``n_clusters``; ``size_min`` / ``size_max`` (bounds on every cluster's
+    number of points) or ``sizes`` (the exact sizes, any order), as in :func:`pcsos.solve`;
+    every field of :class:`~pcsos.options.SolverOptions` but ``seed`` (same names, same
+    defaults; ``heuristic_options`` and ``sdp_options`` None for empty); ``random_state``;
+    ``verbose`` (the progress table on stderr).
+    After :meth:`fit`: ``labels_``, ``cluster_centers_`` (weighted means with
+    ``sample_weight``), ``inertia_`` (the (weighted) SSE),
     ``lower_bound_``, ``gap_``, ``n_nodes_``, ``status_``, ``result_`` (the full
     :class:`~pcsos.api.Result`), ``n_features_in_``.
     """
 
-    def __init__(self, n_clusters: int = 8, *, tol: float = 1e-4, abs_tol: float = ABS_TOL,
+    def __init__(self, n_clusters: int = 8, *, size_min: int | None = None,
+                 size_max: int | None = None, sizes=None, tol: float = 1e-4,
+                 abs_tol: float = ABS_TOL,
                  max_nodes: int | None = None, time_limit: float | None = None,
                  workers: int | None = None, threads: int | None = None,
                  root_threads: int | None = None, heuristic: str = "ipc-kmeans",
@@ -97,6 +104,9 @@ class PCSOSClustering(*_BASES):
                  feasibility_backend: str = "highs", order: str = "best",
                  random_state=None, verbose: bool = False):
         self.n_clusters = n_clusters
+        self.size_min = size_min
+        self.size_max = size_max
+        self.sizes = sizes
         self.tol = tol
         self.abs_tol = abs_tol
         self.max_nodes = max_nodes
@@ -137,11 +147,13 @@ class PCSOSClustering(*_BASES):
                              f"expecting {self.n_features_in_} features as input", source="X")
         return X
 
-    def fit(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> PCSOSClustering:
+    def fit(self, X, y=None, *, ml=None, cl=None, sample_weight=None,
+            init_labels=None) -> PCSOSClustering:
         """Solve on X with the must-link / cannot-link pairs; returns self.
 
         ``y`` is ignored (scikit-learn convention); pairs are keyword-only so that they are
-        never mistaken for ``y``. ``init_labels``: a feasible clustering to start from (see
+        never mistaken for ``y``. ``sample_weight``: n positive point weights (None: all 1).
+        ``init_labels``: a feasible clustering to start from (see
         :func:`pcsos.api.solve_instance`).
 
         Raises :class:`InputError` (or scikit-learn's ValueError / TypeError for malformed
@@ -155,6 +167,8 @@ class PCSOSClustering(*_BASES):
                              f"{self.n_clusters}", source="X")
         res = solve(Xa, self.n_clusters, ml if ml is not None else (),
                     cl if cl is not None else (), self.solver_options(),
+                    sample_weight=sample_weight,
+                    size_min=self.size_min, size_max=self.size_max, sizes=self.sizes,
                     init_labels=init_labels, verbose=self.verbose)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
@@ -162,9 +176,13 @@ class PCSOSClustering(*_BASES):
             raise InfeasibleError(f"no clustering found before the solver stopped "
                                   f"({res.status}: {res.message})", reason=res.status)
         self.result_ = res
+        # solve validated the weights: n positive finite numbers
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         self.labels_ = res.labels
-        self.cluster_centers_ = np.vstack([Xa[res.labels == h].mean(axis=0)
-                                           for h in range(self.n_clusters)])
+        self.cluster_centers_ = np.vstack([
+            np.average(Xa[res.labels == h], axis=0,
+                       weights=None if w is None else w[res.labels == h])
+            for h in range(self.n_clusters)])
         self.inertia_ = res.objective
         self.lower_bound_ = res.lower_bound
         self.gap_ = res.gap
@@ -172,9 +190,11 @@ class PCSOSClustering(*_BASES):
         self.status_ = res.status
         return self
 
-    def fit_predict(self, X, y=None, *, ml=None, cl=None, init_labels=None) -> np.ndarray:
+    def fit_predict(self, X, y=None, *, ml=None, cl=None, sample_weight=None,
+                    init_labels=None) -> np.ndarray:
         """:meth:`fit` then return ``labels_``."""
-        return self.fit(X, ml=ml, cl=cl, init_labels=init_labels).labels_
+        return self.fit(X, ml=ml, cl=cl, sample_weight=sample_weight,
+                        init_labels=init_labels).labels_
 
     def predict(self, X) -> np.ndarray:
         """The nearest cluster centre of each row (constraints do not apply to new points)."""

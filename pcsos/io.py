@@ -15,7 +15,8 @@ Formats (see ``docs/formats.md``):
 - data, numpy: ``.npy`` (the n x d matrix) or ``.npz`` (``X`` and optionally ``y``);
 - constraints, pc-sos-sdp text: ``ML i j``, ``CL i j``, ``DELTA d``, ``GAMMA g``;
 - constraints, JSON (PCCC): ``{"ml": [[i, j], ...], "cl": [...], "sml": [], ...}``;
-- results: the pc-sos-sdp n x k 0/1 assignment matrix and a one-label-per-line file.
+- results: the pc-sos-sdp n x k 0/1 assignment matrix and a one-label-per-line file;
+- point weights: one positive number a line.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "read_result_matrix",
     "write_labels",
     "read_labels",
+    "read_weights",
     "jsonable",
     "write_json",
 ]
@@ -684,6 +686,37 @@ def read_labels(path) -> np.ndarray:
             raise InputError(f"label {_quote(tok)} is too large", source=source, line=t + 1)
         out.append(v)
     return np.asarray(out, dtype=np.int64)
+
+
+def read_weights(path, n: int | None = None) -> np.ndarray:
+    """Read point weights, one positive finite number a line (blank lines skipped).
+
+    ``n``: the number of points; a file with another number of weights is an
+    :class:`InputError`, as is a line that is not a positive finite number (named by line).
+    """
+    source = os.fspath(path)
+    out = []
+    last = 0
+    for t, raw in enumerate(_read_text(source).splitlines()):
+        tok = raw.strip()
+        if not tok:
+            continue
+        try:
+            v = float(tok)
+        except ValueError:
+            raise InputError(f"not a number: {_quote(tok)}", source=source, line=t + 1) from None
+        if not math.isfinite(v):
+            raise InputError(f"weight {_quote(tok)} is not finite", source=source, line=t + 1)
+        if v <= 0:
+            raise InputError(f"weight {_quote(tok)} is not positive (weights must be > 0)",
+                             source=source, line=t + 1)
+        out.append(v)
+        last = t + 1
+    if n is not None and len(out) != n:
+        more = f", the last on line {last}" if out else ""
+        raise InputError(f"{len(out)} weights (one a line{more}) for the {n} points of the "
+                         "data", source=source)
+    return np.asarray(out, dtype=np.float64)
 
 
 def jsonable(obj: Any) -> Any:

@@ -15,7 +15,8 @@
    its true SSE evaluated from the original data and used as an upper bound, and the node
    is closed.
 
-A node with s = k super-points has one possible clustering, which is evaluated directly.
+A node with s = k super-points has one possible clustering, which is evaluated directly
+(and is infeasible when it misses the cluster sizes).
 Solutions are original-point labels; objectives are SSEs computed from the original data.
 """
 
@@ -45,7 +46,7 @@ from pcsos.errors import InfeasibleError
 from pcsos.feasibility import check_problem
 from pcsos.heuristics import run_heuristic
 from pcsos.options import SolverOptions
-from pcsos.problem import Problem, sse
+from pcsos.problem import Problem
 from pcsos.tree import Context, NodeOutcome, gap_closed
 
 __all__ = ["NodeData", "process_node", "root_node", "clustering_from_Z",
@@ -144,7 +145,12 @@ def _process(data: NodeData, ctx: Context, options: SolverOptions) -> NodeOutcom
         # one clustering left: every super-point is a cluster (CL pairs hold trivially)
         t0 = time.perf_counter()
         labels = problem.to_points(np.arange(k))
-        val = sse(problem.instance.X, labels)
+        if not problem.instance.sizes_ok(labels):  # that one clustering misses the sizes
+            return NodeOutcome(math.inf, row=_row(data, flag=FLAG_INFEASIBLE,
+                                                  cp_flag=CP_FLAG_INFEASIBLE,
+                                                  time=time.perf_counter() - t0,
+                                                  feasibility="sizes"))
+        val = problem.instance.objective(labels)
         return NodeOutcome(val, val, labels,
                            row=_row(data, lb=val, ub=val, time=time.perf_counter() - t0))
     return _NodeRun(data, ctx, options).run()
@@ -168,7 +174,7 @@ class _NodeRun:
     def consider(self, labels, own: bool = True) -> None:
         if labels is None:
             return
-        v = sse(self.problem.instance.X, labels)
+        v = self.problem.instance.objective(labels)
         if own:
             self.own_val = min(self.own_val, v)
         if v < self.best_val:
@@ -452,11 +458,13 @@ def _fallback_pair(Z: np.ndarray, problem: Problem) -> tuple[int, int]:
 def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
     """The super-point labels of a (numerical) clustering matrix Z, or None if it is not one.
 
-    In a clustering matrix Z_ij = 1/|C| >= 1/n inside a cluster and 0 across, so the graph
+    In a clustering matrix Z_ij = 1/|C| >= 1/n inside a cluster and 0 across (|C| and n
+    the weights of the cluster and of all points with point weights), so the graph
     Z_ij > 1/(2n) has the clusters as components. Accepted only with exactly k components
-    that satisfy every cannot-link pair of the node.
+    that satisfy every cannot-link pair of the node and the instance's cluster sizes (the
+    relaxation does not know the sizes, so its clustering may miss them).
     """
-    thr = 0.5 / problem.n
+    thr = 0.5 / problem.instance.total_weight
     Zs = 0.5 * (Z + Z.T)
     ii, jj = np.nonzero(Zs > thr)
     g = coo_matrix((np.ones(len(ii)), (ii, jj)), shape=Zs.shape)
@@ -464,7 +472,9 @@ def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
     if m != problem.k:
         return None
     labels = labels.astype(np.int64)
-    return labels if problem.satisfies(labels) else None
+    if not problem.satisfies(labels) or not problem.instance.sizes_ok(problem.to_points(labels)):
+        return None
+    return labels
 
 
 def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pcsos.api import solve_instance
-from pcsos.errors import InfeasibleError, UndecidedError
+from pcsos.errors import InfeasibleError, InputError, UndecidedError
 from pcsos.heuristics import get_heuristic, run_heuristic
 from pcsos.options import SolverOptions
-from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance, sse
+from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance
 
 __all__ = ["impact", "ImpactResult", "PairImpact"]
 
@@ -140,7 +140,8 @@ def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
 
 def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans",
            exact: bool = False, seed: int = 0, time_limit: float | None = None,
-           progress=None, stop_event=None, **solve_options) -> ImpactResult:
+           progress=None, stop_event=None, sample_weight=None,
+           **solve_options) -> ImpactResult:
     """Score every pair by how much the optimum would drop without it; ranked, highest first.
 
     ``labels``: the clustering to score against (checked as a warm start: n labels, k
@@ -152,10 +153,17 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     ``stop_event`` (a threading.Event), once set, stops the first solve with its best
     clustering and the scoring: the result, ``interrupted``, holds the pairs scored before
     (a pair whose re-solve was cut short is left out: its drop would be too small).
-    Raises :class:`InputError` for bad input, :class:`InfeasibleError` when no clustering
-    exists and :class:`UndecidedError` when none was found (or the stop came first).
+    Raises :class:`InputError` for bad input (also for ``sample_weight`` and the size
+    keywords: not supported yet), :class:`InfeasibleError` when no clustering exists and
+    :class:`UndecidedError` when none was found (or the stop came first).
     """
     t0 = time.perf_counter()
+    given = {"sample_weight": sample_weight,
+             **{name: solve_options.pop(name, None) for name in ("size_min", "size_max", "sizes")}}
+    for name, value in given.items():
+        if value is not None:
+            # the scores come from an unweighted assignment LP without sizes (thesis 5.17)
+            raise InputError(f"impact does not support {name} yet", source=name)
     get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
     SolverOptions.make(**solve_options).checked()  # a misspelt option is named, not dropped
     inst = make_instance(X, k, ml, cl)
@@ -176,7 +184,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
         lab, optimal = check_start(inst, labels, source="labels"), False
         notes.append("scored against the given clustering: each drop bounds how much its "
                      "value would fall without the pair")
-    value = sse(inst.X, lab)
+    value = inst.objective(lab)
     Xc = inst.X - inst.X.mean(axis=0)
     centres = np.vstack([Xc[lab == h].mean(axis=0) for h in range(inst.k)])
     dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres)

@@ -2,9 +2,10 @@
 
 An :class:`Instance` is exactly what the user gave, validated, with pairs deduplicated and
 oriented (i < j). A :class:`Problem` is the instance in super-point space (spec §2): every
-must-link component is one super-point with size ``e_i`` and row sum ``w_i`` of the centred
-data, cannot-link pairs are mapped onto super-points, and for k = 2 every colour class of a
-cannot-link component is merged. Branching decisions (:meth:`Problem.merge`,
+must-link component is one super-point with mass ``e_i`` (its number of points, or the sum
+of their weights) and (weighted) row sum ``w_i`` of the centred data, cannot-link pairs are
+mapped onto super-points, and for k = 2 every colour class of a cannot-link component is
+merged. Branching decisions (:meth:`Problem.merge`,
 :meth:`Problem.add_cl`) return a new problem and leave the parent unchanged; the child's
 ``parent_map`` says where each parent super-point went, so that cuts and warm starts are
 re-indexed by the same map.
@@ -12,6 +13,7 @@ re-indexed by the same map.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -57,8 +59,9 @@ class Instance:
     """A validated user instance: data, k and deduplicated, oriented ML/CL pairs, and
     optionally point weights and cluster sizes.
 
-    ``weights``: (n,) positive finite point weights (None: every point weighs 1); the
-    objective is sum_i w_i ||x_i - mu_c||^2 with mu_c the weighted mean. ``size_min`` /
+    ``weights``: (n,) positive finite point weights (None: every point weighs 1, also when
+    all given weights are 1); the objective is sum_i w_i ||x_i - mu_c||^2 with mu_c the
+    weighted mean. ``size_min`` /
     ``size_max``: bounds on every cluster's number of points (None: none); ``sizes``: the
     multiset of exact cluster sizes, k integers summing to n, sorted in decreasing order
     (clusters are interchangeable). Sizes count points, not weights.
@@ -101,6 +104,28 @@ class Instance:
     @property
     def n(self) -> int:
         return self.X.shape[0]
+
+    @property
+    def total_weight(self) -> float:
+        """The sum of the point weights (n without weights)."""
+        return float(self.n if self.weights is None else math.fsum(self.weights))
+
+    @property
+    def max_cluster_weight(self) -> float:
+        """An upper bound on the weight of any cluster: the other k - 1 clusters hold at
+        least one point each, so at least the k - 1 smallest weights (n - k + 1 without
+        weights). The clique cuts' right-hand side is its inverse (docs/cuts.md)."""
+        if self.weights is None:
+            return float(self.n - self.k + 1)
+        # the n - k + 1 largest weights, summed with one rounding, then two ulps up: 1 / this,
+        # rounded, stays below the exact inverse, so a clique cut never cuts off a clustering
+        top = math.fsum(np.sort(self.weights)[self.k - 1:])
+        return float(np.nextafter(np.nextafter(top, math.inf), math.inf))
+
+    def objective(self, labels) -> float:
+        """The objective of the clustering ``labels`` (one label per point) computed from
+        the data: :func:`sse` with this instance's weights."""
+        return sse(self.X, labels, self.weights)
 
     @property
     def d(self) -> int:
@@ -162,8 +187,13 @@ def _as_weights(weights, n: int) -> np.ndarray | None:
     bad = ~(np.isfinite(w) & (w > 0))
     if bad.any():
         i = int(np.argmax(bad))
-        raise InputError(f"weight {float(w[i])!r} of point {i} is not a positive finite number "
-                         f"({int(bad.sum())} such weights)", source="sample_weight")
+        why = ("not finite" if not np.isfinite(w[i]) else "zero" if w[i] == 0
+               else "negative")
+        raise InputError(f"weight {float(w[i])!r} of point {i} is {why}: weights must be "
+                         f"positive and finite ({int(bad.sum())} such weights)",
+                         source="sample_weight")
+    if np.all(w == 1.0):
+        return None  # unit weights are no weights: the same problem, bit for bit
     w.setflags(write=False)
     return w
 
@@ -289,8 +319,9 @@ def check_start(instance: Instance, labels, source: str = "init_labels") -> np.n
 
     ``labels`` holds one integer label per point, any k distinct values (e.g. 1..k). Raises
     :class:`InputError` (``source`` names the argument or file) when the length is not n,
-    a label is not an integer, the clustering does not use exactly k clusters, or it breaks
-    a pair: the message counts the broken pairs and names the first ones. The labels are
+    a label is not an integer, the clustering does not use exactly k clusters, it breaks
+    a pair (the message counts the broken pairs and names the first ones) or the size
+    constraints. The labels are
     checked, not repaired: a start that silently became another clustering would hide
     a mistake in the user's file.
     """
@@ -319,6 +350,14 @@ def check_start(instance: Instance, labels, source: str = "init_labels") -> np.n
         shown = ", ".join(f"{t} ({i}, {j})" for t, i, j in broken[:5])
         more = f" and {len(broken) - 5} more" if len(broken) > 5 else ""
         raise InputError(f"the clustering breaks {len(broken)} pair(s): {shown}{more}",
+                         source=source)
+    if not instance.sizes_ok(lab):
+        # a start is taken as proof of feasibility: one that breaks the sizes would be an
+        # incumbent that is not a solution
+        counts = sorted(np.unique(lab, return_counts=True)[1].tolist(), reverse=True)
+        want = (f"sizes {list(instance.sizes)}" if instance.sizes is not None
+                else "sizes in {}..{}".format(*instance.size_bounds()))
+        raise InputError(f"the clusters have sizes {counts}, the constraints ask for {want}",
                          source=source)
     return canonical_labels(lab)
 
@@ -375,11 +414,13 @@ class Problem:
     instance : Instance
         The user's validated instance (shared by all nodes, never modified).
     k : int
-    e : (s,) float64, sizes (number of original points) of the super-points.
-    W : (s, d) float64, row sums of the *centred* data over each super-point.
+    e : (s,) float64, masses of the super-points: their numbers of original points, or
+        with point weights the sums of their weights (``counts`` holds the numbers).
+    W : (s, d) float64, (weighted) row sums of the *centred* data over each super-point.
     cl : (q, 2) int64, cannot-link pairs between super-points, oriented and deduplicated.
     point_labels : (n,) int64, the super-point of every original point.
-    c0 : float, sum of squared norms of the centred data, so SSE = c0 - <W W^T, Z>.
+    c0 : float, (weighted) sum of squared norms of the centred data, so SSE = c0 - <W W^T, Z>
+        with Z_ij = 1 / (mass of the cluster) for i, j in one cluster.
     parent_map : (s_parent,) int64 or None, the child index of each parent super-point.
     """
 
@@ -423,11 +464,19 @@ class Problem:
                 f"must-link chain {links}",
                 reason="ml_cl_conflict",
                 pairs=[(i, j)] + list(zip(chain[:-1], chain[1:])))
-        Xc = instance.X - instance.X.mean(axis=0)
-        c0 = float(np.einsum("ij,ij->", Xc, Xc))
         s = int(labels.max()) + 1 if n else 0
-        e = np.bincount(labels, minlength=s).astype(np.float64)
-        W = group_sums(labels, Xc, s)
+        w = instance.weights
+        Xc = instance.X - _centre(instance)
+        if w is None:
+            c0 = float(np.einsum("ij,ij->", Xc, Xc))
+            e = np.bincount(labels, minlength=s).astype(np.float64)
+            W = group_sums(labels, Xc, s)
+        else:
+            # a super-point is a point of mass e_i at its weighted mean, so
+            # SSE = c0 - <W W^T, Z> holds with Z_ij = 1 / (weight of the cluster)
+            c0 = float(w @ np.einsum("ij,ij->i", Xc, Xc))
+            e = np.bincount(labels, weights=w, minlength=s)
+            W = group_sums(labels, w[:, None] * Xc, s)
         scl = _orient_unique(labels[cl])
         prob = cls(instance, e, W, scl, labels, c0, infer_k2=infer_k2)._k2_closure()
         prob.parent_map = None  # the root has no parent, whatever k = 2 inference merged
@@ -463,6 +512,22 @@ class Problem:
         """The number of original points in each super-point (int64; what sizes count,
         while ``e`` holds their weights)."""
         return np.bincount(self.point_labels, minlength=self.s).astype(np.int64)
+
+    @cached_property
+    def centre(self) -> np.ndarray:
+        """The (weighted) mean of the data, the origin of the centred coordinates of W."""
+        return _centre(self.instance)
+
+    @cached_property
+    def Xc(self) -> np.ndarray:
+        """The original points in the centred coordinates of W and the centroids (n x d)."""
+        return self.instance.X - self.centre
+
+    @property
+    def point_weights(self) -> np.ndarray:
+        """The weight of every original point (ones without weights)."""
+        w = self.instance.weights
+        return np.ones(self.n) if w is None else w
 
     @cached_property
     def centroids(self) -> np.ndarray:
@@ -586,7 +651,14 @@ class Problem:
                 f"cl={len(self.cl)})")
 
 
-_CACHED = ("C", "centroids", "counts")  # the cached_property names of Problem
+_CACHED = ("C", "centroids", "counts", "centre", "Xc")  # the cached_property names of Problem
+
+
+def _centre(instance: Instance) -> np.ndarray:
+    # the weighted mean, so that the rows of W sum to 0 with weights as without: the
+    # spectral floor relies on it, and a single cluster's value is then c0
+    w = instance.weights
+    return instance.X.mean(axis=0) if w is None else (w @ instance.X) / w.sum()
 
 
 def _orient_unique(pairs: np.ndarray) -> np.ndarray:

@@ -181,11 +181,11 @@ def test_ilp_infeasible_names_pairs(capsys, tmp_path):
 def test_subprocess_entry_point(tmp_path):
     d, c = _files(tmp_path, cons="CL 0 9\n")
     r = subprocess.run([sys.executable, "-m", "pcsos", "check", d, "-c", c],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and f"{c}:1:" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "pcsos", "check", str(DATA / "blobs.txt"),
                         "-c", str(DATA / "blobs_constraints.txt")],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "feasible" in r.stdout
 
 

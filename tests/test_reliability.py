@@ -27,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 BLOBS = ROOT / "data" / "blobs.txt"
 
 
-def _cli(*args, cwd=ROOT, timeout=120):
+def _cli(*args, cwd=ROOT, timeout=600):
     return subprocess.run([sys.executable, "-m", "pcsos", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd)
 
@@ -111,17 +111,17 @@ def test_importing_an_unbuilt_source_tree_says_why(tmp_path):
             "try:\n    pcsos.solve(np.arange(8.0).reshape(4, 2), 2)\n"
             "except ImportError as e:\n    print(type(e).__name__, e)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=tmp_path, env=env, timeout=60)
+                       cwd=tmp_path, env=env, timeout=600)
     assert "KernelsNotBuiltError" in p.stdout and "not built" in p.stdout, p.stdout + p.stderr
     p = subprocess.run([sys.executable, "-m", "pcsos", "solve", str(BLOBS), "-k", "3"],
-                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert p.returncode == 1 and "not built" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_importing_the_cli_does_not_load_the_solver():
     """Ctrl-C can be taken over before numpy and the solver load (pcsos's lazy exports)."""
     code = "import sys, pcsos.cli; print('numpy' in sys.modules, 'pcsos.api' in sys.modules)"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert p.stdout.split() == ["False", "False"], p.stdout + p.stderr
 
 

@@ -101,7 +101,7 @@ def _cli(tmp_path, labels):
     p = subprocess.run([sys.executable, "-m", "pcsos", "solve", str(data), "-c", str(cons),
                         "-k", str(k), "--init-labels", str(lab), "--log", str(log), "-q",
                         "--workers", "1"], capture_output=True, text=True, cwd=ROOT,
-                       timeout=120)
+                       timeout=600)
     return p, lab, log
 
 

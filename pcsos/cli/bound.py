@@ -18,8 +18,10 @@ from pcsos.cli.common import (
     add_cut_arguments,
     add_instance_arguments,
     cut_settings,
+    describe_weights_sizes,
     load_instance,
     report_stream,
+    weights_sizes,
 )
 from pcsos.cuts.loop import cutting_plane_loop
 from pcsos.errors import PcsosError
@@ -31,7 +33,7 @@ CUT_MODES = ("all", "pair", "triangle", "clique", "none")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos bound``."""
-    add_instance_arguments(parser)
+    add_instance_arguments(parser, weights=True, sizes=True)
     parser.add_argument("--cuts", choices=CUT_MODES, default="none",
                         help="cutting planes at the root: all, one family, or none (default: "
                              "none, the plain SDP)")
@@ -109,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
     out = report_stream(args.json)
     print(f"instance:        n = {inst.n}, d = {inst.d}, k = {inst.k}, ml = {len(inst.ml)}, "
           f"cl = {len(inst.cl)}", file=out)
+    if (extra_line := describe_weights_sizes(inst, info)) is not None:
+        print(f"                 {extra_line}", file=out)
     print(f"super-points:    s = {problem.s} (cl pairs between them: {len(problem.cl)})",
           file=out)
     print(f"backend:         {res.backend}, status {res.status} ({res.message})", file=out)
@@ -128,5 +132,5 @@ def run(args: argparse.Namespace) -> int:
             "primal_residual": res.primal_residual, "dual_residual": res.dual_residual,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
             "status": res.status, "backend": res.backend, "message": res.message,
-            "tol": args.tol, **extra})
+            "tol": args.tol, **weights_sizes(inst, info), **extra})
     return 0

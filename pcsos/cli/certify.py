@@ -34,7 +34,7 @@ from pcsos.io import read_labels, write_json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos certify``."""
-    add_instance_arguments(parser)
+    add_instance_arguments(parser, weights=True)
     parser.add_argument("--labels", dest="label_file", metavar="FILE", default=None,
                         help="the clustering to certify, one label per line (default: the "
                              "heuristic's)")
@@ -57,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Certify and report."""
-    from pcsos.certify import certify  # lazy: start-up (the solver loads for this command only)
+    # lazy: start-up (the solver loads for this command only)
+    from pcsos.certification import certify
+
     if args.subset_size is not None and args.subset_size < 1:
         raise InputError(f"--subset-size must be >= 1, got {args.subset_size}",
                          source="--subset-size")
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     with Interrupts.armed_for(args, "certify", args.quiet, abort=False,
                               keeps="the clustering and the bounds so far") as intr:
         try:
-            res = certify(inst.X, inst.k, inst.ml, inst.cl, labels,
+            res = certify(inst.X, inst.k, inst.ml, inst.cl, labels, sample_weight=inst.weights,
                           subset_size=args.subset_size, time_limit=time_limit,
                           workers=args.workers, dask=args.dask, heuristic=args.heuristic,
                           seed=args.seed, progress=progress, stop_event=intr.stop)

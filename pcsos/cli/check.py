@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import argparse
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
+from pcsos.cli.common import (
+    add_instance_arguments,
+    describe_weights_sizes,
+    load_instance,
+    report_stream,
+    weights_sizes,
+)
 from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
 from pcsos.feasibility import BACKENDS, check_instance
 from pcsos.io import write_json
@@ -18,7 +24,7 @@ from pcsos.problem import Problem
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos check``."""
-    add_instance_arguments(parser)
+    add_instance_arguments(parser, weights=True, sizes=True)
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="also write the report as JSON ('-' = stdout)")
     parser.add_argument("--backend", choices=BACKENDS, default="highs",
@@ -39,7 +45,7 @@ def summarize(inst, info: dict, backend: str = "highs", time_limit: float | None
         "ml": len(inst.ml), "cl": len(inst.cl),
         "ml_duplicates": inst.ml_duplicates, "cl_duplicates": inst.cl_duplicates,
         "super_points": None, "super_points_before_k2": None, "k2_merged": None,
-        "cl_super": None,
+        "cl_super": None, **weights_sizes(inst, info),
     }
     # super-point statistics, when the ML closure is consistent (else the verdict says why)
     try:
@@ -80,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
           f"({rep['ml_duplicates']} duplicates dropped)", file=out)
     print(f"cannot-link:   {rep['cl']} pairs after deduplication "
           f"({rep['cl_duplicates']} duplicates dropped)", file=out)
+    extra = describe_weights_sizes(inst, info)
+    print(f"weights/sizes: {extra or 'none (every point weighs 1, no size constraints)'}",
+          file=out)
     print(f"super-points:  {_fmt(rep['super_points'])} (from {rep['n']} points; "
           f"{_fmt(rep['super_points_before_k2'])} before k = 2 inference)", file=out)
     print(f"CL between super-points: {_fmt(rep['cl_super'])}", file=out)

@@ -13,16 +13,16 @@ import numpy as np
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
-from pcsos.io import read_constraints, read_data
+from pcsos.io import read_constraints, read_data, read_weights
 from pcsos.problem import Instance, make_instance
 
 __all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", "cut_settings",
-           "load_instance", "print_notes"]
+           "describe_weights_sizes", "load_instance", "print_notes", "weights_sizes"]
 
 #: the options of any subcommand that name a file to write ('-' is standard output)
 OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpoint")
 #: the options that name files to read, which no output may overwrite
-INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file")
+INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file", "weights")
 
 
 def report_stream(json_path):
@@ -31,8 +31,11 @@ def report_stream(json_path):
     return sys.stderr if json_path is not None and os.fspath(json_path) == "-" else sys.stdout
 
 
-def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``DATA``, ``-c/--constraints FILE`` (none: unconstrained) and ``-k/--k K``."""
+def add_instance_arguments(parser: argparse.ArgumentParser, *, weights: bool = False,
+                           sizes: bool = False) -> None:
+    """Add ``DATA``, ``-c/--constraints FILE`` (none: unconstrained) and ``-k/--k K``; with
+    ``weights`` also ``--weights FILE``, with ``sizes`` ``--size-min``, ``--size-max`` and
+    ``--sizes`` (for the commands that honour them)."""
     parser.add_argument("data", metavar="DATA",
                         help="data file: pc-sos-sdp text ('n d [k]' header), CSV with a "
                              "'class' column, .npy or .npz")
@@ -42,6 +45,19 @@ def add_instance_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", "--k", metavar="K", type=int, default=None,
                         help="number of clusters; default: the k of an 'n d k' header or "
                              "max + 1 of a CSV class column")
+    if weights:
+        parser.add_argument("--weights", metavar="FILE", default=None,
+                            help="point weights, one positive number a line (n lines); the "
+                                 "objective becomes sum_i w_i ||x_i - mu_c||^2, mu_c the "
+                                 "weighted mean; default: every weight 1")
+    if sizes:
+        parser.add_argument("--size-min", metavar="N", type=int, default=None,
+                            help="every cluster has at least N points")
+        parser.add_argument("--size-max", metavar="N", type=int, default=None,
+                            help="every cluster has at most N points")
+        parser.add_argument("--sizes", metavar="N1,N2,...", default=None,
+                            help="the k exact cluster sizes (points, not weights), in any "
+                                 "order, summing to n; not with --size-min / --size-max")
 
 
 def positive_int(text: str) -> int:
@@ -145,7 +161,9 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
     ``data``, ``constraints``, ``header``, ``data_notes``, ``constraint_notes``, ``classes``
     (true labels or None), ``k``, ``k_source`` (``'-k'``, ``'header'``, ``'class column'``),
     ``ml_given``, ``cl_given`` (pairs read, DELTA/GAMMA expansions included),
-    ``delta_pairs`` and ``gamma_pairs``.
+    ``delta_pairs``, ``gamma_pairs`` and ``weights`` (the weights file or None). The
+    weights and size options, where the command has them, go to ``make_instance``; its
+    errors name the option (``--sizes``, ...).
     """
     data = read_data(args.data)
     _check_magnitude(data)
@@ -188,9 +206,62 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
     if k > data.n:
         raise InputError(f"k = {k} exceeds the number of points n = {data.n}",
                          source="-k" if info["k_source"] == "-k" else data.source)
-    inst = make_instance(data.X, k, ml, cl)
+    w = getattr(args, "weights", None)
+    info["weights"] = None if w is None else os.fspath(w)
+    weights = None if w is None else read_weights(w, data.n)
+    sizes = _sizes_list(getattr(args, "sizes", None))
+    try:
+        inst = make_instance(data.X, k, ml, cl, weights=weights,
+                             size_min=getattr(args, "size_min", None),
+                             size_max=getattr(args, "size_max", None), sizes=sizes)
+    except InputError as exc:
+        option = {"size_min": "--size-min", "size_max": "--size-max", "sizes": "--sizes",
+                  "sample_weight": "--weights"}.get(exc.source)
+        if option is None:
+            raise
+        # the library names its keyword; the user wrote an option
+        message = str(exc).removeprefix(f"{exc.source}: ")
+        raise InputError(message, source=option) from None
     info["k"] = k
     return inst, info
+
+
+def weights_sizes(inst: Instance, info: dict) -> dict:
+    """The report keys of the weights and sizes: ``weights`` (the file or None),
+    ``total_weight``, ``size_min``, ``size_max`` and ``sizes`` (None when not set)."""
+    return {"weights": info.get("weights"),
+            "total_weight": None if inst.weights is None else inst.total_weight,
+            "size_min": inst.size_min, "size_max": inst.size_max,
+            "sizes": None if inst.sizes is None else list(inst.sizes)}
+
+
+def describe_weights_sizes(inst: Instance, info: dict) -> str | None:
+    """One line on the weights and size constraints, or None when there are neither."""
+    parts = []
+    if inst.weights is not None:
+        w = inst.weights
+        parts.append(f"weights from {info.get('weights')} (total {inst.total_weight:.6g}, "
+                     f"min {w.min():.6g}, max {w.max():.6g})")
+    if inst.sizes is not None:
+        parts.append(f"cluster sizes {list(inst.sizes)}")
+    elif inst.has_sizes:
+        lo, hi = inst.size_bounds()
+        parts.append(f"cluster sizes in {lo}..{hi} points")
+    return "; ".join(parts) or None
+
+
+def _sizes_list(text: str | None) -> list[int] | None:
+    """The integers of ``--sizes 50,50,50``; an InputError names a token that is not one."""
+    if text is None:
+        return None
+    out = []
+    for tok in text.split(","):
+        try:
+            out.append(int(tok.strip()))
+        except ValueError:
+            raise InputError(f"not a whole number: {tok.strip()!r} (give N1,N2,...)",
+                             source="--sizes") from None
+    return out
 
 
 def _check_magnitude(data) -> None:

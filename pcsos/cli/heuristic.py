@@ -23,7 +23,13 @@ import sys
 import time
 
 from pcsos.cli import Interrupts
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
+from pcsos.cli.common import (
+    add_instance_arguments,
+    describe_weights_sizes,
+    load_instance,
+    report_stream,
+    weights_sizes,
+)
 from pcsos.errors import InfeasibleError, InputError, PcsosError
 from pcsos.heuristics import available_heuristics, run_heuristic
 from pcsos.heuristics.metrics import adjusted_rand_index
@@ -41,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos heuristic``."""
     parser.add_argument("name", metavar="NAME",
                         help="heuristic: " + ", ".join(available_heuristics()))
-    add_instance_arguments(parser)
+    add_instance_arguments(parser, weights=True, sizes=True)
     parser.add_argument("--seed", type=int, default=None,
                         help="random seed (default: fresh entropy)")
     parser.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
@@ -121,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     if printer is not None:
         printer.line(f"n = {inst.n}, k = {inst.k}, {problem.s} groups, "
                      f"{len(problem.cl)} cannot-link pairs between them")
+        if (extra := describe_weights_sizes(inst, info)) is not None:
+            printer.line(extra)
     # the time limit covers loading and set-up too
     left = None if args.time_limit is None else max(
         0.0, args.time_limit - (time.perf_counter() - t0))
@@ -144,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         "n": inst.n, "d": inst.d, "k": inst.k,
         "ml": len(inst.ml), "cl": len(inst.cl), "super_points": problem.s,
         "data": info["data"], "constraints": info["constraints"],
+        **weights_sizes(inst, info),
         "seed": args.seed, "time_limit": args.time_limit, "options": options,
         "message": res.message,
         "stats": res.stats,

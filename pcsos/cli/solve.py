@@ -26,9 +26,11 @@ from pcsos.cli.common import (
     add_instance_arguments,
     add_parallel_arguments,
     cut_settings,
+    describe_weights_sizes,
     load_instance,
     print_notes,
     report_stream,
+    weights_sizes,
 )
 from pcsos.errors import InfeasibleError
 from pcsos.io import read_labels, write_labels, write_result_matrix
@@ -43,7 +45,7 @@ _DEFAULTS = SolverOptions()
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos solve``."""
-    add_instance_arguments(parser)
+    add_instance_arguments(parser, weights=True, sizes=True)
     out = parser.add_argument_group("output")
     out.add_argument("--log", metavar="FILE", help="write the pc-sos-sdp gap log (header, one "
                      "row per node, footer)")
@@ -186,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{len(inst.ml)} ML, {len(inst.cl)} CL, "
                   + (f"{workers} worker(s)" if workers else f"Dask cluster {args.dask}"),
                   file=out)
+            if (extra := describe_weights_sizes(inst, info)) is not None:
+                print(f"  {extra}", file=out)
             out.flush()
 
         def on_row(row: dict) -> None:
@@ -228,7 +232,8 @@ def run(args: argparse.Namespace) -> int:
             write_labels(args.labels, res.labels)
     if args.json:
         res.to_json(args.json, data=info["data"], constraints=info["constraints"],
-                    settings=settings, cp_settings=dataclasses.asdict(cp))
+                    settings=settings, cp_settings=dataclasses.asdict(cp),
+                    **weights_sizes(inst, info))
     if not args.quiet:
         _summary(res, out)
     if res.status == "infeasible":

@@ -411,7 +411,8 @@ def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng
     """
     Z = np.asarray(res.Z, dtype=np.float64)
     sep = separate(Z, k=problem.k, n=problem.n, families=st.families, eps=st.eps_violation,
-                   caps=st.max_collected, fracs=st.fraction, seed=rng, collect=st.collect)
+                   caps=st.max_collected, fracs=st.fraction, seed=rng, collect=st.collect,
+                   max_weight=problem.instance.max_cluster_weight)
     stats.found = dict(sep.found)
     old = model.cuts
     # keep the cuts that are active at the new solution: slack against their own rhs

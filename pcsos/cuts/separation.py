@@ -2,8 +2,9 @@
 
 Thin wrappers around the compiled kernels of :mod:`pcsos._kernels`: each family returns a
 :class:`~pcsos.bounds.cutset.CutSet` holding the most violated cuts found, most violated first.
-All families are valid for every clustering matrix in super-point space (|C| counts original
-points), so a cut found here never removes a feasible clustering.
+All families are valid for every clustering matrix in super-point space (Z_ij = 1/|C|, |C|
+the number of original points of the cluster, or its weight with point weights), so a cut
+found here never removes a feasible clustering.
 """
 
 from __future__ import annotations
@@ -61,11 +62,13 @@ def top_k(violation: np.ndarray, frac: float) -> np.ndarray:
     return np.argsort(-np.asarray(violation), kind="stable")[:take]
 
 
-def clique_rhs(n: int, k: int) -> float:
-    """Right-hand side 1/(n - k + 1): the largest cluster holds at most n - k + 1 points."""
+def clique_rhs(n: int, k: int, max_weight: float | None = None) -> float:
+    """Right-hand side 1/(n - k + 1): the largest cluster holds at most n - k + 1 points;
+    with point weights 1/``max_weight``, a bound on any cluster's weight
+    (:attr:`pcsos.problem.Instance.max_cluster_weight`)."""
     if not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= n, got k = {k}, n = {n}")
-    return 1.0 / (n - k + 1)
+    return 1.0 / (n - k + 1 if max_weight is None else max_weight)
 
 
 class FamilyCuts(NamedTuple):
@@ -115,14 +118,16 @@ def separate_triangles(Z, *, eps: float = 1e-4, cap: int = 100_000, frac: float 
     return FamilyCuts(CutSet.triangles(i[sel], j[sel], h[sel]), v[sel], len(v), full)
 
 
-def separate_cliques(Z, k: int, n: int, *, eps: float = 1e-4, frac: float = 1.0) -> FamilyCuts:
+def separate_cliques(Z, k: int, n: int, *, eps: float = 1e-4, frac: float = 1.0,
+                     max_weight: float | None = None) -> FamilyCuts:
     """Greedy clique cuts sum_{a<b in Q} Z_ab >= 1/(n-k+1) over k+1 super-points Q.
 
-    ``n`` is the number of ORIGINAL points. At most one cut per seed vertex (deduplicated);
-    none when there are fewer than k + 1 super-points.
+    ``n`` is the number of ORIGINAL points; with point weights the rhs is 1/``max_weight``
+    (:func:`clique_rhs`). At most one cut per seed vertex (deduplicated); none when there
+    are fewer than k + 1 super-points.
     """
     Z = as_symmetric(Z)
-    rhs = clique_rhs(n, k)
+    rhs = clique_rhs(n, k, max_weight)
     if k + 1 > len(Z):
         return FamilyCuts(CutSet.empty(), np.zeros(0), 0, False)
     Q, v = _k_cliques(Z, int(k) + 1, rhs, float(eps))
@@ -149,8 +154,10 @@ class SeparationResult:
 
 def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
              caps: dict[str, int] | None = None, fracs: dict[str, float] | None = None,
-             seed=None, collect: str = "most") -> SeparationResult:
-    """Separate every selected family from Z (super-point space, n ORIGINAL points).
+             seed=None, collect: str = "most",
+             max_weight: float | None = None) -> SeparationResult:
+    """Separate every selected family from Z (super-point space, n ORIGINAL points;
+    ``max_weight``: see :func:`clique_rhs`).
 
     ``caps`` / ``fracs`` map a family name to its collection cap / kept fraction (defaults,
     as the paper's code: 100 000 and 5 % for pairs and triangles, all cliques). ``seed``
@@ -169,7 +176,7 @@ def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
             fc = separate_triangles(Z, eps=eps, cap=caps["triangle"], frac=fracs["triangle"],
                                     seed=seed, collect=collect)
         else:
-            fc = separate_cliques(Z, k, n, eps=eps, frac=fracs["clique"])
+            fc = separate_cliques(Z, k, n, eps=eps, frac=fracs["clique"], max_weight=max_weight)
         sets.append(fc.cuts)
         res.found[fam], res.added[fam], res.hit_cap[fam] = fc.found, fc.cuts.m, fc.hit_cap
         res.max_violation[fam] = float(fc.violation.max(initial=0.0))

@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from pcsos.errors import InputError
 from pcsos.heuristics.base import STATUSES, Deadline, HeuristicResult
-from pcsos.problem import canonical_labels, pairs_satisfied, sse
+from pcsos.problem import canonical_labels, pairs_satisfied
 
 __all__ = ["ENTRY_POINT_GROUP", "register_heuristic", "get_heuristic",
            "available_heuristics", "run_heuristic", "check_labels"]
@@ -117,8 +117,8 @@ def check_labels(problem, labels: np.ndarray) -> str | None:
     """Why an original-point labelling is not a valid solution of ``problem``, or None.
 
     Checks: one label per point in 0..k-1, exactly k non-empty clusters, every original
-    ML/CL pair, constant labels on every super-point (the node's must-link merges) and the
-    node's CL pairs.
+    ML/CL pair, the instance's cluster sizes, constant labels on every super-point (the
+    node's must-link merges) and the node's CL pairs.
     """
     inst = problem.instance
     labels = np.asarray(labels)
@@ -131,6 +131,9 @@ def check_labels(problem, labels: np.ndarray) -> str | None:
         return f"{used} non-empty clusters instead of k = {problem.k}"
     if not pairs_satisfied(labels, inst.ml, inst.cl):
         return "an original must-link or cannot-link pair is violated"
+    if not inst.sizes_ok(labels):
+        got = sorted(np.bincount(labels).tolist(), reverse=True)
+        return f"cluster sizes {got} break the size constraints"
     pl = problem.point_labels
     first = np.full(problem.s, -1, dtype=np.int64)
     first[pl] = labels  # any member's label; then compare every member with it
@@ -228,5 +231,5 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     sl = np.empty(problem.s, dtype=np.int64)
     sl[problem.point_labels] = labels
     res.super_labels = sl
-    res.objective = sse(problem.instance.X, labels)
+    res.objective = problem.instance.objective(labels)
     return res

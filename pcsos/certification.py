@@ -26,7 +26,7 @@ from pcsos.distributed import close, connect
 from pcsos.errors import InfeasibleError, InputError, UndecidedError
 from pcsos.heuristics import run_heuristic
 from pcsos.options import resolve_workers
-from pcsos.problem import Problem, check_start, make_instance, sse
+from pcsos.problem import Problem, check_start, make_instance
 
 __all__ = ["certify", "CertifyResult"]
 
@@ -79,8 +79,11 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
             time_limit: float | None = None, workers: int | None = None,
             executor: Executor | None = None, dask=None, heuristic: str = "s-mdeclust",
             seed: int = 0, sdp_options: dict | None = None, cp_settings=None,
-            progress=None, stop_event=None) -> CertifyResult:
+            progress=None, stop_event=None, sample_weight=None) -> CertifyResult:
     """A clustering and a certified lower bound for an instance of any size.
+
+    ``sample_weight``: n positive point weights, as in :func:`pcsos.solve` (each subset
+    keeps its points' weights).
 
     ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
     obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
@@ -102,7 +105,7 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     was found (the heuristic failed, or was stopped first).
     """
     t0 = time.perf_counter()
-    inst = make_instance(X, k, ml, cl)
+    inst = make_instance(X, k, ml, cl, weights=sample_weight)
     if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
         raise InputError(f"subset size must be >= 1, got {subset_size!r}",
                          source="subset_size")
@@ -148,7 +151,7 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
             raise UndecidedError(f"{heuristic} {why} no clustering ({h.status}: "
                                  f"{h.message}); give one with labels=")
         lab, made_by = np.asarray(h.labels), heuristic
-    objective = sse(inst.X, lab)
+    objective = inst.objective(lab)
     floor = spectral_floor(whole)
     if subset_size is None:
         subset_size = subset_size_for(inst.k, inst.n, left(), workers)
