@@ -17,6 +17,23 @@ an exact ILP decides the rest:
 
 Only the k-core matters: a vertex with fewer than k neighbours can always be coloured last,
 so peeling such vertices changes neither the answer nor the witness' validity.
+
+With cluster sizes (``size_min`` / ``size_max`` or the exact multiset ``sizes`` of the
+instance; sizes count points, so a super-point weighs ``Problem.counts``) colourability is
+no longer enough, and the k-core argument fails (a peeled vertex still has to fit in a
+cluster). After steps 1-2 the checks are then:
+
+3. a super-point with more points than any cluster may hold (``'group_too_large'``,
+   naming its points);
+4. the necessary colouring tests: k = 2 bipartiteness (``'odd_cycle'``), and when DSATUR
+   needs more than k colours a cannot-link clique of k + 1 (``'clique'``);
+5. a greedy packing that keeps cannot-link partners apart (``'sizes_greedy'``);
+6. an exact ILP over all super-points: x[g, c] = 1 when super-point g goes to cluster c,
+   one cluster each, cannot-link pairs apart, ``sum_g counts_g x[g, c]`` within the
+   bounds, or equal to ``sizes[c]`` (clusters are interchangeable, so giving cluster c the
+   c-th size loses no solution) (``'sizes_ilp'``). Infeasible: ``'sizes_packing'`` when
+   the groups cannot be packed even without the cannot-link pairs (a second ILP tells),
+   else ``'sizes_ilp_infeasible'`` (the pairs listed); ``'time_limit'`` as above.
 """
 
 from __future__ import annotations
@@ -98,7 +115,8 @@ def check_instance(instance: Instance, backend: str = "highs", time_limit: float
 
 def check_problem(problem: Problem, backend: str = "highs", time_limit: float | None = None,
                   *, method: str = "auto") -> Feasibility:
-    """Decide k-colourability (with s >= k) of a super-point problem, e.g. a tree node.
+    """Decide k-colourability (with s >= k) of a super-point problem, e.g. a tree node, and
+    with the instance's cluster sizes the size-constrained question (module doc).
 
     ``backend`` ('highs' or 'gurobi') solves the ILP; ``time_limit`` (seconds) bounds the
     whole check, and an undecided ILP gives ``feasible=None`` with reason 'time_limit'.
@@ -119,6 +137,8 @@ def check_problem(problem: Problem, backend: str = "highs", time_limit: float | 
         res.labels = problem.to_points(res.super_labels)
         if not problem.satisfies(res.super_labels):  # pragma: no cover - a bug guard
             raise AssertionError("feasibility witness violates a cannot-link pair")
+        if not problem.instance.sizes_ok(res.labels):  # pragma: no cover - a bug guard
+            raise AssertionError("feasibility witness breaks the cluster sizes")
     return res
 
 
@@ -151,6 +171,8 @@ def _decide(problem: Problem, backend: str, deadline: float, method: str) -> Fea
             False, "too_few_groups",
             f"infeasible: k = {k} but there are only {s} super-points (must-link groups"
             f"{after}), so at most {s} clusters can be non-empty")
+    if problem.instance.has_sizes:
+        return _decide_sizes(problem, backend, deadline, method)
     if method == "auto" and k == 2:
         colour, cycle = bipartition(s, cl)
         if cycle is not None:
@@ -324,3 +346,212 @@ def _colouring_milp(m: int, k: int, lb: np.ndarray, ub: np.ndarray, edges: np.nd
                 row_lo=np.concatenate([np.ones(m), np.full(E * k, -np.inf)]),
                 row_hi=np.ones(m + E * k), col_lo=lb.ravel(), col_hi=ub.ravel(),
                 integrality=np.ones(nv, dtype=bool), name="colouring ILP")
+
+
+# --------------------------------------------------------------------------- cluster sizes
+def _decide_sizes(problem: Problem, backend: str, deadline: float,
+                  method: str) -> Feasibility:
+    """Steps 3-6 of the module doc: the decision with cluster sizes (s >= k holds)."""
+    inst = problem.instance
+    s, k, cl = problem.s, problem.k, problem.cl
+    counts = problem.counts
+    lo, hi = inst.size_bounds()
+    what = _fmt_sizes(inst)
+    inferred = (" (a must-link group after k = 2 inference, which puts each colour class of "
+                "a cannot-link component in one cluster)"
+                if k == 2 and problem.infer_k2 and len(inst.cl) else "")
+    g = int(np.argmax(counts))
+    if counts[g] > hi:
+        pts = np.flatnonzero(problem.point_labels == g)
+        ml = inst.ml
+        inside = ml[np.isin(ml[:, 0], pts) & np.isin(ml[:, 1], pts)] if len(ml) else ml
+        head = (f"the largest exact size is {hi} but a must-link group has {counts[g]} points"
+                if inst.sizes is not None else
+                f"a must-link group of {counts[g]} points is larger than size_max = {hi}")
+        return Feasibility(False, "group_too_large",
+                           f"infeasible: {head}{inferred}: points {_fmt_points(pts)}",
+                           pairs=[(int(i), int(j)) for i, j in inside])
+    if method == "auto":
+        verdict = _colouring_conflict(problem, deadline)
+        if verdict is not None:
+            return verdict
+        lab = _greedy_pack(problem, lo, hi)
+        if lab is not None:
+            return Feasibility(True, "sizes_greedy",
+                               f"feasible: a greedy packing of the {s} super-points into "
+                               f"k = {k} clusters meets the {what} and every cannot-link pair",
+                               super_labels=lab)
+    status, lab = _sizes_ilp(problem, lo, hi, cl, backend, deadline)
+    if status == "feasible":
+        return Feasibility(True, "sizes_ilp",
+                           f"feasible: the exact ILP ({backend}) split the {s} super-points "
+                           f"into k = {k} clusters with {what}", super_labels=lab,
+                           backend=backend)
+    if status == "time_limit":
+        return Feasibility(None, "time_limit",
+                           f"unknown: the time limit was reached before the ILP ({backend}) "
+                           f"decided the {what} ({s} super-points)", backend=backend)
+    groups = _fmt_counts(counts)
+    packing = "infeasible" if not len(cl) else \
+        _sizes_ilp(problem, lo, hi, cl[:0], backend, deadline)[0]
+    if packing == "infeasible":
+        return Feasibility(False, "sizes_packing",
+                           f"infeasible: the exact ILP ({backend}) proves that {groups}"
+                           f"{inferred} cannot be split into k = {k} clusters with {what}, "
+                           "whatever the cannot-link pairs", backend=backend)
+    pairs = [problem.original_pair(a, b) for a, b in cl.tolist()]
+    return Feasibility(False, "sizes_ilp_infeasible",
+                       f"infeasible: the exact ILP ({backend}) proves that the {len(pairs)} "
+                       f"cannot-link pairs and the {what} conflict ({groups}{inferred} fit "
+                       f"the sizes, but not with every pair apart): " + _fmt_pairs(pairs),
+                       pairs=pairs, backend=backend)
+
+
+def _fmt_sizes(inst: Instance) -> str:
+    if inst.sizes is not None:
+        return "exact sizes " + ", ".join(map(str, inst.sizes))
+    if inst.size_max is None:
+        return f"cluster sizes of at least size_min = {inst.size_min} points"
+    if inst.size_min is None:
+        return f"cluster sizes of at most size_max = {inst.size_max} points"
+    return (f"cluster sizes between size_min = {inst.size_min} and size_max = "
+            f"{inst.size_max} points")
+
+
+def _fmt_points(pts, limit: int = 20) -> str:
+    shown = ", ".join(map(str, pts[:limit]))
+    return f"[{shown}" + (f", ... ({len(pts)} in all)]" if len(pts) > limit else "]")
+
+
+def _fmt_counts(counts: np.ndarray) -> str:
+    big = sorted((int(c) for c in counts if c > 1), reverse=True)
+    single = int(np.sum(counts == 1))
+    parts = []
+    if big:
+        shown = ", ".join(map(str, big[:12])) + (", ..." if len(big) > 12 else "")
+        parts.append(f"{len(big)} must-link group(s) of {shown} points")
+    if single:
+        parts.append(f"{single} single point(s)")
+    return " and ".join(parts)
+
+
+def _colouring_conflict(problem: Problem, deadline: float) -> Feasibility | None:
+    """An odd cycle (k = 2) or a (k+1)-clique of cannot-link pairs, when one is found."""
+    s, k, cl = problem.s, problem.k, problem.cl
+    if not len(cl):
+        return None
+    if k == 2:
+        _, cycle = bipartition(s, cl)
+        if cycle is None:
+            return None
+        pairs = [problem.original_pair(a, b) for a, b in zip(cycle, cycle[1:] + cycle[:1])]
+        return Feasibility(False, "odd_cycle",
+                           "infeasible: k = 2 but the cannot-link pairs form an odd cycle: "
+                           + _fmt_pairs(pairs), pairs=pairs)
+    G = nx.Graph()
+    G.add_nodes_from(range(s))
+    G.add_edges_from(map(tuple, cl.tolist()))
+    col = nx.coloring.greedy_color(G, strategy="saturation_largest_first")
+    if max(col.values()) + 1 <= k:
+        return None
+    core, _ = _k_core(G, k)
+    clique = _find_clique(G.subgraph(core), k + 1, deadline)
+    if clique is None:
+        return None
+    pairs = [problem.original_pair(a, b) for t, a in enumerate(clique) for b in clique[t + 1:]]
+    reps = sorted({p for pair in pairs for p in pair})
+    return Feasibility(False, "clique",
+                       f"infeasible: {k + 1} groups are pairwise cannot-linked (a cannot-link "
+                       f"clique larger than k = {k}): " + _fmt_pairs(pairs) + f"; points {reps}",
+                       pairs=pairs)
+
+
+def _capacities(problem: Problem, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cluster lower and upper point counts (cluster c gets the c-th exact size)."""
+    k, sizes = problem.k, problem.instance.sizes
+    if sizes is not None:
+        v = np.asarray(sizes, dtype=np.int64)
+        return v, v
+    return np.full(k, lo, dtype=np.int64), np.full(k, hi, dtype=np.int64)
+
+
+def _greedy_pack(problem: Problem, lo: int, hi: int) -> np.ndarray | None:
+    """Largest groups first, each into an allowed cluster (no cannot-link partner, room
+    left): with exact sizes the fullest one that fits (best fit, to fill clusters exactly),
+    with bounds the emptiest (worst fit, to reach size_min everywhere). None when it fails."""
+    counts = problem.counts
+    need, cap = _capacities(problem, lo, hi)
+    exact = problem.instance.sizes is not None
+    adj: list[list[int]] = [[] for _ in range(problem.s)]
+    for a, b in problem.cl.tolist():
+        adj[a].append(b)
+        adj[b].append(a)
+    room = cap.copy()
+    lab = np.full(problem.s, -1, dtype=np.int64)
+    for g in np.argsort(-counts, kind="stable"):
+        ok = room >= counts[g]
+        ok[[lab[u] for u in adj[g] if lab[u] >= 0]] = False
+        if not ok.any():
+            return None
+        c = int(np.argmin(np.where(ok, room, np.iinfo(np.int64).max)) if exact
+                else np.argmax(np.where(ok, room, -1)))
+        lab[g] = c
+        room[c] -= counts[g]
+    return lab if np.all(cap - room >= need) else None
+
+
+def _sizes_ilp(problem: Problem, lo: int, hi: int, cl: np.ndarray, backend: str,
+               deadline: float) -> tuple[str, np.ndarray | None]:
+    """Step 6: ('feasible', super labels), ('infeasible', None) or ('time_limit', None)."""
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        return "time_limit", None
+    solver = adapter(backend)
+    if not solver.installed():
+        raise BackendUnavailableError(
+            "feasibility backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); "
+            "the default backend 'highs' needs nothing extra")
+    s, k, counts = problem.s, problem.k, problem.counts
+    need, cap = _capacities(problem, lo, hi)
+    order = np.argsort(-counts, kind="stable")
+    ub = np.ones((s, k))
+    if problem.instance.sizes is None:
+        # identical clusters: number them by first use in the order, so the t-th group
+        # takes a cluster <= t (any solution relabels to this form)
+        pos = np.empty(s, dtype=np.int64)
+        pos[order] = np.arange(s)
+        ub[np.arange(k)[None, :] > pos[:, None]] = 0.0
+    res = solver.solve(_sizes_milp(counts, k, cl, need, cap, ub),
+                       time_limit=max(remaining, 1e-3))
+    if res.status == "error":  # pragma: no cover - the solver's own failure
+        raise RuntimeError(res.message)
+    if res.x is None:
+        return ("infeasible" if res.status == "infeasible" else "time_limit"), None
+    lab = np.argmax(np.round(res.x).reshape(s, k), axis=1)
+    return "feasible", lab
+
+
+def _sizes_milp(counts: np.ndarray, k: int, cl: np.ndarray, need: np.ndarray,
+                cap: np.ndarray, ub: np.ndarray) -> Milp:
+    """Column ``g * k + c`` is x[g, c]: s rows 'one cluster each', k rows
+    'need[c] <= sum_g counts_g x[g, c] <= cap[c]', then k rows per cannot-link pair."""
+    s = len(counts)
+    nv, E = s * k, len(cl)
+    col = np.arange(nv)
+    g_of, c_of = np.divmod(col, k)
+    rows = [g_of, s + c_of]
+    cols = [col, col]
+    vals = [np.ones(nv), counts[g_of].astype(np.float64)]
+    if E:
+        r = s + k + np.arange(E * k)
+        for side in (0, 1):
+            rows.append(r)
+            cols.append((cl[:, side][:, None] * k + np.arange(k)).ravel())
+            vals.append(np.ones(E * k))
+    A = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                   shape=(s + k + E * k, nv)).tocsc()
+    return Milp(c=np.zeros(nv), A=A,
+                row_lo=np.concatenate([np.ones(s), need, np.full(E * k, -np.inf)]),
+                row_hi=np.concatenate([np.ones(s), cap, np.ones(E * k)]),
+                col_lo=np.zeros(nv), col_hi=ub.ravel(),
+                integrality=np.ones(nv, dtype=bool), name="cluster-size ILP")

@@ -33,9 +33,44 @@ exactly k non-empty clusters and every cannot-link pair in different clusters.
   environment on its first solve, disposed in :meth:`AssignmentEngine.close`, on leaving
   its ``with`` block, or when it is garbage collected).
 
-Infeasibility (no k-colouring of the cannot-link graph, or fewer super-points than clusters)
-is reported as ``status='infeasible'``, a time limit without any assignment as
-``status='time_limit'``; neither raises.
+Cluster sizes (``counts``: points per super-point; ``size_bounds`` or the exact multiset
+``sizes``; :meth:`AssignmentEngine.from_problem` takes them from the instance) add k rows
+``lo_h <= sum_i counts_i x_ih <= hi_h``, which replace the cover rows and couple all
+super-points, so neither the representatives' matching nor the decomposition applies.
+Which centre gets which exact size is part of the least-cost assignment (fixing it
+beforehand, e.g. by sorting the nearest-centre counts, is a guess that can miss the
+optimum), so it is decided exactly:
+
+* bounds, or all exact sizes equal: one problem with ``lo_h``, ``hi_h`` the bounds;
+* distinct exact sizes with at most ``size_permutations`` (24) distinct arrangements on
+  the centres (every k <= 4): one fixed-size problem per arrangement, the best kept. The
+  model is built once with cluster slot j of the j-th smallest size; an arrangement only
+  permutes the cost columns, so each solve is a warm-started one of the same model;
+* more arrangements: one MILP in which binaries ``y_hj`` choose the size of centre h
+  (each centre one size, each size as often as the multiset has it, ``sum_i counts_i x_ih
+  = sum_j v_j y_hj``). Its LP relaxation is weak (a centre may take half of two sizes), so
+  the MIP search runs: without CL pairs, single points, k = 5, 0.05-1 s per call at
+  s = 200 and 2-5 s at s = 1 000, where one warm-started fixed-size solve (the flow
+  below) takes 0.002-0.004 s; all 120 arrangements took 0.3 s and 1.6-2.4 s: the y model
+  is the better choice at s = 200, the enumeration at s = 1 000, both exact.
+
+Each fixed-size problem of single-point super-points without cannot-link pairs
+(``flow=True``, the default) is a transportation problem, i.e. a min-cost flow (points ->
+centres, centre h carrying lo_h..hi_h units): its constraint matrix is totally
+unimodular, so a simplex optimum is a 0/1 assignment. It is that LP (no integrality) in
+a model kept by the backend's adapter and warm-started from the previous basis (method
+``'flow'``; 0.004 s per call at s = 1 000, k = 5, 0.05 s through a
+:func:`scipy.optimize.linprog` rebuilt per call); the answer is checked to be 0/1, and
+the MILP decides in the unlikely case it is not. Must-link groups of several points make the
+size rows' coefficients > 1 (a bin-packing-like problem whose LP can split a group), so
+they go to the MILP, as do cannot-link pairs: x, the size rows and the cannot-link rows,
+built once, solved as below.
+
+Infeasibility (no k-colouring of the cannot-link graph, fewer super-points than clusters,
+or no assignment meeting the sizes) is reported as ``status='infeasible'``, a time limit
+without any assignment as ``status='time_limit'``; neither raises. The MILP's verdict does
+not depend on the centres (nor on which centre has which size), so an infeasible sized
+assignment proves that no clustering of the super-points meets the pairs and the sizes.
 """
 
 from __future__ import annotations
@@ -122,12 +157,22 @@ class AssignmentEngine:
     call_time_limit : seconds at most per :meth:`solve` call (None: only its own
         ``time_limit``). A call cut short returns the solver's best assignment, or the warm
         start when it has none better, with status ``'feasible'``.
+    counts : (s,) points per super-point, what sizes count (default: 1 each).
+    size_bounds : ``(lo, hi)``, bounds on every cluster's count (None: no bound on that side).
+    sizes : the multiset of exact cluster counts (k values); not with ``size_bounds``.
+    flow : solve the sized case of single points without CL pairs as a min-cost flow
+        (default) rather than by the MILP (module doc).
+    size_permutations : distinct exact sizes are tried in every arrangement on the centres
+        when there are at most this many arrangements (default 24: every k <= 4), else
+        chosen inside one MILP (module doc).
     """
 
     def __init__(self, points: np.ndarray, weights: np.ndarray, cl: np.ndarray, k: int, *,
                  backend: str = "highs", threads: int = 1, mip_rel_gap: float = 1e-6,
                  decompose: bool = True, call_time_limit: float | None = None,
-                 full_milp_columns: int = 20_000):
+                 full_milp_columns: int = 20_000, counts: np.ndarray | None = None,
+                 size_bounds: tuple[int | None, int | None] | None = None,
+                 sizes=None, flow: bool = True, size_permutations: int = 24):
         self.points = np.asarray(points, dtype=np.float64)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
@@ -136,6 +181,8 @@ class AssignmentEngine:
         if backend not in BACKENDS:
             raise InputError(f"unknown assignment backend {backend!r}; choose one of "
                              f"{', '.join(BACKENDS)}", source="backend")
+        self.sized = _Sizes.make(self.s, self.k, counts, size_bounds, sizes,
+                                 int(size_permutations))
         self.backend = backend
         self.calls = 0
         self.decomposed_calls = 0  # calls answered by the decomposition alone
@@ -151,14 +198,18 @@ class AssignmentEngine:
         self._closed = False
         self._opts = (threads, mip_rel_gap)
         self._models: dict[str, object] = {}  # 'full' and 'cycles' MILPs, built on first use
-        self._has_milp = bool(len(self.cl)) and self.s >= self.k
+        sz = self.sized
+        self._flow = sz is not None and flow and sz.flow_ok and not len(self.cl)
+        self._has_milp = (bool(len(self.cl)) or (sz is not None and not self._flow)) \
+            and self.s >= self.k
         self._solver = adapter(backend)
-        if self._has_milp and not self._solver.installed():
+        if (self._has_milp or self._flow) and not self._solver.installed():
             # the model is built on first use; a missing package is said at once
             raise BackendUnavailableError(GUROBIPY_MISSING)
         # the name is fixed here, not per call: solve() reports it in every Assignment
-        self._method = self._solver.model_name() if self._has_milp else "matching"
-        self._decompose = self._has_milp and decompose
+        self._method = self._solver.model_name() if self._has_milp else \
+            "flow" if self._flow else "matching"
+        self._decompose = self._has_milp and decompose and sz is None
         # the cannot-link pairs in the decomposition's relaxation: those ever broken by its
         # answer (see _solve_parts); the structure is rebuilt when the set grows
         self._ucl = np.unique(np.sort(self.cl, axis=1), axis=0) if self._decompose else None
@@ -177,13 +228,17 @@ class AssignmentEngine:
     def _model(self, which: str):
         m = self._models.get(which)
         if m is None:
-            if which == "full":
-                s, cl, cover = self.s, self.cl, True
-            else:
-                s, cl, cover = len(self._parts.cyc_nodes), self._parts.cyc_cl, False
             threads, gap = self._opts
-            m = self._solver.model(_assignment_milp(s, self.k, cl, cover), threads=threads,
-                                   mip_rel_gap=gap)
+            if which == "flow":  # the sized transportation LP (module doc): no integrality
+                milp = self.sized.milp(self.cl)
+                milp.integrality = np.zeros(milp.num_cols, dtype=bool)
+            elif which == "full":
+                milp = _assignment_milp(self.s, self.k, self.cl, True) if self.sized is None \
+                    else self.sized.milp(self.cl)
+            else:
+                milp = _assignment_milp(len(self._parts.cyc_nodes), self.k, self._parts.cyc_cl,
+                                        False)
+            m = self._solver.model(milp, threads=threads, mip_rel_gap=gap)
             self._models[which] = m
         return m
 
@@ -205,14 +260,23 @@ class AssignmentEngine:
         self.close()
 
     @classmethod
-    def from_problem(cls, problem, *, k: int | None = None, **kwargs) -> AssignmentEngine:
-        """An engine on a :class:`pcsos.problem.Problem`'s super-points and CL pairs."""
-        return cls(problem.centroids, problem.e, problem.cl,
-                   problem.k if k is None else k, **kwargs)
+    def from_problem(cls, problem, *, k: int | None = None, sizes: bool = True,
+                     **kwargs) -> AssignmentEngine:
+        """An engine on a :class:`pcsos.problem.Problem`'s super-points and CL pairs, with
+        the instance's cluster sizes unless ``sizes`` is false or ``k`` differs from the
+        problem's (a (k-1)-cluster engine cannot meet them)."""
+        kk = problem.k if k is None else k
+        inst = problem.instance
+        if sizes and kk == problem.k and inst.has_sizes:
+            kwargs.update(counts=problem.counts, sizes=inst.sizes,
+                          size_bounds=None if inst.sizes is not None
+                          else (inst.size_min, inst.size_max))
+        return cls(problem.centroids, problem.e, problem.cl, kk, **kwargs)
 
     @property
     def method(self) -> str:
-        """Which algorithm :meth:`solve` uses: ``'matching'`` or the MILP backend's name."""
+        """Which algorithm :meth:`solve` uses: ``'matching'``, ``'flow'`` (sizes, module
+        doc) or the MILP backend's name."""
         return self._method
 
     def costs(self, centres: np.ndarray) -> np.ndarray:
@@ -244,7 +308,7 @@ class AssignmentEngine:
         if self.s < self.k:
             return Assignment(None, float("inf"), "infeasible", time.perf_counter() - t0,
                               self.method)
-        if not self._has_milp:
+        if not self._has_milp and not self._flow:
             labels = _match_assign(costs)
             status = "optimal"
         else:
@@ -262,8 +326,12 @@ class AssignmentEngine:
             if labels is None and status not in ("infeasible", "time_limit"):
                 left = None if time_limit is None else \
                     time_limit - (time.perf_counter() - t0)
-                labels, status = _solve_model(self._milp, costs, warm, left) \
-                    if left is None or left > 0 else (None, "time_limit")
+                if left is not None and left <= 0:
+                    labels, status = None, "time_limit"
+                elif self.sized is not None and self.sized.perms is not None:
+                    labels, status = self._solve_slots(costs, warm, time_limit, t0)
+                else:
+                    labels, status = _solve_model(self._milp, costs, warm, left, self.sized)
             if labels is None and status == "time_limit" and warm is not None:
                 # the solver stopped with nothing better than the start it was given
                 labels, status = np.array(warm, dtype=np.int64), "feasible"
@@ -274,6 +342,39 @@ class AssignmentEngine:
         cost = float(costs[np.arange(self.s), labels].sum()) if labels is not None \
             else float("inf")
         return Assignment(labels, cost, status, time.perf_counter() - t0, self.method)
+
+    def _solve_slots(self, costs, warm, time_limit, t0):
+        """Sizes fixed per cluster slot (module doc): the best assignment over the listed
+        arrangements of the sizes on the centres, each by the flow or the fixed-size MILP
+        with the cost columns permuted; (None, 'infeasible' | 'time_limit') without one."""
+        sz, s = self.sized, self.s
+        best, best_cost, status = None, math.inf, "optimal"
+        wsize = None if warm is None else np.bincount(warm, weights=sz.counts, minlength=self.k)
+        for P in sz.perms:  # P[h]: the slot (size) of centre h
+            inv = np.argsort(P)  # the centre of each slot
+            cs = costs[:, inv]
+            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+            if left is not None and left <= 0:
+                status = "feasible" if best is not None else "time_limit"
+                break
+            lab, st = _flow_assign(self._model("flow"), cs, left) if self._flow \
+                else ("", "failed")
+            if st == "failed":  # the MILP; for the flow only on a fractional answer, never seen
+                w = P[warm] if wsize is not None and np.array_equal(sz.lo[P], wsize) else None
+                lab, st = _solve_model(self._milp, cs, w, left)
+            if st == "infeasible":
+                # feasibility does not depend on which centre has which size
+                return None, "infeasible"
+            if lab is None:
+                status = "feasible" if best is not None else st
+                break
+            if st != "optimal":
+                status = "feasible"
+            lab = inv[lab]
+            c = float(costs[np.arange(s), lab].sum())
+            if c < best_cost:
+                best, best_cost = lab, c
+        return best, status
 
     def _solve_parts(self, costs, warm, time_limit, t0):
         """The decomposition (module doc): labels and 'optimal' when they open all k clusters;
@@ -344,8 +445,172 @@ class AssignmentEngine:
             return False
         if len(np.unique(labels)) != self.k:
             return False
+        if self.sized is not None and not self.sized.ok(labels):
+            return False
         return bool(len(self.cl) == 0
                     or np.all(labels[self.cl[:, 0]] != labels[self.cl[:, 1]]))
+
+
+class _Sizes:
+    """The size rows of an engine (module doc). Per-slot bounds ``lo``/``hi`` on the counts
+    of the clusters, with ``perms`` the arrangements of the slots on the centres to try
+    (``perms[t][h]``: the slot of centre h; the identity for bounds); or, with ``perms``
+    None, the distinct exact sizes ``values`` taken ``mult`` times each, chosen per centre
+    by the MILP's y columns. ``multiset``: the exact sizes, sorted (None for bounds)."""
+
+    def __init__(self, counts, k, lo, hi, perms=None, multiset=None):
+        self.counts, self.k = counts, k
+        self.lo, self.hi = lo, hi
+        self.perms, self.multiset = perms, multiset
+        self.values = self.mult = None
+        if perms is None:
+            self.values, self.mult = np.unique(multiset, return_counts=True)
+
+    @classmethod
+    def make(cls, s: int, k: int, counts, size_bounds, sizes,
+             max_perms: int) -> _Sizes | None:
+        if size_bounds is None and sizes is None:
+            return None
+        if size_bounds is not None and sizes is not None:
+            raise InputError("give size_bounds or sizes, not both", source="sizes")
+        counts = np.ones(s, dtype=np.int64) if counts is None else \
+            np.asarray(counts, dtype=np.int64).reshape(-1)
+        if counts.shape != (s,) or np.any(counts < 1):
+            raise InputError(f"counts must be {s} integers >= 1", source="counts")
+        ident = [np.arange(k)]
+        if sizes is not None:
+            v = np.asarray(sorted(int(x) for x in sizes), dtype=np.int64)
+            if len(v) != k or v[0] < 1:
+                raise InputError(f"sizes must be k = {k} integers >= 1, got {list(v)}",
+                                 source="sizes")
+            if v[0] == v[-1]:  # a balanced clustering: bounds lo = hi
+                return cls(counts, k, v, v, ident)
+            _, mult = np.unique(v, return_counts=True)
+            n_perms = math.factorial(k) // math.prod(math.factorial(int(m)) for m in mult)
+            perms = _slot_arrangements(v) if n_perms <= max_perms else None
+            return cls(counts, k, v, v, perms, v)
+        lo, hi = size_bounds
+        lo = 1 if lo is None else max(1, int(lo))
+        hi = int(counts.sum()) if hi is None else int(hi)
+        return cls(counts, k, np.full(k, lo), np.full(k, hi), ident)
+
+    @property
+    def flow_ok(self) -> bool:
+        """True when each sized assignment is a min-cost flow (fixed slots, single points)."""
+        return self.perms is not None and bool(np.all(self.counts == 1))
+
+    @property
+    def extra_columns(self) -> int:
+        """The y columns after x (0 without the size choice)."""
+        return 0 if self.values is None else self.k * len(self.values)
+
+    def ok(self, labels: np.ndarray) -> bool:
+        """True when the clusters of ``labels`` meet the sizes."""
+        c = np.bincount(labels, weights=self.counts, minlength=self.k).astype(np.int64)
+        if self.multiset is not None:
+            return bool(np.array_equal(np.sort(c), self.multiset))
+        return bool(np.all((c >= self.lo) & (c <= self.hi)))
+
+    def choice_start(self, labels: np.ndarray) -> np.ndarray:
+        """The y columns that go with a labelling meeting the sizes."""
+        c = np.bincount(labels, weights=self.counts, minlength=self.k).astype(np.int64)
+        y = np.zeros((self.k, len(self.values)))
+        y[np.arange(self.k), np.searchsorted(self.values, c)] = 1.0
+        return y.ravel()
+
+    def milp(self, cl: np.ndarray) -> Milp:
+        """The sized assignment MILP with zero costs: column ``i * k + h`` is x_ih, then
+        ``s k + h m + j`` is y_hj; rows: s 'one cluster each', k size rows, with the
+        choice k 'one size per centre' and m 'each size mult_j times', then q k CL rows."""
+        counts, k = self.counts, self.k
+        s, q = len(counts), len(cl)
+        m = 0 if self.values is None else len(self.values)
+        nx_ = s * k
+        col = np.arange(nx_)
+        i_of, h_of = np.divmod(col, k)
+        r, c, v = [i_of, s + h_of], [col, col], [np.ones(nx_), counts[i_of].astype(float)]
+        lo = [np.ones(s)]
+        hi = [np.ones(s)]
+        row = s + k
+        if m:
+            ycol = nx_ + np.arange(k * m)
+            h_y, j_y = np.divmod(ycol - nx_, m)
+            r += [s + h_y, row + h_y, row + k + j_y]
+            c += [ycol, ycol, ycol]
+            v += [-self.values[j_y].astype(float), np.ones(k * m), np.ones(k * m)]
+            lo += [np.zeros(k), np.ones(k), self.mult.astype(float)]
+            hi += [np.zeros(k), np.ones(k), self.mult.astype(float)]
+            row += k + m
+        else:
+            lo.append(self.lo.astype(float))
+            hi.append(self.hi.astype(float))
+        if q:
+            t = np.repeat(np.arange(q), k)
+            h = np.tile(np.arange(k), q)
+            for side in (0, 1):
+                r.append(row + t * k + h)
+                c.append(cl[t, side] * k + h)
+                v.append(np.ones(q * k))
+            lo.append(np.full(q * k, -np.inf))
+            hi.append(np.ones(q * k))
+        n_cols = nx_ + k * m
+        A = csc_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(c))),
+                       shape=(row + q * k, n_cols))
+        A.sum_duplicates()
+        A.sort_indices()
+        return Milp(c=np.zeros(n_cols), A=A, row_lo=np.concatenate(lo),
+                    row_hi=np.concatenate(hi), col_lo=np.zeros(n_cols),
+                    col_hi=np.ones(n_cols), integrality=np.ones(n_cols, dtype=bool),
+                    name="sized assignment")
+
+
+def _slot_arrangements(slots: np.ndarray) -> list[np.ndarray]:
+    """Every distinct arrangement of the sorted sizes ``slots`` on k centres, as the slot of
+    each centre (centres of equal size take that size's slots in increasing order)."""
+    values, mult = np.unique(slots, return_counts=True)
+    first = np.concatenate([[0], np.cumsum(mult)[:-1]])
+    k = len(slots)
+    out: list[np.ndarray] = []
+    left = mult.copy()
+    cur: list[int] = []
+
+    def rec() -> None:
+        if len(cur) == k:
+            used = first.copy()
+            P = np.empty(k, dtype=np.int64)
+            for h, j in enumerate(cur):
+                P[h] = used[j]
+                used[j] += 1
+            out.append(P)
+            return
+        for j in range(len(values)):
+            if left[j]:
+                left[j] -= 1
+                cur.append(j)
+                rec()
+                cur.pop()
+                left[j] += 1
+
+    rec()
+    return out
+
+
+def _flow_assign(model, costs: np.ndarray, time_limit: float | None
+                 ) -> tuple[np.ndarray | None, str]:
+    """One sized assignment of single points without CL pairs by the kept transportation LP
+    (a min-cost flow; totally unimodular, so the simplex's vertex is 0/1): labels and
+    'optimal', (None, 'infeasible' | 'time_limit'), or (None, 'failed') when the answer is
+    fractional (not seen; the caller then asks the MILP)."""
+    s, k = costs.shape
+    model.set_costs(costs.ravel())
+    res = model.solve(time_limit=time_limit)
+    if res.status == "infeasible":
+        return None, "infeasible"
+    if res.x is None:
+        return None, "time_limit" if res.status == "time_limit" else "failed"
+    if np.any(np.abs(res.x - np.round(res.x)) > 1e-6):  # pragma: no cover - not a vertex
+        return None, "failed"
+    return _labels_from_values(res.x, s, k), "optimal"
 
 
 def _match_assign(costs: np.ndarray) -> np.ndarray:
@@ -460,20 +725,26 @@ def _assignment_milp(s: int, k: int, cl: np.ndarray, cover: bool = True) -> Milp
 
 
 def _solve_model(model, costs: np.ndarray, warm: np.ndarray | None,
-                 time_limit: float | None) -> tuple[np.ndarray | None, str]:
+                 time_limit: float | None, sized: _Sizes | None = None
+                 ) -> tuple[np.ndarray | None, str]:
     """Labels and status of one solve of a kept assignment model (an adapter's model);
-    labels None with 'infeasible' or, for every other end without a solution, 'time_limit'."""
+    labels None with 'infeasible' or, for every other end without a solution, 'time_limit'.
+    ``sized``: the model is ``sized.milp``, whose size-choice columns follow x."""
     s, k = costs.shape
-    model.set_costs(costs.ravel())
+    extra = 0 if sized is None else sized.extra_columns
+    model.set_costs(np.concatenate([costs.ravel(), np.zeros(extra)]) if extra
+                    else costs.ravel())
     start = None
     if warm is not None:
         start = np.zeros((s, k))
         start[np.arange(s), warm] = 1.0
         start = start.ravel()
+        if extra:
+            start = np.concatenate([start, sized.choice_start(warm)])
     res = model.solve(time_limit=time_limit, start=start)
     if res.status == "infeasible":
         return None, "infeasible"
-    labels = None if res.x is None else _labels_from_values(res.x, s, k)
+    labels = None if res.x is None else _labels_from_values(res.x[: s * k], s, k)
     if labels is None:
         return None, "time_limit"
     return labels, res.status

@@ -120,8 +120,7 @@ def start_centres(problem, init_labels) -> np.ndarray:
             or lab.min() < 0 or lab.max() >= k):
         raise InputError(f"init_labels must be {n} integer labels in 0..{k - 1}",
                          source="init_labels")
-    Xc = problem.instance.X - problem.instance.X.mean(axis=0)
-    return centres_of(lab, Xc, np.ones(n), k)
+    return centres_of(lab, problem.Xc, problem.point_weights, k)
 
 
 # k-means++ and weighted Lloyd by hand, not scikit-learn's KMeans (which takes sample_weight):

@@ -59,7 +59,7 @@ def blpkm_cc(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
                          source="distance")
     k = problem.k
     engine = AssignmentEngine.from_problem(problem, backend=backend)
-    Xc = problem.instance.X - problem.instance.X.mean(axis=0)
+    Xc = problem.Xc
     best, best_v = None, math.inf
     iters = solves = done = 0
     infeasible = False
@@ -119,7 +119,7 @@ def _euclidean_loop(problem, engine, C, Xc, deadline, max_iter):
             return prev_labels, a.status if a.status == "infeasible" else "time_limit", \
                 it, solves
         point_lab = a.labels[pl]
-        C = centres_of(point_lab, Xc, ones, k, fallback=C)
+        C = centres_of(point_lab, Xc, problem.point_weights, k, fallback=C)  # weighted means
         obj = float(np.linalg.norm(Xc - C[point_lab], axis=1).sum())
         if obj >= prev_obj:
             return prev_labels, "converged", it, solves

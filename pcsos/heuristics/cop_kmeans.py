@@ -11,6 +11,11 @@ A pass that leaves a cluster empty moves into it the super-point farthest from i
 among the clusters with two or more (no cannot-link pair can break: the cluster is empty);
 the common implementation fails there instead, even on data with fewer distinct points than
 k. A run that still has an empty cluster (fewer super-points than k) fails.
+
+With cluster sizes every super-point takes part in the greedy pass, which also skips
+clusters that its points would push past the largest size allowed (size_max, or the
+largest exact size); a run whose final clustering misses the sizes (a cluster below
+size_min, or counts other than the exact multiset) fails like any other.
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         raise InputError(f"unknown cop-kmeans option(s): {', '.join(sorted(_ignored))}")
     k, s = problem.k, problem.s
     adj = _cl_adjacency(s, problem.cl)
+    inst = problem.instance
+    # the room a cluster has in a pass: a greedy pass cannot aim at exact sizes, only stay
+    # below the largest one
+    cap = (problem.counts, inst.size_bounds()[1]) if inst.has_sizes else None
     # centre shifts are compared with the data's spread, so tol does not depend on units
     scale = float(problem.c0) / max(problem.n, 1)
     best, best_v = None, math.inf
@@ -64,7 +73,7 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         for _it in range(max_iter):
             iters += 1
             costs = squared_costs(problem.centroids, problem.e, C)
-            new = _greedy_pass(costs, adj, order)
+            new = _greedy_pass(costs, adj, order, cap)
             if new is not None:
                 _fill_empty(new, costs, k)
             if new is None:
@@ -85,6 +94,8 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
                 break
         if labels is not None and len(np.unique(labels)) < k:
             labels, why = None, "empty cluster"
+        if labels is not None and not inst.sizes_ok(problem.to_points(labels)):
+            labels, why = None, "cluster sizes not met"
         if labels is None:
             fails += 1
             reasons[why] = reasons.get(why, 0) + 1
@@ -113,22 +124,30 @@ def _fill_empty(labels: np.ndarray, costs: np.ndarray, k: int) -> None:
         own[g] = costs[g, h]
 
 
-def _greedy_pass(costs: np.ndarray, adj: list[np.ndarray], order: np.ndarray):
-    """One COP-k-means assignment pass; None when some super-point has no allowed centre."""
-    s, _ = costs.shape
+def _greedy_pass(costs: np.ndarray, adj: list[np.ndarray], order: np.ndarray, cap=None):
+    """One COP-k-means assignment pass; None when some super-point has no allowed centre.
+
+    ``cap``: (points per super-point, the most points a cluster may hold), or None."""
+    s, k = costs.shape
     labels = np.argmin(costs, axis=1)  # super-points without CL partners do not interact
     done = np.zeros(s, dtype=bool)
+    load = np.zeros(k, dtype=np.int64)
     for i in order:
         nb = adj[i]
-        if not len(nb):
+        if not len(nb) and cap is None:
             continue
         taken = labels[nb[done[nb]]]
         c = costs[i]
-        if len(taken):
+        full = None if cap is None else load + cap[0][i] > cap[1]
+        if len(taken) or full is not None:
             c = c.copy()
             c[taken] = np.inf
+            if full is not None:
+                c[full] = np.inf
             if np.all(np.isinf(c)):
                 return None
         labels[i] = int(np.argmin(c))
         done[i] = True
+        if cap is not None:
+            load[labels[i]] += cap[0][i]
     return labels

@@ -86,7 +86,7 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
                                message=f"{problem.s} super-points cannot fill k = {k} "
                                        "clusters")
     engine = AssignmentEngine.from_problem(problem, backend=backend)
-    mean = problem.instance.X.mean(axis=0)
+    mean = problem.centre
     starts: list = []  # callables producing (k, d) centred centres, run in order
     if centres is not None:
         C0 = np.asarray(centres, dtype=np.float64)
@@ -136,7 +136,10 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     if infeasible:
         return HeuristicResult(status="infeasible", stats=stats,
                                message="the assignment MILP is infeasible: no clustering "
-                                       "satisfies the cannot-link pairs with k clusters")
+                                       "satisfies the cannot-link pairs"
+                                       + (" and the cluster sizes"
+                                          if problem.instance.has_sizes else "")
+                                       + " with k clusters")
     if best is None:
         return HeuristicResult(status="no_solution", stats=stats,
                                message="time limit reached before any assignment")

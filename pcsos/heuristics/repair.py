@@ -16,6 +16,8 @@ destination). No guarantee: the loop stops after ``max_moves`` moves or ``max_se
 (and at the deadline) and then reports ``'no_solution'``. Finally an empty cluster (the
 problem asks for exactly k) is filled with the super-point whose removal lowers the SSE
 most among clusters holding two or more; a move into an empty cluster breaks no pair.
+Cluster sizes are not aimed at: a repaired clustering that misses them is reported as
+``'no_solution'`` (saying so), never returned.
 """
 
 from __future__ import annotations
@@ -78,11 +80,12 @@ def repair(problem, Z, rng: np.random.Generator, deadline: Deadline, *, labels=N
     if _ignored:
         raise InputError(f"unknown repair option(s): {', '.join(sorted(_ignored))}")
     k, s, n = problem.k, problem.s, problem.n
-    Xc = problem.instance.X - problem.instance.X.mean(axis=0)
+    Xc = problem.Xc
     if labels is None:
         labels = init_labels
     if labels is None:
-        _, lab, _ = weighted_kmeans(Xc, np.ones(n), k, rng, n_init=n_init, deadline=deadline)
+        _, lab, _ = weighted_kmeans(Xc, problem.point_weights, k, rng, n_init=n_init,
+                                    deadline=deadline)
     else:
         lab = np.asarray(labels, dtype=np.int64)
         if lab.shape != (n,) or lab.min() < 0 or lab.max() >= k:
@@ -154,4 +157,10 @@ def repair(problem, Z, rng: np.random.Generator, deadline: Deadline, *, labels=N
         gain = e * m / np.maximum(m - e, 1e-12) * ((mu - c) ** 2).sum(axis=1)
         cl_state.move(int(donors[np.argmax(gain)]), int(h))
         stats["filled_empty"] += 1
+    if not problem.instance.sizes_ok(problem.to_points(sl)):
+        got = sorted(np.bincount(problem.to_points(sl)).tolist(), reverse=True)
+        return HeuristicResult(status="no_solution", stats=stats,
+                               message=f"the repaired clustering has cluster sizes {got}, "
+                                       "which break the size constraints (repair does not "
+                                       "aim at sizes)")
     return HeuristicResult(status="found", super_labels=sl, stats=stats)

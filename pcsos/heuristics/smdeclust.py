@@ -205,9 +205,11 @@ class _Evolution:
                                      self.cl_adj, by_degree)
                 r = self.local_search(C0, warm=warm)
             if r.status == "infeasible":
+                sizes = " and the cluster sizes" if problem.instance.has_sizes else ""
                 return HeuristicResult(status="infeasible", stats=self.stats,
                                        message="the assignment MILP is infeasible: no "
-                                               "clustering satisfies the cannot-link pairs")
+                                               "clustering satisfies the cannot-link pairs"
+                                               + sizes)
             if r.labels is not None:
                 self.pop_labels.append(r.labels)
                 self.pop_f.append(r.sse)
@@ -223,7 +225,7 @@ class _Evolution:
         f = self.f = np.asarray(self.pop_f)
         best_i = int(np.argmin(f))
         self.best_labels, self.best_f = self.pop_labels[best_i], float(f[best_i])
-        self.Xc = problem.instance.X - problem.instance.X.mean(axis=0)
+        self.Xc = problem.Xc
         self.n_it = 0
         gen = 0
         stop = ""
