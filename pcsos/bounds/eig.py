@@ -5,7 +5,11 @@ matrix, ``Π_PSD(W) = V diag(λ+) V^T``, which at a clustering-like solution is 
 (about k). A method is a function ``(W, rank_hint) -> (vals, vecs)`` returning the strictly
 positive eigenvalues of W and their eigenvectors; register new ones (a GPU implementation
 with torch or cupy, say) with :func:`register_eig` and select them by name through
-``solve_sdp(..., eig=NAME)``.
+``solve_sdp(..., eig=NAME)``. A *stateful* method (``register_eig(name, factory,
+stateful=True)``) is a factory of callables ``(W, rank_hint, tol) -> (vals, vecs)``: the
+ADMM makes one per solve through :func:`projector`, so that it can keep the last
+eigenvectors as the next start, and passes ``tol``, the absolute accuracy (Frobenius norm of
+the error of the positive part) that its current residuals need, or None for full accuracy.
 
 Built in:
 
@@ -14,7 +18,13 @@ Built in:
 - ``'partial'``: the top ``r`` eigenpairs only (``subset_by_index``, driver ``'evr'``), with
   ``r`` = rank hint + a margin; when all ``r`` computed values are positive the window may
   have cut the positive part, so it doubles ``r`` and retries (exact, never truncated).
-- ``'auto'``: ``'partial'`` while the hint is at most s/4, else ``'full'``.
+- ``'krylov'``: warm-started block LOBPCG (Knyazev) on the top of the spectrum, started from
+  the previous call's block (it keeps state: one instance per solve, see :func:`projector`),
+  stopped at the accuracy the caller asks for, with the same dense fallbacks as ``'auto'``
+  (:class:`KrylovProjector`).
+- ``'auto'``: ``'partial'`` while the hint is at most s/4, else ``'full'``; from
+  ``s >= KRYLOV_MIN_S`` on, ``'krylov'`` (which makes the same dense choice when it has no
+  usable block).
 - ``'full32'``, ``'partial32'``, ``'auto32'``: the same on W rounded to single precision,
   the results returned in double. The projection is then exact to about 1e-7 relative,
   which limits the KKT accuracy the ADMM can reach; the safe bound is computed in double
@@ -28,6 +38,7 @@ Built in:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -35,17 +46,32 @@ import scipy.linalg as sla
 
 from pcsos.errors import BackendUnavailableError, InputError
 
-__all__ = ["positive_part", "register_eig", "eig_methods"]
+__all__ = ["positive_part", "register_eig", "eig_methods", "projector", "KrylovProjector"]
 
 EigFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
-_REGISTRY: dict[str, EigFn] = {}
+_REGISTRY: dict[str, Callable] = {}
+_STATEFUL: set[str] = set()
 # 'auto' picks a method by the rank hint; the suffix says the precision
 _AUTO = {"auto": "", "auto32": "32"}
+# 'auto' hands the projection to 'krylov' from this size on; below it, it does exactly what
+# it did before 'krylov' existed (the test suite and the shared instances have s <= 500).
+# Measured with one BLAS thread (benchmarks/bench_projection.py): at s = 1 000 a warm block
+# step costs a few ms against ~0.1 s for the top-(k+8) eigh
+KRYLOV_MIN_S = 1000
+KRYLOV_MARGIN = 8  # block columns beyond the rank hint: they speed up convergence
+KRYLOV_MAXITER = 40  # block steps before giving up for the dense top-r eigh
+# with no tolerance from the caller: relative to ||W||_F (about what a dense eigh gives)
+KRYLOV_TIGHT = 1e-11
 
 
-def register_eig(name: str, fn: EigFn) -> None:
-    """Register ``fn(W, rank_hint) -> (positive eigenvalues, eigenvectors)`` under ``name``."""
+def register_eig(name: str, fn: Callable, *, stateful: bool = False) -> None:
+    """Register ``fn(W, rank_hint) -> (positive eigenvalues, eigenvectors)`` under ``name``;
+    with ``stateful``, ``fn()`` makes a callable ``(W, rank_hint, tol)`` kept for one solve."""
     _REGISTRY[name] = fn
+    if stateful:
+        _STATEFUL.add(name)
+    else:
+        _STATEFUL.discard(name)
 
 
 def eig_methods() -> list[str]:
@@ -59,16 +85,22 @@ def _full(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
     return vals[pos], vecs[:, pos]
 
 
-def _partial(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
+def _top(W: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top r eigenpairs, doubling r until the window reaches a non-positive value."""
     s = W.shape[0]
-    r = min(s, max(8, int(rank_hint) + 8))
     while True:
         vals, vecs = sla.eigh(W, driver="evr", check_finite=False,
                               subset_by_index=[s - r, s - 1])
         if vals[0] <= 0 or r == s:
-            pos = vals > 0
-            return vals[pos], vecs[:, pos]
+            return vals, vecs
         r = min(s, 2 * r)
+
+
+def _partial(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
+    s = W.shape[0]
+    vals, vecs = _top(W, min(s, max(8, int(rank_hint) + 8)))
+    pos = vals > 0
+    return vals[pos], vecs[:, pos]
 
 
 def _torch(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,11 +122,175 @@ def _single(fn: EigFn) -> EigFn:
     return run
 
 
+def _dense_wide(s: int, hint: int) -> bool:
+    """Whether the positive part may be too wide for a window (today's 'auto' rule)."""
+    return 4 * (hint + 8) > s
+
+
+class KrylovProjector:
+    """The positive part by warm-started block LOBPCG, keeping its block between calls.
+
+    Each call works on a block of ``p = rank hint + KRYLOV_MARGIN`` columns, started from
+    the previous call's leading Ritz vectors (consecutive ADMM iterates differ little),
+    and runs LOBPCG steps (Rayleigh-Ritz on [X, R, P], the new directions orthonormalised by
+    Householder QR and multiplied by W once) until every Ritz pair with value above
+    ``tau = tol / sqrt(p)`` has a residual norm at most ``tau``. Then the window test: the
+    smallest Ritz value of the block must be at most ``tau`` (the block reaches below the
+    positive part, up to the accuracy asked); else the block grows by half and the steps go
+    on. The pairs with value above ``tau`` are returned; those in (0, tau] are dropped (each
+    is worth at most tau + its residual). When the hint exceeds s/4 - 8 (early iterations,
+    wide positive part) it uses a full eigh; with no block yet, or when the steps do not
+    converge in ``KRYLOV_MAXITER`` or the block would exceed s/4, the top-r eigh of
+    ``'partial'``; each dense result seeds the next block. ``stats`` counts what each call
+    did ('dense', 'partial', 'krylov', 'steps', 'grown').
+    """
+
+    def __init__(self, seed: int = 0):
+        self.X: np.ndarray | None = None
+        self.rng = np.random.default_rng(seed)
+        self.stats = {"dense": 0, "partial": 0, "krylov": 0, "steps": 0, "grown": 0}
+
+    def __call__(self, W: np.ndarray, rank_hint: int,
+                 tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        s = W.shape[0]
+        hint = int(rank_hint)
+        if _dense_wide(s, hint):
+            vals, vecs = sla.eigh(W, driver="evr", check_finite=False)
+            self.stats["dense"] += 1
+            return self._keep(vals, vecs, s)
+        if self.X is not None:
+            out = self._iterate(W, hint, tol)
+            if out is not None:
+                return out
+        vals, vecs = _top(W, min(s, max(8, hint + KRYLOV_MARGIN)))
+        self.stats["partial"] += 1
+        return self._keep(vals, vecs, s)
+
+    def _keep(self, vals, vecs, s):
+        """Seed the next block with the top of this (ascending) decomposition."""
+        npos = int(np.count_nonzero(vals > 0))
+        p = min(len(vals), npos + KRYLOV_MARGIN)
+        self.X = None if _dense_wide(s, npos) else np.ascontiguousarray(vecs[:, -p:][:, ::-1])
+        pos = vals > 0
+        return vals[pos], vecs[:, pos]
+
+    def _iterate(self, W, hint, tol):
+        s = W.shape[0]
+        norm = float(np.linalg.norm(W))
+        if norm == 0.0:
+            return np.zeros(0), np.zeros((s, 0))
+        tight = KRYLOV_TIGHT * norm
+        tol = tight if tol is None or not tol > tight else min(float(tol), 1e-2 * norm)
+        # the block follows the hint both ways: a block kept from a wide early iterate would
+        # make every Rayleigh-Ritz step pay for columns the positive part no longer needs
+        p = hint + KRYLOV_MARGIN
+        X = self.X[:, :p]
+        if p > X.shape[1]:
+            X = np.hstack([X, self.rng.standard_normal((s, p - X.shape[1]))])
+        X, _ = sla.qr(X, mode="economic", check_finite=False)
+        AX = W @ X
+        theta, X, AX = _rayleigh_ritz(X, AX, p)
+        P = None
+        tau = tol / math.sqrt(p)
+        for _ in range(KRYLOV_MAXITER):
+            R = AX - X * theta
+            rho = np.linalg.norm(R, axis=0)
+            active = (theta > tau) & (rho > tau)
+            if not active.any():
+                if theta[-1] <= tau:
+                    self.X = X
+                    self.stats["krylov"] += 1
+                    keep = theta > tau
+                    return theta[keep], X[:, keep]
+                # the window may cut the positive part: grow the block
+                grow = max(KRYLOV_MARGIN, p // 2)
+                if _dense_wide(s, p + grow - KRYLOV_MARGIN):
+                    return None
+                p += grow
+                tau = tol / math.sqrt(p)
+                self.stats["grown"] += 1
+                Z = self.rng.standard_normal((s, grow))
+                P = None
+            else:
+                Z = R[:, active] if P is None else np.hstack([R[:, active], P[:, active]])
+            self.stats["steps"] += 1
+            Q2 = _orth_against(X, Z)
+            if Q2.shape[1] == 0:
+                return None
+            AQ2 = W @ Q2
+            m = X.shape[1]
+            theta, Y = _ritz(np.hstack([X, Q2]), np.hstack([AX, AQ2]), p)
+            X, AX = X @ Y[:m] + Q2 @ Y[m:], AX @ Y[:m] + AQ2 @ Y[m:]
+            P = Q2 @ Y[m:]
+        return None
+
+
+def top_pairs(W: np.ndarray, X0: np.ndarray, tol: float,
+              maxiter: int = KRYLOV_MAXITER) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Approximate top ``p = X0.shape[1]`` eigenpairs of the symmetric W by block LOBPCG from
+    X0: Ritz values (descending), orthonormal Ritz vectors and their residual norms, after
+    every residual is at most ``tol`` or ``maxiter`` steps (no accuracy is promised: callers
+    that need one check the residuals, or certify the result otherwise)."""
+    p = X0.shape[1]
+    X, _ = sla.qr(X0, mode="economic", check_finite=False)
+    theta, X, AX = _rayleigh_ritz(X, W @ X, p)
+    P = None
+    for it in range(maxiter + 1):
+        R = AX - X * theta
+        rho = np.linalg.norm(R, axis=0)
+        active = rho > tol
+        if it == maxiter or not active.any():
+            break
+        Z = R[:, active] if P is None else np.hstack([R[:, active], P[:, active]])
+        Q2 = _orth_against(X, Z)
+        if Q2.shape[1] == 0:
+            break
+        AQ2 = W @ Q2
+        m = X.shape[1]
+        theta, Y = _ritz(np.hstack([X, Q2]), np.hstack([AX, AQ2]), p)
+        X, AX = X @ Y[:m] + Q2 @ Y[m:], AX @ Y[:m] + AQ2 @ Y[m:]
+        P = Q2 @ Y[m:]
+    return theta, X, rho
+
+
+def _orth_against(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of the part of span(Z) orthogonal to span(X) (X orthonormal).
+
+    Columns of Z that are (numerically) in span(X) or in the span of the others are dropped
+    (pivoted QR), since a QR factor's arbitrary completion would not be orthogonal to X; the
+    projection is repeated after the QR, as twice is enough (Kahan-Parlett)."""
+    for _ in range(2):
+        Z = Z - X @ (X.T @ Z)
+    Q, R, _ = sla.qr(Z, mode="economic", pivoting=True, check_finite=False)
+    d = np.abs(np.diag(R))
+    if len(d) == 0 or not d[0] > 0:
+        return Z[:, :0]
+    Q = Q[:, d > 1e-10 * d[0]]
+    Q = Q - X @ (X.T @ Q)
+    Q, _ = sla.qr(Q, mode="economic", check_finite=False)
+    return Q
+
+
+def _ritz(Q: np.ndarray, AQ: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top p Ritz values (descending) and coefficient vectors of span(Q), Q orthonormal."""
+    H = Q.T @ AQ
+    H = 0.5 * (H + H.T)
+    m = H.shape[0]
+    vals, Y = sla.eigh(H, check_finite=False, subset_by_index=[m - p, m - 1])
+    return vals[::-1], Y[:, ::-1]
+
+
+def _rayleigh_ritz(X, AX, p):
+    theta, Y = _ritz(X, AX, p)
+    return theta, X @ Y, AX @ Y
+
+
 register_eig("full", _full)
 register_eig("partial", _partial)
 register_eig("full32", _single(_full))
 register_eig("partial32", _single(_partial))
 register_eig("torch", _torch)
+register_eig("krylov", KrylovProjector, stateful=True)
 
 
 def resolve(method: str) -> str:
@@ -105,11 +301,41 @@ def resolve(method: str) -> str:
     return method
 
 
-def positive_part(W: np.ndarray, method: str = "auto",
-                  rank_hint: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Positive eigenvalues and eigenvectors of the symmetric matrix W (``method`` by name)."""
-    s = W.shape[0]
-    hint = s if rank_hint is None else int(rank_hint)
+def _choose(method: str, s: int, hint: int) -> str:
     if method in _AUTO:
-        method = ("partial" if 4 * (hint + 8) <= s else "full") + _AUTO[method]
-    return _REGISTRY[method](W, hint)
+        if not _AUTO[method] and s >= KRYLOV_MIN_S:
+            return "krylov"
+        return ("partial" if 4 * (hint + 8) <= s else "full") + _AUTO[method]
+    return method
+
+
+def projector(method: str = "auto"):
+    """A callable ``(W, rank_hint=None, tol=None) -> (vals, vecs)`` for one solve: the
+    positive part by ``method``, stateful methods kept between calls (their state lives in
+    the callable; ``last`` holds the last result)."""
+    method = resolve(method)
+    made: dict[str, Callable] = {}
+
+    def run(W: np.ndarray, rank_hint: int | None = None, tol: float | None = None):
+        s = W.shape[0]
+        hint = s if rank_hint is None else int(rank_hint)
+        name = _choose(method, s, hint)
+        if name in _STATEFUL:
+            if name not in made:
+                made[name] = _REGISTRY[name]()
+            out = made[name](W, hint, tol)
+        else:
+            out = _REGISTRY[name](W, hint)
+        run.last = out
+        return out
+
+    run.last = None
+    run.instances = made
+    return run
+
+
+def positive_part(W: np.ndarray, method: str = "auto", rank_hint: int | None = None,
+                  tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Positive eigenvalues and eigenvectors of the symmetric matrix W (``method`` by name;
+    a stateful method starts without state)."""
+    return projector(method)(W, rank_hint, tol)

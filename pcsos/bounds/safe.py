@@ -18,11 +18,22 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
+from pcsos.bounds import eig as eigmod
 from pcsos.bounds.model import SDPModel
 
-__all__ = ["safe_lower_bound", "dual_slack"]
+__all__ = ["safe_lower_bound", "dual_slack", "ky_fan_certificate"]
 
 EPS = float(np.finfo(np.float64).eps)
+TINY = float(np.finfo(np.float64).tiny)
+# from this s on the bound avoids the dense eigensolver (ky_fan_certificate): below it the
+# dense path is cheap and gives bit-identical bounds to earlier versions
+ITERATIVE_MIN_S = 2000
+CERT_MARGIN = 8  # block columns beyond k (or beyond the start block)
+CERT_ROOM = 4  # the block must be at most s / CERT_ROOM columns (else the dense path)
+CERT_RTOL = 1e-9  # LOBPCG residual target, relative to ||S'||_F ...
+CERT_STEPS = 10  # ... in at most this many steps (the loss is about k ||R||^2 / gap)
+CERT_TRIES = 3  # Cholesky factorisations before giving up for the dense eigensolver
+CERT_LOSS = 1e-7  # largest loss k tau accepted, relative to the sum of |terms| of the bound
 
 
 def _project(model: SDPModel, y, y_cl, u, N):
@@ -61,7 +72,8 @@ def dual_slack(model: SDPModel, y, y_cl=None, u=None, N=None,
     return S
 
 
-def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None) -> float:
+def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
+                     start: np.ndarray | None = None) -> float:
     """A lower bound on the relaxation (and so on the optimal SSE) valid for any duals.
 
     ``y`` (length s + 1) are the multipliers of ``Z e = 1`` and ``<Diag(e), Z> = k``; ``y_cl``
@@ -80,6 +92,14 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None) -> float:
     entry is a sum of at most t + 4 terms, scaled by two rounded square roots); the third the
     rounding of the products before the exactly rounded ``math.fsum``. The factor 2 absorbs
     second-order terms. See docs/safe_bound.md.
+
+    From ``s >= ITERATIVE_MIN_S`` on, the sum of the k smallest eigenvalues is not taken
+    from a dense eigensolver but bounded from below by :func:`ky_fan_certificate` (block
+    LOBPCG from ``start``, s x r approximate eigenvectors of the k..r smallest eigenvalues,
+    e.g. the ADMM's last positive-part vectors, then one Cholesky factorisation whose success
+    proves the bound with Rump's a-priori rounding bound); the margin then carries
+    ``2 k (t + 8) eps ||T'||_F`` for forming S' and ``4 eps`` times the certificate's terms
+    instead of the eigensolver term. Where the certificate fails the dense path is used.
 
     The result is never below 0: every feasible Z has ``<W W^T, Z> <= c0`` (with M as above,
     ``<W W^T, Z> = <D^-1/2 W W^T D^-1/2, M> <= tr(D^-1/2 W W^T D^-1/2) = sum ||w_i||^2 / e_i
@@ -102,18 +122,154 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None) -> float:
         t_max = int(np.bincount(key).max())
     S *= dd
     T *= dd
+    b = model.b
+    l = model.l
+    form = (t_max + 8) * EPS * float(np.linalg.norm(T))
+    if s >= ITERATIVE_MIN_S and CERT_ROOM * (k + CERT_MARGIN) <= s:
+        budget = CERT_LOSS * math.fsum([abs(model.c0), *np.abs(b * y), *np.abs(l * u)])
+        cert = ky_fan_certificate(S, k, start, budget)
+        if cert is not None:
+            if not math.isfinite(cert):
+                return -math.inf
+            terms = [model.c0, *(b * y), *(l * u), cert]
+            value = math.fsum(terms)
+            margin = 2.0 * (k * form + EPS * math.fsum(abs(x) for x in terms))
+            return max(value - margin, 0.0)
     lam = sla.eigh(S, eigvals_only=True, driver="evr", check_finite=False,
                    subset_by_index=[0, k - 1])
     if not np.all(np.isfinite(lam)):
         return -math.inf
-    b = model.b
-    l = model.l
     terms = [model.c0, *(b * y), *(l * u), *lam]
     value = math.fsum(terms)
-    margin = 2.0 * (k * (s * EPS * float(np.linalg.norm(S))
-                         + (t_max + 8) * EPS * float(np.linalg.norm(T)))
+    margin = 2.0 * (k * (s * EPS * float(np.linalg.norm(S)) + form)
                     + EPS * math.fsum(abs(x) for x in terms))
     return max(value - margin, 0.0)
+
+
+def _gamma(n: int) -> float:
+    """Higham's gamma_n = n u / (1 - n u), u = eps / 2 (rounding to nearest)."""
+    nu = n * 0.5 * EPS
+    return nu / (1.0 - nu)
+
+
+def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
+                       budget: float = math.inf, *, info: dict | None = None) -> float | None:
+    """A proven lower bound on the sum of the k smallest eigenvalues of the symmetric
+    matrix given by the upper triangle of S (docs/safe_bound.md, "Without a dense
+    eigensolver"), or None when the certificate does not go through within ``budget`` (its
+    loss against the Ritz values): then use a dense eigensolver.
+
+    An approximate invariant subspace of the lowest eigenvalues comes from a few block
+    LOBPCG steps on -S started from ``start`` (s x r, e.g. the ADMM's last positive-part
+    vectors, which span the near-null space of its dual slack), widened by random columns to
+    ``max(k, r) + CERT_MARGIN``: Ritz pairs (theta_i, v_i), theta ascending. With the shift
+    c = theta_k and the deflation Q = sum_i g_i v_i v_i^T, g_i = max(c - theta_i, 0) + tau, if
+    the floating-point Cholesky factorisation of H = fl(S - c I + Q) runs to completion,
+    then S >= (c - err) I - Q exactly, and so sum_{i<=k} lambda_i(S) >= k (c - err) - (1 + eta)
+    (sum of the k largest g_i) = sum_{i<=k} theta_i - k tau - k err - ...; ``err`` collects
+    Rump's bound for the factorisation and the rounding in forming Q and H, eta bounds the
+    departure of the v_i from orthonormality. tau must dominate the coupling ||R||^2 / gap of
+    the subspace to the rest of the spectrum: estimated, then multiplied by 100 on failure.
+    ``info`` (a dict) receives what was done.
+    """
+    s = S.shape[0]
+    normS = float(np.linalg.norm(S))
+    if not math.isfinite(normS):
+        return -math.inf
+    if normS == 0.0:
+        return 0.0
+    r = 0 if start is None else np.asarray(start).shape[1]
+    p = max(k, r) + CERT_MARGIN
+    if CERT_ROOM * p > s:
+        return None
+    rng = np.random.default_rng(0)
+    X0 = rng.standard_normal((s, p))
+    if r:
+        X0[:, :r] = start
+    Su = np.triu(S) + np.triu(S, 1).T  # the matrix that the Cholesky reads
+    th, V, _ = eigmod.top_pairs(-Su, X0, CERT_RTOL * normS, CERT_STEPS)
+    theta = -th  # ascending, V in the same order
+    Rv = Su @ V - V * theta
+    del Su
+    rho2 = np.einsum("ij,ij->j", Rv, Rv)
+    del Rv
+    c = float(theta[k - 1])
+    spread = float(theta[-1]) - c
+    trS = float(np.trace(S))
+    fp = 4.0 * _gamma(s + 1) * (abs(trS) + s * abs(c) + math.fsum(np.abs(c - theta))) \
+        + 64.0 * s * EPS * normS
+    tau = _coupling_shift(rho2, np.maximum(theta - c, 0.0), 0.5 * spread, fp)
+    # the Gram matrix of the Ritz vectors: eigenvalues of Q are at most (1 + eta) those of G
+    vn = np.einsum("ij,ij->j", V, V)
+    Gm = V.T @ V
+    Gm.flat[:: p + 1] -= 1.0
+    eta = float(np.linalg.norm(Gm)) + _gamma(s) * math.fsum(vn)
+    gs = _gamma(s + 1)
+    tries = []
+    for _ in range(CERT_TRIES):
+        if not k * tau <= budget:
+            break
+        g = np.maximum(c - theta, 0.0) + tau
+        Q = (V * g) @ V.T
+        normQ = float(np.linalg.norm(Q))
+        H = S + Q
+        del Q
+        H.flat[:: s + 1] -= c
+        diag = np.diag(H)
+        trH = math.fsum(diag)
+        ok = bool(np.all(diag > 0))  # Rump's theorem assumes a positive diagonal
+        if ok:
+            try:
+                R = sla.cholesky(H, lower=False, overwrite_a=True, check_finite=False)
+                ok = bool(np.isfinite(R).all())
+                del R
+            except np.linalg.LinAlgError:
+                ok = False
+        del H
+        tries.append(tau)
+        if not ok:
+            tau *= 100.0
+            continue
+        # Rump (2006): success of the floating-point Cholesky of H proves H + alpha I > 0,
+        # alpha = gamma_{s+1} / (1 - gamma_{s+1}) tr H plus an underflow term (dominated here)
+        alpha = gs / (1.0 - gs) * trH + 16.0 * s * s * TINY
+        traceQ = math.fsum(g * vn)
+        e_Q = _gamma(p + 1) * traceQ  # ||fl(Q) - Q||_F, Q = V diag(g) V^T exactly
+        e_H = _gamma(2) * (normS + normQ + math.sqrt(s) * abs(c))  # forming fl(S + Q - c I)
+        err = 2.0 * (alpha + e_Q + e_H)
+        topk = min(traceQ, (1.0 + eta) * math.fsum(np.sort(g)[-k:]))
+        topk *= 1.0 + 2.0 * _gamma(s + 2)  # the rounding of the column norms and sums
+        value = k * (c - err) - topk
+        value -= 4.0 * EPS * (k * abs(c) + k * err + topk)
+        if info is not None:
+            info.update(ok=True, p=p, tau=tau, tries=tries, c=c, err=err, eta=eta,
+                        ritz=math.fsum(theta[:k]), res=math.sqrt(rho2.sum()), spread=spread)
+        return value
+    if info is not None:
+        info.update(ok=False, p=p, tries=tries, c=c, res=math.sqrt(rho2.sum()), spread=spread)
+    return None
+
+
+def _coupling_shift(rho2: np.ndarray, d: np.ndarray, m: float, floor: float) -> float:
+    """The least tau >= floor with sum_i rho2_i / (d_i + tau) <= m (inf when m <= 0).
+
+    H restricted to the Ritz vectors is about diag(d + tau), to their complement at least
+    about m, and the coupling has column norms sqrt(rho2): by the Schur complement, H is
+    positive definite once ||B diag(d + tau)^-1/2||^2 <= sum rho2 / (d + tau) < m. Only an
+    estimate (m is not known): the Cholesky factorisation decides."""
+    if not m > 0:
+        return math.inf
+
+    def f(tau):
+        return float(np.sum(rho2 / (d + tau)))
+
+    if f(floor) <= m:
+        return floor
+    lo, hi = floor, max(floor, float(np.sum(rho2)) / m)
+    for _ in range(60):
+        mid = math.sqrt(lo * hi) if lo > 0 else 0.5 * hi
+        lo, hi = (lo, mid) if f(mid) <= m else (mid, hi)
+    return hi
 
 
 def _abs_adjoint(model: SDPModel, u: np.ndarray) -> np.ndarray:
