@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from subproc import wait_for_rows
 
 from pcsos.api import Result
 from pcsos.problem import pairs_satisfied, sse
@@ -115,17 +116,6 @@ def test_bad_options_exit_2(tmp_path, argv, needle):
     assert p.returncode == 2 and needle in p.stderr, p.stderr
 
 
-def _wait_for_rows(path: pathlib.Path, proc, rows: int, timeout: float = 900.0) -> None:
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if proc.poll() is not None:
-            pytest.fail(f"solver ended early: {proc.communicate()}")
-        if path.exists() and path.read_text().count("\n|") >= rows + 1:  # + the title line
-            return
-        time.sleep(0.1)
-    pytest.fail("solver produced no node rows in time")
-
-
 def test_ctrl_c_returns_fast_with_best_clustering(tmp_path):
     """Acceptance 4: SIGINT -> exit 0 within a few seconds, status interrupted, files."""
     data = _uniform(tmp_path, n=40)
@@ -137,7 +127,7 @@ def test_ctrl_c_returns_fast_with_best_clustering(tmp_path):
          "--json", str(js)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=ROOT)
     try:
-        _wait_for_rows(log, proc, rows=3)
+        wait_for_rows(log, proc, rows=3)
         t0 = time.time()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=300)

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from subproc import wait_for_rows
 
 import pcsos
 
@@ -90,18 +91,6 @@ def test_a_worker_that_dies_loses_no_node(client):
     client.wait_for_workers(2, timeout=600)  # the nanny restarts it for the next test
 
 
-def _wait_for_rows(path: pathlib.Path, proc, rows: int, timeout: float = 900.0) -> None:
-    """Poll the gap log until it holds ``rows`` node rows; fail if the solve ends first."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if proc.poll() is not None:
-            pytest.fail(f"the solve ended early: {proc.communicate()}")
-        if path.exists() and path.read_text().count("\n|") >= rows + 1:  # + the title line
-            return
-        time.sleep(0.1)
-    pytest.fail("the solve wrote no node rows in time")
-
-
 def test_cli_dask_and_sigint(tmp_path):
     X = _uniform(90, seed=2)
     data = tmp_path / "u.txt"
@@ -112,7 +101,7 @@ def test_cli_dask_and_sigint(tmp_path):
                           "--json", str(js), "--log", str(log)], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for_rows(log, p, rows=2)  # the tree runs on the cluster's workers
+        wait_for_rows(log, p, rows=2)  # the tree runs on the cluster's workers
         t_int = time.monotonic()
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=300)

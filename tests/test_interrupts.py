@@ -13,17 +13,14 @@ found yet), and never with a traceback or an abort.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import signal
-import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
+from subproc import BAD, Child, open_fifo_writer
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
@@ -46,65 +43,19 @@ def instance(tmp_path_factory):
     return d
 
 
-class Run:
-    """``pcsos solve`` in a subprocess whose stdout and stderr are read line by line as they
-    come."""
+class Run(Child):
+    """``pcsos solve`` on the module's instance (``prog``: the interpreter's arguments before
+    the command, e.g. a driver script), its output read as it comes."""
 
     def __init__(self, d, data: str = "data.txt", prog=("-m", "pcsos"), extra=(), env=None):
-        cmd = [sys.executable, *prog, "solve", data, "-c", "cons.txt", "-k", "6",
-               "--workers", "2", "--max-rounds", "3", "--max-rounds-child", "2",
-               "--time-limit", "120", "--json", "out.json", *extra]
-        self.proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     env=None if env is None else {**os.environ, **env})
-        self.lines: list[str] = []
-        self.errs: list[str] = []
-        self.readers = [threading.Thread(target=self._read, args=(f, buf), daemon=True)
-                        for f, buf in ((self.proc.stdout, self.lines),
-                                       (self.proc.stderr, self.errs))]
-        for r in self.readers:
-            r.start()
-        self.t0 = time.time()
-
-    @staticmethod
-    def _read(stream, buf):
-        for line in stream:
-            buf.append(line)
-
-    # hang guards only: a wait ends as soon as its line appears, so a long limit costs a
-    # passing run nothing, and a loaded machine (the root alone took 90 s beside two
-    # CPU-bound processes) cannot fail it
-    def wait_for(self, pattern: str, timeout: float = 900.0, stderr: bool = False) -> None:
-        rx = re.compile(pattern)
-        buf = self.errs if stderr else self.lines
-        end = time.time() + timeout
-        while time.time() < end:
-            if any(rx.search(line) for line in list(buf)):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.proc.kill()
-        pytest.fail(f"never saw {pattern!r}; output:\n{''.join(self.lines)}\n"
-                    f"{''.join(self.errs)}")
-
-    def interrupt(self) -> float:
-        self.proc.send_signal(signal.SIGINT)
-        return time.time()
-
-    def finish(self, timeout: float = 300.0) -> tuple[int, str, str]:
-        try:
-            self.proc.wait(timeout)
-        finally:
-            self.proc.kill()
-        for r in self.readers:
-            r.join(5)
-        return self.proc.returncode, "".join(self.lines), "".join(self.errs)
+        super().__init__([sys.executable, *prog, "solve", data, "-c", "cons.txt", "-k", "6",
+                          "--workers", "2", "--max-rounds", "3", "--max-rounds-child", "2",
+                          "--time-limit", "120", "--json", "out.json", *extra], d, env)
 
 
 def _check_clean(rc: int, out: str, err: str) -> None:
     assert rc in (0, 130), (rc, out, err)
-    for bad in ("Traceback", "terminate called", "Exception ignored", "internal error"):
+    for bad in BAD:
         assert bad not in out + err, (bad, out, err)
 
 
@@ -125,31 +76,23 @@ def test_sigint_while_reading(instance):
     run = Run(instance, data="fifo.txt")
     writer = None
     try:
-        end = time.time() + 900
-        while writer is None:  # opens once the child has opened the FIFO to read the data
-            try:
-                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                if exc.errno != errno.ENXIO or run.proc.poll() is not None or \
-                        time.time() > end:
-                    raise
-                time.sleep(0.02)
+        writer = open_fifo_writer(fifo, run.proc)
         sent = run.interrupt()  # the child waits for data that never comes
         rc, out, err = run.finish()
     finally:
         if writer is not None:
             os.close(writer)
-    assert time.time() - sent < 60  # within seconds; slack for a loaded machine
+    assert time.monotonic() - sent < 60  # within seconds; slack for a loaded machine
     _check_clean(rc, out, err)
     assert rc == 130 and "pcsos solve: interrupted" in err and "status:" not in out
 
 
 def test_sigint_as_the_search_starts(instance):
     run = Run(instance)
-    run.wait_for(r"^pcsos solve: n = 160")  # read and checked; the search starts
+    run.wait_for(r"^pcsos solve: n = 160", "out")  # read and checked; the search starts
     sent = run.interrupt()
     rc, out, err = run.finish()
-    assert time.time() - sent < 60  # within seconds; slack for a loaded machine
+    assert time.monotonic() - sent < 60  # within seconds; slack for a loaded machine
     _check_clean(rc, out, err)
     # the feasibility check and the root heuristic may or may not have found a clustering
     # by then: both outcomes are right, each checked in full
@@ -161,10 +104,10 @@ def test_sigint_as_the_search_starts(instance):
 
 def test_sigint_during_the_root(instance):
     run = Run(instance)
-    run.wait_for(r"root: cutting-plane round")
+    run.wait_for(r"root: cutting-plane round", "out")
     sent = run.interrupt()
     rc, out, err = run.finish()
-    assert time.time() - sent < 60  # within seconds; slack for a loaded machine
+    assert time.monotonic() - sent < 60  # within seconds; slack for a loaded machine
     _check_clean(rc, out, err)
     assert rc == 0
     res = _check_result(out, err)
@@ -175,10 +118,10 @@ def test_sigint_during_the_root(instance):
 
 def test_sigint_during_a_child(instance):
     run = Run(instance)
-    run.wait_for(r"node [1-9]\d*: |^\*? +[1-9]\d* +[1-9]")  # a child at work
+    run.wait_for(r"node [1-9]\d*: |^\*? +[1-9]\d* +[1-9]", "out")  # a child at work
     sent = run.interrupt()
     rc, out, err = run.finish()
-    assert time.time() - sent < 60  # within seconds; slack for a loaded machine
+    assert time.monotonic() - sent < 60  # within seconds; slack for a loaded machine
     _check_clean(rc, out, err)
     assert rc == 0
     res = _check_result(out, err)
@@ -209,15 +152,15 @@ def test_sigint_twice_stops_at_once(instance):
     gate.unlink(missing_ok=True)
     run = Run(instance, prog=(str(driver),), extra=("--root-heuristic", "blocked"),
               env={"GATE": str(gate)})
-    end = time.time() + 900
+    end = time.monotonic() + 900
     while not gate.exists():  # the root is inside the blocked heuristic
-        assert time.time() < end and run.proc.poll() is None, "".join(run.errs)
+        assert time.monotonic() < end and run.proc.poll() is None, "".join(run.err)
         time.sleep(0.02)
     run.interrupt()
-    run.wait_for(r"stop requested", stderr=True)  # the first was taken; the root still runs
+    run.wait_for(r"stop requested", "err")  # the first was taken; the root still runs
     sent = run.interrupt()
     rc, out, err = run.finish()
-    assert time.time() - sent < 60  # the root never ends by itself: the abort ended it
+    assert time.monotonic() - sent < 60  # the root never ends by itself: the abort ended it
     _check_clean(rc, out, err)
     assert rc == 0
     _check_result(out, err)

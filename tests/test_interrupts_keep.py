@@ -9,12 +9,9 @@ child blocks in reading it, which the test sees when a non-blocking writer can o
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -22,6 +19,7 @@ import time
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
+from subproc import Child, open_fifo_writer
 
 import pcsos
 from pcsos.certification import certify
@@ -33,60 +31,6 @@ from pcsos.pair_impact import impact
 from pcsos.problem import Problem, make_instance, pairs_satisfied, sse
 
 posix = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and FIFOs")
-BAD = ("Traceback", "terminate called", "Exception ignored", "internal error")
-
-
-class Child:
-    """A command in a subprocess whose stdout and stderr are read line by line."""
-
-    def __init__(self, args: list[str], cwd):
-        self.proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self.readers = [threading.Thread(target=self._read, args=(s, buf), daemon=True)
-                        for s, buf in ((self.proc.stdout, self.out),
-                                       (self.proc.stderr, self.err))]
-        for r in self.readers:
-            r.start()
-
-    @staticmethod
-    def _read(stream, buf):
-        for line in stream:
-            buf.append(line)
-
-    def wait_for(self, pattern: str, where: str = "err", timeout: float = 900.0) -> None:
-        """Poll the child's output until a line matches ``pattern``."""
-        rx = re.compile(pattern)
-        buf = self.err if where == "err" else self.out
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if any(rx.search(line) for line in list(buf)):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        self.proc.kill()
-        pytest.fail(f"never saw {pattern!r}; stdout:\n{''.join(self.out)}\nstderr:\n"
-                    f"{''.join(self.err)}")
-
-    def interrupt(self) -> float:
-        self.proc.send_signal(signal.SIGINT)
-        return time.monotonic()
-
-    def finish(self, timeout: float = 300.0) -> tuple[int, str, str]:
-        try:
-            self.proc.wait(timeout)
-        finally:
-            self.proc.kill()
-        for r in self.readers:
-            r.join(5)
-        out, err = "".join(self.out), "".join(self.err)
-        for bad in BAD:
-            assert bad not in out + err, (bad, out, err)
-        return self.proc.returncode, out, err
-
-
 def _pcsos(*args) -> list[str]:
     return [sys.executable, "-m", "pcsos", *map(str, args)]
 
@@ -224,15 +168,7 @@ def test_sigint_before_anything_was_found_exits_130(tmp_path, command):
     run = Child(_pcsos(*args, "-k", 3, "--json", "out.json"), tmp_path)
     writer = None
     try:
-        end = time.monotonic() + 900
-        while writer is None:  # opens once the child has opened the FIFO to read the data
-            try:
-                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                if exc.errno != errno.ENXIO or run.proc.poll() is not None or \
-                        time.monotonic() > end:
-                    raise
-                time.sleep(0.02)
+        writer = open_fifo_writer(fifo, run.proc)
         run.interrupt()  # the child waits for the data, which never comes
         rc, out, err = run.finish()
     finally:
