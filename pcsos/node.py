@@ -472,7 +472,9 @@ def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
     if m != problem.k:
         return None
     labels = labels.astype(np.int64)
-    if not problem.satisfies(labels) or not problem.instance.sizes_ok(problem.to_points(labels)):
+    inst = problem.instance
+    if not problem.satisfies(labels) or (
+            inst.has_sizes and not inst.sizes_ok(problem.to_points(labels))):
         return None
     return labels
 
