@@ -132,6 +132,36 @@ def test_integer_weights_are_repeated_points(seed):
     assert sse(X, repeated.labels[first], w) == pytest.approx(weighted.objective, rel=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_uniform_integer_weights_with_sizes_are_repeated_points(seed):
+    """Sizes count points: with every weight equal to c, a cluster of p weighted points is a
+    cluster of c p copies, so size bounds [L, U] (exact sizes S) on the weighted points are
+    [c L, c U] (c S) on the copies, and the optima agree. (With unequal weights a size in
+    points of the weighted data is no size of the copies: docs/solver.md.)"""
+    rng = np.random.default_rng(4500 + seed)
+    n, k, c = 7, 3, int(rng.integers(2, 4))
+    X, ml, cl = random_instance(rng, n, n_ml=1, n_cl=1)
+    kw = [dict(size_min=2, size_max=3), dict(sizes=(3, 2, 2)), dict(size_max=4)][seed % 3]
+    kwr = {key: (tuple(c * v for v in val) if key == "sizes" else c * val)
+           for key, val in kw.items()}
+    w = np.full(n, c)
+    first = np.arange(n) * c
+    Xr = np.repeat(X, w, axis=0)
+    mlr = [(int(first[i]), int(first[j])) for i, j in ml]
+    mlr += [(int(first[i]), int(first[i] + j)) for i in range(n) for j in range(1, c)]
+    clr = [(int(first[i]), int(first[j])) for i, j in cl]
+    weighted = api.solve(X, k, ml, cl, sample_weight=w, workers=1, seed=0, **kw)
+    repeated = api.solve(Xr, k, mlr, clr, workers=1, seed=0, **kwr)
+    opt = brute_force(X, k, ml, cl, weights=w, **kw)[0]
+    assert weighted.status == repeated.status
+    if weighted.status == "infeasible":
+        assert math.isinf(opt)
+        return
+    assert weighted.status == "optimal"
+    assert weighted.objective == pytest.approx(repeated.objective, rel=1e-9, abs=1e-12)
+    assert weighted.objective == pytest.approx(opt, rel=1e-9, abs=1e-12)
+
+
 # ------------------------------------------------------------------ (d) unit weights
 @pytest.mark.parametrize("seed", range(4))
 def test_unit_weights_are_bit_identical_to_none(seed):

@@ -12,8 +12,17 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-PAIR, TRIANGLE, CLIQUE = 0, 1, 2
+PAIR, TRIANGLE, CLIQUE, SIZE, SIZE_CUT = 0, 1, 2, 3, 4
 FAMILY_NAMES = {PAIR: "pair", TRIANGLE: "triangle", CLIQUE: "clique"}
+# the cluster-size constraints listed for an instance with sizes (SIZE: part of the
+# relaxation like the equalities, so the loop never prunes them and every child inherits
+# them) and those separated round by round (SIZE_CUT: pruned and inherited like any cut);
+# see pcsos.bounds.sizes
+SIZE_NAMES = {SIZE: "size", SIZE_CUT: "size_cut"}
+
+
+def _cat(arrays, dtype) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype)
 
 
 class CutSet:
@@ -64,6 +73,18 @@ class CutSet:
         a, b = np.triu_indices(Q.shape[1], 1)
         return cls._uniform(Q[:, a], Q[:, b], np.ones(len(a)), rhs, CLIQUE)
 
+    @classmethod
+    def rows(cls, rows, cols, coefs, rhs, family: int = SIZE) -> CutSet:
+        """Cuts of any length: cut t is sum_r coefs[t][r] Z[rows[t][r], cols[t][r]] >= rhs[t]
+        (lists of arrays; an entry and its mirror must not both appear)."""
+        rows = [np.asarray(r, np.int64) for r in rows]
+        cols = [np.asarray(c, np.int64) for c in cols]
+        lens = np.array([len(r) for r in rows], dtype=np.int64)
+        r, c = _cat(rows, np.int64), _cat(cols, np.int64)
+        return cls(np.concatenate([[0], np.cumsum(lens)]), np.minimum(r, c), np.maximum(r, c),
+                   _cat([np.asarray(x, np.float64) for x in coefs], np.float64),
+                   np.asarray(rhs, np.float64).reshape(len(lens)), np.full(len(lens), family))
+
     # ------------------------------------------------------------------ basics
     @property
     def m(self) -> int:
@@ -73,7 +94,17 @@ class CutSet:
         return self.m
 
     def counts(self) -> dict[str, int]:
-        return {name: int(np.sum(self.family == f)) for f, name in FAMILY_NAMES.items()}
+        """Cuts per separated family, and ``size`` when the set holds size constraints."""
+        out = {name: int(np.sum(self.family == f)) for f, name in FAMILY_NAMES.items()}
+        for f, name in SIZE_NAMES.items():
+            if np.any(self.family == f):
+                out[name] = int(np.sum(self.family == f))
+        return out
+
+    @property
+    def is_size(self) -> np.ndarray:
+        """Boolean mask of the size constraints (family SIZE)."""
+        return self.family == SIZE
 
     def matrix(self, s: int) -> sp.csr_matrix:
         """The m x (s*s) operator with <B_t, Z> = (matrix @ Z.ravel())[t] for symmetric Z."""
@@ -155,7 +186,8 @@ class CutSet:
         r = uk // (s * s)
         lo, hi = (uk // s) % s, uk % s
         nterms = np.bincount(r, minlength=self.m)
-        # a cut with no terms left reads 0 >= rhs, true for every cut built here (rhs <= 0)
+        # a cut with no terms left reads 0 >= rhs, true for every cut built here: rhs <= 0,
+        # or a size cut whose terms cannot all cancel (pcsos.bounds.sizes)
         keep = nterms > 0
         indptr = np.concatenate([[0], np.cumsum(nterms[keep])])
         sel = keep[r]

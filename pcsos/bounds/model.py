@@ -5,7 +5,8 @@
          <Diag(e), Z> = k
          Z_ij = 0             for every cannot-link pair (i, j)
          Z >= 0, Z PSD
-         <B_t, Z> >= l_t      (cuts, a :class:`~pcsos.bounds.cutset.CutSet`)
+         <B_t, Z> >= l_t      (cuts, a :class:`~pcsos.bounds.cutset.CutSet`, which also
+                               holds the cluster-size constraints: pcsos.bounds.sizes)
 
 Operators are written in Z-space here. The ADMM works internally on the scaled matrix
 M = D^1/2 Z D^1/2 (D = Diag(e)), see :mod:`pcsos.bounds.admm`.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pcsos.bounds.cutset import CutSet
+from pcsos.bounds.sizes import size_constraints
 from pcsos.problem import Problem
 
 __all__ = ["SDPModel", "SDP_TOL"]
@@ -53,11 +55,18 @@ class SDPModel:
 
     @classmethod
     def from_problem(cls, problem: Problem, cuts: CutSet | None = None) -> SDPModel:
-        """The relaxation of ``problem`` with ``cuts`` (none by default)."""
+        """The relaxation of ``problem`` with ``cuts`` (none by default).
+
+        With cluster sizes, the size constraints are appended when ``cuts`` holds none (a
+        root; a child inherits its parent's), so a warm start for ``cuts`` still fits.
+        """
         C = -problem.C
         C.setflags(write=False)
+        cuts = cuts if cuts is not None else CutSet.empty()
+        if problem.instance.has_sizes and not cuts.is_size.any():
+            cuts = cuts.concat(size_constraints(problem))
         return cls(problem, problem.s, problem.k, problem.e, C, float(problem.c0),
-                   problem.cl, cuts if cuts is not None else CutSet.empty())
+                   problem.cl, cuts)
 
     def with_cuts(self, cuts: CutSet) -> SDPModel:
         """The same relaxation with another cut set (the matrices are shared, not copied)."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from pcsos.bounds import SDP_TOL, SDPModel, WarmStart, solve_sdp
 from pcsos.bounds.cutset import CutSet
+from pcsos.bounds.sizes import separate_sizes
 from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
 from pcsos.problem import Problem
 from pcsos.tree import gap_closed
@@ -241,7 +242,7 @@ def inherited_selection(br: BoundResult, settings: CuttingPlaneSettings) -> np.n
     top = float(np.max(u))
     if not top > 0:
         return np.arange(m)
-    return np.flatnonzero(u > settings.inherit_min_u * top)
+    return np.flatnonzero((u > settings.inherit_min_u * top) | br.cuts.is_size)
 
 
 def inherit_cuts(cuts: CutSet, child_problem: Problem) -> CutSet:
@@ -288,7 +289,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     t0 = time.perf_counter()
     deadline = math.inf if time_limit is None else t0 + float(time_limit)
 
-    model = SDPModel.from_problem(problem, cuts if cuts is not None else CutSet.empty())
+    model = SDPModel.from_problem(problem, cuts)
     ws = warm_start
     rounds: list[RoundStats] = []
     best = -math.inf
@@ -419,11 +420,12 @@ def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng
     if old.m:
         slack = -old.violation(Z)
         u = np.zeros(old.m) if res.u is None else np.asarray(res.u, dtype=np.float64)
-        active = (slack <= st.eps_active) | (u > st.u_active)
+        # the size constraints are part of the relaxation, never pruned
+        active = (slack <= st.eps_active) | (u > st.u_active) | old.is_size
     else:
         active = np.zeros(0, dtype=bool)
     # a cut already in the model (solved inexactly) is not added twice
-    new = drop_known(sep.cuts, old)
+    new = drop_known(sep.cuts.concat(separate_sizes(Z, problem, eps=st.eps_violation)), old)
     if new.m == 0:
         stats.added = {f: 0 for f in sep.found}
         return NO_CUT, None

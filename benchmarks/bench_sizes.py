@@ -1,0 +1,182 @@
+"""Cluster sizes: pcsos against k-means-constrained, and exact class sizes (issue 33).
+
+Two parts, one JSON-lines results file (``benchmarks/results/bench_sizes.jsonl``; rows
+already there are skipped, so an interrupted run resumes):
+
+* ``kmc``: every shared dataset and two synthetic sets (n = 1 000 and 5 000, d = 2, k = 5,
+  the generator of bench_scale.py), no pairs, size_min = floor(n / (2k)) and
+  size_max = ceil(1.5 n / k). k-means-constrained 0.9.1 (``KMeansConstrained``, its
+  defaults, ``random_state=0``) and ``pcsos.solve`` with the same bounds. Each row: both
+  objectives (the k-means SSE of the labels, recomputed here for both), both times, pcsos's
+  status, bound and gap, and the gap that pcsos's bound proves for k-means-constrained's
+  answer, (SSE_kmc - LB) / SSE_kmc.
+* ``exact``: iris, wine and seeds with their true class sizes (50/50/50, 59/71/48,
+  70/70/70), beside the unconstrained solve.
+
+    python benchmarks/bench_sizes.py [--part kmc,exact] [--time-limit 600] [--workers 2]
+    python benchmarks/bench_sizes.py --report      # the tables of docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pathlib
+import platform
+import sys
+import time
+
+import numpy as np
+from bench_scale import synthetic
+from instances import DATASETS, RESULTS, append_jsonl, code_version, done_rows, load_data
+
+DEFAULT_OUT = RESULTS / "bench_sizes.jsonl"
+KMC_DATASETS = ("iris", "wine", "connectionist", "seeds", "heart", "vertebral", "glass",
+                "ECG5000", "computers", "abalone")
+TRUE_SIZES = {"iris": (50, 50, 50), "wine": (59, 71, 48), "seeds": (70, 70, 70)}
+assert set(DATASETS) <= set(KMC_DATASETS)
+
+
+def sse(X, labels) -> float:
+    """The k-means objective of ``labels``, computed here for both solvers alike."""
+    X = np.asarray(X, dtype=np.float64)
+    out = 0.0
+    for c in np.unique(labels):
+        P = X[labels == c]
+        out += float(((P - P.mean(axis=0)) ** 2).sum())
+    return out
+
+
+def data_of(name: str):
+    if name.startswith("synthetic"):
+        n = int(name.split("_")[1])
+        X, _y, _ml, _cl = synthetic(n, 5, 0, seed=0)
+        return X, 5
+    d = load_data(name)
+    return d.X, d.k
+
+
+def run_kmc(X, k, lo, hi) -> tuple[float, float, np.ndarray]:
+    from k_means_constrained import KMeansConstrained
+
+    t = time.perf_counter()
+    est = KMeansConstrained(n_clusters=k, size_min=lo, size_max=hi, random_state=0)
+    labels = est.fit_predict(np.asarray(X, dtype=np.float64))
+    return sse(X, labels), time.perf_counter() - t, labels
+
+
+def run_pcsos(X, k, args, **sizes) -> dict:
+    import pcsos
+
+    opts = pcsos.SolverOptions(time_limit=args.time_limit, workers=args.workers, seed=0)
+    t = time.perf_counter()
+    r = pcsos.solve(X, k, options=opts, **sizes)
+    secs = time.perf_counter() - t
+    cnt = sorted(np.bincount(r.labels).tolist()) if r.labels is not None else None
+    return {"objective": sse(X, r.labels) if r.labels is not None else math.inf,
+            "reported": r.objective, "lower_bound": r.lower_bound, "gap": r.gap,
+            "status": r.status, "nodes": r.nodes, "seconds": secs, "sizes_found": cnt,
+            "root_gap": r.root_gap}
+
+
+def part_kmc(args, done, out):
+    names = [*KMC_DATASETS, "synthetic_1000", "synthetic_5000"]
+    for name in names:
+        key = f"kmc/{name}"
+        if key in done:
+            continue
+        X, k = data_of(name)
+        n = len(X)
+        lo, hi = n // (2 * k), math.ceil(1.5 * n / k)
+        print(f"{key} (n={n}, k={k}, sizes {lo}..{hi}) ...", flush=True)
+        kmc_obj, kmc_t, kmc_lab = run_kmc(X, k, lo, hi)
+        cnt = np.bincount(kmc_lab, minlength=k)
+        row = {"instance": key, "n": n, "k": k, "size_min": lo, "size_max": hi,
+               "kmc_objective": kmc_obj, "kmc_seconds": kmc_t,
+               "kmc_sizes_ok": bool(cnt.min() >= lo and cnt.max() <= hi),
+               "pcsos": run_pcsos(X, k, args, size_min=lo, size_max=hi)}
+        p = row["pcsos"]
+        row["kmc_certified_gap"] = ((kmc_obj - p["lower_bound"]) / kmc_obj
+                                    if math.isfinite(p["lower_bound"]) else math.inf)
+        emit(row, args, out, done)
+        print(f"   kmc {kmc_obj:.6g} in {kmc_t:.1f} s; pcsos {p['status']} {p['objective']:.6g}"
+              f" (gap {p['gap']:.2e}) in {p['seconds']:.1f} s", flush=True)
+
+
+def part_exact(args, done, out):
+    for name, sizes in TRUE_SIZES.items():
+        key = f"exact/{name}"
+        if key in done:
+            continue
+        X, k = data_of(name)
+        print(f"{key} sizes {sizes} ...", flush=True)
+        row = {"instance": key, "n": len(X), "k": k, "sizes": list(sizes),
+               "unconstrained": run_pcsos(X, k, args),
+               "exact": run_pcsos(X, k, args, sizes=sizes)}
+        emit(row, args, out, done)
+        e, u = row["exact"], row["unconstrained"]
+        print(f"   exact {e['status']} {e['objective']:.6g} gap {e['gap']:.2e} "
+              f"{e['seconds']:.1f} s; unconstrained {u['status']} {u['objective']:.6g} "
+              f"{u['seconds']:.1f} s", flush=True)
+
+
+def report(rows: dict) -> str:
+    """The two Markdown tables of docs/benchmarks.md from the results file."""
+    lines = ["| instance | n | k | sizes | k-means-constrained SSE | pcsos SSE | pcsos status "
+             "(gap) | gap proved for kmc | kmc s | pcsos s |", "|---" * 10 + "|"]
+    for key, r in rows.items():
+        if not key.startswith("kmc/"):
+            continue
+        p = r["pcsos"]
+        lines.append(f"| {key[4:]} | {r['n']} | {r['k']} | {r['size_min']}..{r['size_max']} | "
+                     f"{r['kmc_objective']:.8g} | {p['objective']:.8g} | {p['status']} "
+                     f"({100 * p['gap']:.3f} %) | {100 * r['kmc_certified_gap']:.3f} % | "
+                     f"{r['kmc_seconds']:.1f} | {p['seconds']:.1f} |")
+    lines += ["", "| dataset | sizes | exact: SSE | status (gap) | s | nodes | unconstrained: "
+              "SSE | s | its sizes |", "|---" * 9 + "|"]
+    for key, r in rows.items():
+        if not key.startswith("exact/"):
+            continue
+        e, u = r["exact"], r["unconstrained"]
+        lines.append(f"| {key[6:]} | {'/'.join(map(str, r['sizes']))} | {e['objective']:.8g} | "
+                     f"{e['status']} ({100 * e['gap']:.4f} %) | {e['seconds']:.1f} | "
+                     f"{e['nodes']} | {u['objective']:.8g} | {u['seconds']:.1f} | "
+                     f"{'/'.join(map(str, u['sizes_found'] or []))} |")
+    return "\n".join(lines)
+
+
+def emit(row, args, out, done):
+    row.update(time_limit=args.time_limit, workers=args.workers, code=args.code,
+               machine={"python": platform.python_version(), "cpus": os.cpu_count(),
+                        "platform": platform.platform()},
+               command=" ".join(["python", "benchmarks/bench_sizes.py", *args.argv]))
+    append_jsonl(out, row)
+    done[row["instance"]] = row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", default="exact,kmc", help="comma list of exact, kmc")
+    ap.add_argument("--time-limit", type=float, default=600.0, help="per pcsos solve (s)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
+    ap.add_argument("--report", action="store_true", help="only print the tables")
+    args = ap.parse_args(argv)
+    if args.report:
+        print(report(done_rows(args.out)))
+        return 0
+    args.argv = list(argv if argv is not None else sys.argv[1:])
+    import pcsos
+
+    args.code = code_version(pathlib.Path(pcsos.__file__).parent)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    done = done_rows(args.out)
+    for part in args.part.split(","):
+        {"exact": part_exact, "kmc": part_kmc}[part.strip()](args, done, args.out)
+    print(report(done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
