@@ -103,6 +103,33 @@ def _f(v, fmt="{:.4f}"):
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
 
 
+def _against_mix(groups: dict, paper: dict) -> list[str]:
+    """Each mix's mean time and nodes against the paper's, and the 10 instances slowest
+    against their mix's paper mean time (with nodes and root gap, what explains them)."""
+    tr, nr, per = [], [], []
+    for key, rs in groups.items():
+        p = paper.get(key, {})
+        if not p.get("time"):
+            continue
+        t = sum(r["seconds"] for r in rs) / len(rs)
+        tr.append((t / p["time"], key))
+        if p.get("nodes"):
+            nr.append((sum(r["nodes"] for r in rs) / len(rs) / p["nodes"], key))
+        per += [(r["seconds"] / p["time"], r) for r in rs]
+    if not tr:
+        return []
+    name = lambda key: f"{key[0]} {key[1]} {key[2]}"  # noqa: E731
+    out = [f"Per mix: mean time / paper's mean at most {max(tr)[0]:.2f} ({name(max(tr)[1])}); "
+           + (f"mean nodes / paper's at most {max(nr)[0]:.2f} ({name(max(nr)[1])})."
+              if nr else ""),
+           "", "Slowest 10 against their mix's paper mean time:", "",
+           "| instance | time (s) | / paper mix mean | nodes | root gap |", "|---|---|---|---|---|"]
+    for ratio, r in sorted(per, key=lambda x: -x[0])[:10]:
+        out.append(f"| {r['instance']} | {r['seconds']:.1f} | {ratio:.2f} | {r['nodes']} | "
+                   f"{_f(r['root_gap'], '{:.4%}')} |")
+    return out + [""]
+
+
 def report(rows: list[dict]) -> str:
     paper = paper_table()
     hub = heuristic_ubs()
@@ -165,6 +192,7 @@ def report(rows: list[dict]) -> str:
             f"{_f(p.get('time'), '{:.1f}')} | {p.get('success', '-')} | "
             f"{_f(ratio, '{:.2f}')} | {_f(mratio, '{:.2f}')} |")
     lines.append("")
+    lines += _against_mix(groups, paper)
     if ratios:
         lines.append(f"Median ratio of our wall time (2-core machine) to the paper's 16-core "
                      f"time over {len(ratios)} dataset/mix groups: "
