@@ -7,7 +7,8 @@ already there are skipped, so an interrupted run resumes):
   the generator of bench_scale.py), no pairs, size_min = floor(n / (2k)) and
   size_max = ceil(1.5 n / k). k-means-constrained 0.9.1 (``KMeansConstrained``, its
   defaults, ``random_state=0``) and ``pcsos.solve`` with the same bounds. Each row: both
-  objectives (the k-means SSE of the labels, recomputed here for both), both times, pcsos's
+  objectives (the k-means SSE of the labels, recomputed by ``pcsos.problem.sse`` for
+  both), both times, pcsos's
   status, bound and gap, and the gap that pcsos's bound proves for k-means-constrained's
   answer, (SSE_kmc - LB) / SSE_kmc.
 * ``exact``: iris, wine and seeds with their true class sizes (50/50/50, 59/71/48,
@@ -31,21 +32,13 @@ import numpy as np
 from bench_scale import synthetic
 from instances import DATASETS, RESULTS, append_jsonl, code_version, done_rows, load_data
 
+from pcsos.problem import sse
+
 DEFAULT_OUT = RESULTS / "bench_sizes.jsonl"
 KMC_DATASETS = ("iris", "wine", "connectionist", "seeds", "heart", "vertebral", "glass",
                 "ECG5000", "computers", "abalone")
 TRUE_SIZES = {"iris": (50, 50, 50), "wine": (59, 71, 48), "seeds": (70, 70, 70)}
 assert set(DATASETS) <= set(KMC_DATASETS)
-
-
-def sse(X, labels) -> float:
-    """The k-means objective of ``labels``, computed here for both solvers alike."""
-    X = np.asarray(X, dtype=np.float64)
-    out = 0.0
-    for c in np.unique(labels):
-        P = X[labels == c]
-        out += float(((P - P.mean(axis=0)) ** 2).sum())
-    return out
 
 
 def data_of(name: str):

@@ -103,19 +103,10 @@ def _f(v, fmt="{:.4f}"):
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
 
 
-def _against_mix(groups: dict, paper: dict) -> list[str]:
-    """Each mix's mean time and nodes against the paper's, and the 10 instances slowest
-    against their mix's paper mean time (with nodes and root gap, what explains them)."""
-    tr, nr, per = [], [], []
-    for key, rs in groups.items():
-        p = paper.get(key, {})
-        if not p.get("time"):
-            continue
-        t = sum(r["seconds"] for r in rs) / len(rs)
-        tr.append((t / p["time"], key))
-        if p.get("nodes"):
-            nr.append((sum(r["nodes"] for r in rs) / len(rs) / p["nodes"], key))
-        per += [(r["seconds"] / p["time"], r) for r in rs]
+def _against_mix(tr: list, nr: list, per: list) -> list[str]:
+    """The largest per-mix ratios of mean time (``tr``) and mean nodes (``nr``) to the
+    paper's, as (ratio, key), and the 10 instances of ``per`` (ratio to their mix's paper
+    mean time, row) slowest against it, with nodes and root gap, what explains them."""
     if not tr:
         return []
     name = lambda key: f"{key[0]} {key[1]} {key[2]}"  # noqa: E731
@@ -166,6 +157,7 @@ def report(rows: list[dict]) -> str:
               "success | paper size | paper root gap | paper nodes | paper time (s) | "
               "paper success | time ratio | median / paper |", "|" + "---|" * 16]
     ratios = []
+    tr, nr, per = [], [], []  # for _against_mix
     first = {}
     for r in rows:
         first.setdefault(r["dataset"], len(first))
@@ -184,6 +176,10 @@ def report(rows: list[dict]) -> str:
         mratio = tm / p["time"] if p.get("time") else None
         if ratio is not None:
             ratios.append(ratio)
+            tr.append((ratio, key))
+            per += [(r["seconds"] / p["time"], r) for r in rs]
+            if p.get("nodes"):
+                nr.append((mean([r["nodes"] for r in rs]) / p["nodes"], key))
         lines.append(
             f"| {ds} | {kind} {total} | {len(rs)} | {mean([r['root_size'] for r in rs]):.1f} | "
             f"{_f(mean(rg), '{:.4%}') if rg else '-'} | {mean([r['nodes'] for r in rs]):.1f} | "
@@ -192,7 +188,7 @@ def report(rows: list[dict]) -> str:
             f"{_f(p.get('time'), '{:.1f}')} | {p.get('success', '-')} | "
             f"{_f(ratio, '{:.2f}')} | {_f(mratio, '{:.2f}')} |")
     lines.append("")
-    lines += _against_mix(groups, paper)
+    lines += _against_mix(tr, nr, per)
     if ratios:
         lines.append(f"Median ratio of our wall time (2-core machine) to the paper's 16-core "
                      f"time over {len(ratios)} dataset/mix groups: "

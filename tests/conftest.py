@@ -8,6 +8,18 @@ import pytest
 # tests/ holds shared test helpers (bruteforce.py); make them importable as plain modules
 sys.path.insert(0, os.path.dirname(__file__))
 
+try:
+    import cvxpy
+
+    CVXPY_SOLVERS = set(cvxpy.installed_solvers())
+except ImportError:  # the reference-solver tests skip without it
+    CVXPY_SOLVERS = set()
+
+#: marks a test that needs the interior-point reference (cvxpy with Clarabel)
+needs_clarabel = pytest.mark.skipif(
+    "CLARABEL" not in CVXPY_SOLVERS,
+    reason="needs cvxpy with Clarabel for the interior-point reference (pip install -e '.[test]')")
+
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "instances"
 
 

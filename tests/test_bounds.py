@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import random_instance
+from conftest import CVXPY_SOLVERS, needs_clarabel, random_instance
 
 from pcsos.bounds import SDPModel, WarmStart, positive_part, safe_lower_bound, solve_sdp
 from pcsos.bounds.cutset import CutSet
@@ -22,12 +22,8 @@ try:
 except ImportError:  # the bound tests below run without it; the reference-solver ones skip
     cvxpy = None
 
-_CVXPY_SOLVERS = set(cvxpy.installed_solvers()) if cvxpy is not None else set()
-needs_clarabel = pytest.mark.skipif(
-    "CLARABEL" not in _CVXPY_SOLVERS,
-    reason="needs cvxpy with Clarabel for the interior-point reference (pip install -e '.[test]')")
 needs_scs = pytest.mark.skipif(
-    "SCS" not in _CVXPY_SOLVERS, reason="needs cvxpy with SCS (pip install -e '.[scs]')")
+    "SCS" not in CVXPY_SOLVERS, reason="needs cvxpy with SCS (pip install -e '.[scs]')")
 
 
 def _problem(rng, n, k, n_ml=0, n_cl=0, d=2):
@@ -508,7 +504,7 @@ def test_mosek_backend_licence():
             solve_sdp(model, backend="mosek")
         pytest.skip(f"no MOSEK licence: {why}")
     r = solve_sdp(model, backend="mosek", tol=1e-9)
-    if "CLARABEL" not in _CVXPY_SOLVERS:
+    if "CLARABEL" not in CVXPY_SOLVERS:
         pytest.skip("needs cvxpy with Clarabel for the interior-point reference")
     ref = _clarabel(model)
     assert r.sdp_value == pytest.approx(ref.sdp_value, rel=1e-6)

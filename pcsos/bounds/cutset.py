@@ -157,7 +157,10 @@ class CutSet:
                       self.family[idx])
 
     def concat(self, *others: CutSet) -> CutSet:
-        """This set followed by the others."""
+        """This set followed by the others (the set itself when they are all empty: the
+        loop appends the usually empty size cuts every round)."""
+        if not any(o.m for o in others):
+            return self
         sets = [self, *others]
         shifts = np.cumsum([0] + [len(c.i) for c in sets[:-1]])
         indptr = np.concatenate([[0]] + [c.indptr[1:] + sh for c, sh in zip(sets, shifts)])
