@@ -202,6 +202,7 @@ class DaskExecutor(Executor):
         self.instance = instance
         [self._ref] = client.scatter([instance], broadcast=True, hash=False)
         self.bytes_sent = self.bytes_back = self.jobs = 0
+        self._pending: set = set()
 
     def submit(self, fn, /, *args, **kwargs) -> Future:
         if kwargs or len(args) != 2:
@@ -211,9 +212,14 @@ class DaskExecutor(Executor):
         self.bytes_sent += len(blob)
         self.jobs += 1
         remote = self.client.submit(_run_remote, process, blob, ctx, self._ref, pure=False)
+        # hold the client's future until it is done: a key whose last future is released
+        # is forgotten by the scheduler, and a job on a worker that dies then comes back
+        # "cancelled: already forgotten" instead of being run again elsewhere
+        self._pending.add(remote)
         out: Future = Future()
 
         def done(f) -> None:
+            self._pending.discard(f)
             if out.cancelled():
                 return
             try:
