@@ -1,6 +1,7 @@
 """Benchmark of the upper-bound heuristics on the shared instances (issue 5, acceptance 3-4).
 
-Runs, on the seed-0 constraint draw of every mix of every dataset in the shared folder:
+Runs, on the seed-0 constraint draw (``--seeds``: other draws) of every mix of every
+dataset in the shared folder:
 S-MDEClust (default settings, SG-MDE, P = 20, N_max = 500; several seeds, each time-boxed),
 IPC-k-means (k-means++, 100 starts), BLPKM-CC (100 random starts) and COP-k-means
 (100 runs); then times the HiGHS assignment MILP on ECG5000 ml_0_cl_250_0.
@@ -12,6 +13,10 @@ docs/benchmarks.md (Upper-bound heuristics) from an existing JSON file.
     python benchmarks/bench_heuristics.py                 # the full run
     python benchmarks/bench_heuristics.py --quick         # iris + wine only, fewer starts
     python benchmarks/bench_heuristics.py --markdown      # tables from the JSON
+    # the other four draws, with smaller budgets, for bench_solve's bound check
+    python benchmarks/bench_heuristics.py --seeds 1 2 3 4 --starts 20 --smde-seeds 0 \
+        --smde-time-limit 5 --time-limit 60 --skip-assignment \
+        --out benchmarks/results/bench_heuristics_draws.json --resume
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ def bench_instances(args, out):
         if not ds_dir.is_dir():
             print(f"skip {ds}: not found", file=sys.stderr)
             continue
-        for cfile in constraint_files(ds, seeds={0}, folder=args.instances):
+        for cfile in constraint_files(ds, seeds=set(args.seeds), folder=args.instances):
             key = f"{ds}/{cfile.stem}"
             if any(r["instance"] == key for r in out["instances"]):
                 continue  # already measured (resumed run)
@@ -219,7 +224,11 @@ def main(argv=None):
                     help="time box of each S-MDEClust run in seconds (default 20)")
     ap.add_argument("--time-limit", type=float, default=120.0,
                     help="time box of each other heuristic run (default 120)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0],
+                    help="constraint draws to run (default 0)")
     ap.add_argument("--assign-calls", type=int, default=21)
+    ap.add_argument("--skip-assignment", action="store_true",
+                    help="do not time the assignment MILP")
     ap.add_argument("--resume", action="store_true", help="keep the instances already in --out")
     ap.add_argument("--quick", action="store_true", help="iris and wine, 10 starts")
     ap.add_argument("--markdown", action="store_true", help="print tables from --out")
@@ -245,7 +254,8 @@ def main(argv=None):
             out["assignment"] = old["assignment"]
     # as run_heuristic does: one BLAS thread (small products; threads only contend)
     with threadpool_limits(limits=1, user_api="blas"):
-        bench_assignment(args, out)
+        if not args.skip_assignment:
+            bench_assignment(args, out)
     bench_instances(args, out)
     out["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     save(out, args.out)

@@ -8,9 +8,10 @@ writes as Markdown) the per-instance table and the summary aggregated like the p
 Tables 2-4 (mean over the chosen draws of each dataset and mix), side by side with the
 paper's figures parsed from ``../shared/docs/benchmarks.md``, plus the ratio of our time to
 the paper's 16-core time. When the heuristics benchmark's results exist
-(``benchmarks/results/bench_heuristics.json``), every certified lower bound is checked
-against every feasible value found there: a bound above a feasible value is a bug and is
-flagged ``BOUND>UB``.
+(``benchmarks/results/bench_heuristics.json``, seed-0 draws, and
+``bench_heuristics_draws.json``, the other draws), every certified lower bound is checked
+against the best feasible value found there: a bound above a feasible value is a bug and
+is flagged ``BOUND>UB``.
 
 Examples::
 
@@ -44,7 +45,7 @@ from instances import (
 )
 
 DEFAULT_OUT = RESULTS / "bench_solve.jsonl"
-HEUR = RESULTS / "bench_heuristics.json"
+HEUR = (RESULTS / "bench_heuristics.json", RESULTS / "bench_heuristics_draws.json")
 DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
 
 
@@ -86,15 +87,17 @@ def _clean(obj):
 
 # ---------------------------------------------------------------------- paper figures
 def heuristic_ubs() -> dict[str, float]:
-    """Best feasible value per instance found by the heuristics benchmark (if present)."""
-    if not HEUR.exists():
-        return {}
+    """Best feasible value per instance found by the heuristics benchmarks (those present)."""
     best: dict[str, float] = {}
-    for inst in json.loads(HEUR.read_text()).get("instances", []):
-        vals = [r["objective"] for r in inst.get("runs", [])
-                if r.get("status") == "found" and r.get("objective") is not None]
-        if vals:
-            best[inst["instance"]] = min(vals)
+    for path in HEUR:
+        if not path.exists():
+            continue
+        for inst in json.loads(path.read_text()).get("instances", []):
+            vals = [r["objective"] for r in inst.get("runs", [])
+                    if r.get("status") == "found" and r.get("objective") is not None]
+            if vals:
+                key = inst["instance"]
+                best[key] = min(vals + ([best[key]] if key in best else []))
     return best
 
 
@@ -205,8 +208,10 @@ def report(rows: list[dict]) -> str:
     if flags:
         lines.append("Flagged against the heuristics benchmark: " + ", ".join(flags))
     elif hub:
-        lines.append("No certified lower bound exceeds a heuristic's feasible value, and no "
-                     "objective is worse than the best heuristic value beyond 1e-4.")
+        checked = sum(r["instance"] in hub and r["lower_bound"] is not None for r in rows)
+        lines.append(f"Checked against a heuristic's feasible value: {checked} of {len(rows)} "
+                     "instances. No certified lower bound exceeds it, and no objective is "
+                     "worse than the best heuristic value beyond 1e-4.")
     return "\n".join(lines) + "\n"
 
 
