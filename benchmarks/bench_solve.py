@@ -117,11 +117,34 @@ def _against_mix(tr: list, nr: list, per: list) -> list[str]:
            + (f"mean nodes / paper's at most {max(nr)[0]:.2f} ({name(max(nr)[1])})."
               if nr else ""),
            "", "Slowest 10 against their mix's paper mean time:", "",
-           "| instance | time (s) | / paper mix mean | nodes | root gap |", "|---|---|---|---|---|"]
+           "| instance | time (s) | / paper mix mean | nodes | root gap | levels |",
+           "|---|---|---|---|---|---|"]
     for ratio, r in sorted(per, key=lambda x: -x[0])[:10]:
         out.append(f"| {r['instance']} | {r['seconds']:.1f} | {ratio:.2f} | {r['nodes']} | "
-                   f"{_f(r['root_gap'], '{:.4%}')} |")
-    return out + [""]
+                   f"{_f(r['root_gap'], '{:.4%}')} | {_levels_text(levels(r))} |")
+    return out + ["", "levels: what the root left to close before the node can be pruned "
+                  "(root bound to incumbent x (1 - tol)) over the median gain of a child's "
+                  "bound over its parent's (children not pruned): the depth the tree needs "
+                  "at that rate; 0: the root's bound met the final incumbent, the tree "
+                  "waited for the incumbent.", ""]
+
+
+def _levels_text(v: float | None) -> str:
+    return "-" if v is None else ("0" if v <= 0 else f"{v:.1f}")
+
+
+def levels(r: dict) -> float | None:
+    """(incumbent (1 - tol) - root bound) / median gain of a branched child over its parent;
+    None for a root-only tree."""
+    rows = [n for n in (r.get("node_rows") or []) if n.get("kind") != "root"
+            and n.get("lb_parent") is not None and n.get("lb") is not None]
+    gains = [n["lb"] - n["lb_parent"] for n in rows if n.get("closed") != "pruned"]
+    gains = gains or [n["lb"] - n["lb_parent"] for n in rows]
+    obj, root = r.get("objective"), r.get("root_lb")
+    if not gains or obj is None or root is None or not math.isfinite(obj):
+        return None
+    g = statistics.median(gains)
+    return (obj * (1 - r["tol"]) - root) / g if g > 0 else None
 
 
 def report(rows: list[dict]) -> str:
@@ -269,7 +292,9 @@ def main(argv=None) -> int:
             try:
                 row = run_one(ds, path, args)
             except KeyboardInterrupt:
-                print("interrupted; rerun to resume")
+                row = {"status": "interrupted"}
+            if row["status"] == "interrupted":  # Ctrl-C ends the solve with this status
+                print("interrupted, not recorded; rerun to resume")
                 break
             row.update(machine={"python": platform.python_version(),
                                 "cpus": os.cpu_count(), "platform": platform.platform()},

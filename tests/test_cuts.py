@@ -390,6 +390,19 @@ def test_round_tolerance_rule():
     assert _round_tol(1e-3, 1e-5, 0.1, 0.002) == pytest.approx(2e-4)
     assert _round_tol(1e-3, 1e-5, 0.1, 1e-5) == 1e-5  # never below the SDP tolerance
     assert _round_tol(1e-3, 1e-5, 0.1, -1.0) == 1e-5  # bound above the incumbent
+
+
+def test_the_gap_a_round_is_sized_by_ends_at_the_pruning_target():
+    from pcsos.cuts.loop import _prune_gap
+
+    st = CuttingPlaneSettings(prune_tol=1e-4, prune_abs_tol=0.0)
+    # incumbent 10 000, bound 9 997: 3 below it, 2 below the target 9 999 (10 000 - 1e-4 x)
+    assert _prune_gap(st, 10_000.0, 9_997.0) == pytest.approx(2e-4)
+    assert _prune_gap(st, 10_000.0, 9_999.5) < 0  # prunable: the rounds go tight
+    assert _prune_gap(st, math.inf, 0.0) == math.inf  # no incumbent
+    # the absolute tolerance counts when it is the larger
+    assert _prune_gap(CuttingPlaneSettings(prune_abs_tol=5.0), 10_000.0, 9_990.0) == (
+        pytest.approx(5e-4))
     with pytest.raises(ValueError, match="loose_gap_factor"):
         CuttingPlaneSettings(loose_gap_factor=-1.0)
     with pytest.raises(ValueError, match="collect"):
@@ -397,7 +410,8 @@ def test_round_tolerance_rule():
 
 
 def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
-    """Every round's tolerance is at most loose_tol and gap_factor x the gap before it, the
+    """Every round's tolerance is at most loose_tol and gap_factor x the gap before it (to the
+    pruning target), the
     loosest tolerance allowed never increases, and a loop that ends on its own (no
     incumbent prune, no limit) ends with a round solved at the SDP tolerance."""
     import pcsos.bounds as bounds
@@ -425,7 +439,7 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
     assert len(tols) == res.n_rounds
     best = -math.inf
     for t, lb in zip(tols, bounds_seen):
-        gap = (ub - best) / ub
+        gap = (ub * (1 - cps.prune_tol) - best) / ub  # to the pruning target
         assert tight <= t <= loose
         assert t == tight or t <= 0.1 * gap + 1e-15
         best = max(best, lb)
@@ -463,7 +477,8 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
     known = 0.995 * val  # a valid bound below the node's SDP value, gap about 5.2 %
     res = cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0, known_bound=known,
                              sdp_options={"tol": 1e-6, "max_iter": 5000})
-    assert tols[0] == pytest.approx(cps.loose_gap_factor * (ub - known) / ub)
+    assert tols[0] == pytest.approx(cps.loose_gap_factor * (ub * (1 - cps.prune_tol) - known)
+                                    / ub)
     assert tols[0] < cps.loose_tol
     # the known bound only steers tolerances: the result is the best of the loop's own
     # rounds, above the known bound and valid

@@ -80,10 +80,16 @@ class CuttingPlaneSettings:
     allows is always tight. ``None`` (or a value not above the SDP tolerance) solves every
     round tightly.
     ``loose_gap_factor``: with an incumbent, a round's tolerance is also at most this times
-    the node's relative gap before it (the bound's error, about the tolerance, stays a
-    fifth of what is left to close; 0.2 solved the four glass seed-0 instances with
-    cannot-link pairs in 439 s against 542 s with 0.1, docs/cuts.md); ``None`` or 0:
-    ``loose_tol`` alone.
+    what the node's bound before it still has to rise to prune it (to the incumbent less
+    the pruning tolerance, relative to the incumbent): the bound's error, about the
+    tolerance, stays a fifth of what is left to close (0.2 solved the four glass seed-0
+    instances with cannot-link pairs in 439 s against 542 s with 0.1, docs/cuts.md).
+    Measured against the gap to the incumbent itself, a node whose gap is mostly the
+    pruning tolerance got loose rounds whose error was as large as what a child closes:
+    ECG5000 ml_0_cl_150_3 (root gap 2.3e-4, tolerance 1e-4), the root's cannot-link child
+    proved 11 687.93 at the gap's tolerance (4.7e-5) and 11 688.20 solved tightly, 0.27
+    more than a child closed at that depth (docs/solver.md). ``None`` or 0: ``loose_tol``
+    alone.
     ``inherit_min_u``: children inherit the cuts whose multiplier at the parent's last
     solution exceeds this share of the largest one (0: every cut, as pc-sos-sdp's
     SDP_SOLVER_INHERIT_PERC = 1). The loop keeps a cut while its slack is at most
@@ -260,8 +266,12 @@ def _round_tol(cap: float, tight: float, gap_factor: float | None, gap: float) -
     return tight if tol < 2.0 * tight else tol
 
 
-def _relgap(ub: float, lb: float) -> float:
-    return (ub - lb) / abs(ub) if math.isfinite(ub) and ub != 0 else math.inf
+def _prune_gap(st: CuttingPlaneSettings, ub: float, lb: float) -> float:
+    """What the bound ``lb`` still has to rise to prune the node, relative to the incumbent
+    ``ub`` (inf without one)."""
+    if not math.isfinite(ub) or ub == 0:
+        return math.inf
+    return (ub - max(st.prune_tol * abs(ub), st.prune_abs_tol) - lb) / abs(ub)
 
 
 def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_start=None,
@@ -309,7 +319,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             break
         # the last round the limit allows is always solved tightly
         tol_r = tight_tol if len(rounds) + 1 >= max_rounds else _round_tol(
-            cap, tight_tol, st.loose_gap_factor, _relgap(upper_bound, max(best, known_bound)))
+            cap, tight_tol, st.loose_gap_factor,
+            _prune_gap(st, upper_bound, max(best, known_bound)))
         loose = tol_r > tight_tol
         res_new = solve_sdp(model, warm_start=ws, **_round_options(opts, tol_r, upper_bound,
                                                                    st, left))
