@@ -140,11 +140,12 @@ def levels(r: dict) -> float | None:
             and n.get("lb_parent") is not None and n.get("lb") is not None]
     gains = [n["lb"] - n["lb_parent"] for n in rows if n.get("closed") != "pruned"]
     gains = gains or [n["lb"] - n["lb_parent"] for n in rows]
-    obj, root = r.get("objective"), r.get("root_lb")
-    if not gains or obj is None or root is None or not math.isfinite(obj):
+    obj, root, tol = r.get("objective"), r.get("root_lb"), r.get("tol")
+    if (not gains or obj is None or root is None or tol is None or not math.isfinite(obj)
+            or not math.isfinite(root)):
         return None
     g = statistics.median(gains)
-    return (obj * (1 - r["tol"]) - root) / g if g > 0 else None
+    return (obj * (1 - tol) - root) / g if g > 0 else None
 
 
 def report(rows: list[dict]) -> str:

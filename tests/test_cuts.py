@@ -390,6 +390,10 @@ def test_round_tolerance_rule():
     assert _round_tol(1e-3, 1e-5, 0.1, 0.002) == pytest.approx(2e-4)
     assert _round_tol(1e-3, 1e-5, 0.1, 1e-5) == 1e-5  # never below the SDP tolerance
     assert _round_tol(1e-3, 1e-5, 0.1, -1.0) == 1e-5  # bound above the incumbent
+    with pytest.raises(ValueError, match="loose_gap_factor"):
+        CuttingPlaneSettings(loose_gap_factor=-1.0)
+    with pytest.raises(ValueError, match="collect"):
+        CuttingPlaneSettings(collect="best")
 
 
 def test_the_gap_a_round_is_sized_by_ends_at_the_pruning_target():
@@ -400,13 +404,10 @@ def test_the_gap_a_round_is_sized_by_ends_at_the_pruning_target():
     assert _prune_gap(st, 10_000.0, 9_997.0) == pytest.approx(2e-4)
     assert _prune_gap(st, 10_000.0, 9_999.5) < 0  # prunable: the rounds go tight
     assert _prune_gap(st, math.inf, 0.0) == math.inf  # no incumbent
+    assert _prune_gap(st, 0.0, 0.0) == math.inf  # no relative gap: the cap decides
     # the absolute tolerance counts when it is the larger
     assert _prune_gap(CuttingPlaneSettings(prune_abs_tol=5.0), 10_000.0, 9_990.0) == (
         pytest.approx(5e-4))
-    with pytest.raises(ValueError, match="loose_gap_factor"):
-        CuttingPlaneSettings(loose_gap_factor=-1.0)
-    with pytest.raises(ValueError, match="collect"):
-        CuttingPlaneSettings(collect="best")
 
 
 def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):

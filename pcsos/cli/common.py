@@ -112,7 +112,8 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                         f"to the SDP tolerance (default {d.loose_tol:g}; 0 = every round tight)")
     g.add_argument("--loose-gap-factor", type=float, default=d.loose_gap_factor, metavar="F",
                    help=f"with an incumbent, an intermediate round's tolerance is at most F "
-                        f"times the node's relative gap (default {d.loose_gap_factor:g}; "
+                        f"times what the node's bound still has to rise to prune it, relative "
+                        f"(default {d.loose_gap_factor:g}; "
                         f"0 = --loose-tol alone)")
     g.add_argument("--cut-violation", type=float, default=d.eps_violation, metavar="EPS",
                    help=f"separate cuts violated by more than this (default {d.eps_violation:g})")

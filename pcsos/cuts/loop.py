@@ -84,11 +84,11 @@ class CuttingPlaneSettings:
     the pruning tolerance, relative to the incumbent): the bound's error, about the
     tolerance, stays a fifth of what is left to close (0.2 solved the four glass seed-0
     instances with cannot-link pairs in 439 s against 542 s with 0.1, docs/cuts.md).
-    Measured against the gap to the incumbent itself, a node whose gap is mostly the
-    pruning tolerance got loose rounds whose error was as large as what a child closes:
+    Measured against the gap to the incumbent itself, a node whose pruning tolerance is a
+    large share of its gap got loose rounds whose error was larger than what a child closes:
     ECG5000 ml_0_cl_150_3 (root gap 2.3e-4, tolerance 1e-4), the root's cannot-link child
     proved 11 687.93 at the gap's tolerance (4.7e-5) and 11 688.20 solved tightly, 0.27
-    more than a child closed at that depth (docs/solver.md). ``None`` or 0: ``loose_tol``
+    more, where a child closed 0.1 at that depth (docs/solver.md). ``None`` or 0: ``loose_tol``
     alone.
     ``inherit_min_u``: children inherit the cuts whose multiplier at the parent's last
     solution exceeds this share of the largest one (0: every cut, as pc-sos-sdp's
