@@ -65,19 +65,20 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=3000.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--root", type=pathlib.Path, default=None,
-                    help="root checkpoint (default: /tmp/<instance>_root.ckpt)")
+                    help="root checkpoint (default: /tmp/<dataset>_<instance>_<commit>_root.ckpt)")
     ap.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_node_effort.jsonl")
     args = ap.parse_args(argv)
     dataset, stem = args.instance.split("/")
     inst = load_instance(dataset, constraint_path(dataset, stem))
-    root = args.root or pathlib.Path(f"/tmp/{dataset}_{stem}_root.ckpt")
+    import pcsos
+
+    code = code_version(pathlib.Path(pcsos.__file__).parent)
+    # one root per code version: a root of other code would start every policy elsewhere
+    root = args.root or pathlib.Path(f"/tmp/{dataset}_{stem}_{code}_root.ckpt")
     if not root.exists():
         res, _rows, sec = solve(inst, args, None, max_nodes=1, checkpoint=str(root))
         print(f"root: bound {res.lower_bound:.6f}, incumbent {res.objective:.6f}, "
               f"{sec:.1f} s", flush=True)
-    import pcsos
-
-    code = code_version(pathlib.Path(pcsos.__file__).parent)
     for text in args.policy:
         name, cp, sdp = parse_policy(text)
         res, rows, sec = solve(inst, args, args.seconds, max_nodes=args.nodes, resume=str(root),
