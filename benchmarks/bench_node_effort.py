@@ -36,8 +36,10 @@ def parse_policy(text: str) -> tuple[str, dict, dict]:
     cp, sdp = {}, {}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        (sdp if key == "sdp_tol" else cp)["tol" if key == "sdp_tol" else key] = (
-            ast.literal_eval(value))
+        if key == "sdp_tol":
+            sdp["tol"] = ast.literal_eval(value)
+        else:
+            cp[key] = ast.literal_eval(value)
     return name, cp, sdp
 
 

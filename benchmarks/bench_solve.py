@@ -97,7 +97,7 @@ def heuristic_ubs() -> dict[str, float]:
                     if r.get("status") == "found" and r.get("objective") is not None]
             if vals:
                 key = inst["instance"]
-                best[key] = min(vals + ([best[key]] if key in best else []))
+                best[key] = min(min(vals), best.get(key, math.inf))
     return best
 
 
@@ -292,9 +292,9 @@ def main(argv=None) -> int:
             print(f"{key} ...", end=" ", flush=True)
             try:
                 row = run_one(ds, path, args)
-            except KeyboardInterrupt:
-                row = {"status": "interrupted"}
-            if row["status"] == "interrupted":  # Ctrl-C ends the solve with this status
+            except KeyboardInterrupt:  # outside the solve
+                row = None
+            if row is None or row["status"] == "interrupted":  # Ctrl-C inside the solve
                 print("interrupted, not recorded; rerun to resume")
                 break
             row.update(machine={"python": platform.python_version(),

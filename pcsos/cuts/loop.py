@@ -266,12 +266,17 @@ def _round_tol(cap: float, tight: float, gap_factor: float | None, gap: float) -
     return tight if tol < 2.0 * tight else tol
 
 
+def _prune_slack(st: CuttingPlaneSettings, ub: float) -> float:
+    """How far below the incumbent ``ub`` a bound prunes the node (``gap_closed``'s test)."""
+    return max(st.prune_tol * abs(ub), st.prune_abs_tol)
+
+
 def _prune_gap(st: CuttingPlaneSettings, ub: float, lb: float) -> float:
     """What the bound ``lb`` still has to rise to prune the node, relative to the incumbent
     ``ub`` (inf without one)."""
     if not math.isfinite(ub) or ub == 0:
         return math.inf
-    return (ub - max(st.prune_tol * abs(ub), st.prune_abs_tol) - lb) / abs(ub)
+    return (ub - _prune_slack(st, ub) - lb) / abs(ub)
 
 
 def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_start=None,
@@ -381,8 +386,7 @@ def _round_options(opts: dict, tol: float, upper_bound: float, st: CuttingPlaneS
     if math.isfinite(upper_bound):
         # the solve may stop as soon as its safe bound prunes the node (a hair inside the
         # loop's pruning test, so that a bound at the target always passes it)
-        kw["bound_target"] = upper_bound - 0.999 * max(st.prune_tol * abs(upper_bound),
-                                                       st.prune_abs_tol)
+        kw["bound_target"] = upper_bound - 0.999 * _prune_slack(st, upper_bound)
     if math.isfinite(left):
         own = kw.get("time_limit")
         kw["time_limit"] = left if own is None else min(left, float(own))
