@@ -46,6 +46,13 @@ def _proj(vals, vecs):
 
 
 # --------------------------------------------------------------------------- projection
+@pytest.fixture(autouse=True)
+def _narrow_room(monkeypatch):
+    """The tests run the block iteration at s = 100-400, where the default room (a block of
+    at most s / 16 columns) would leave most of them to the dense top-r eigh."""
+    monkeypatch.setattr(eigmod, "KRYLOV_ROOM", 4)
+
+
 @pytest.mark.parametrize("zeros,tiny", [(0, 0), (20, 0), (0, 20), (10, 10)])
 def test_krylov_matches_dense_with_warm_starts(zeros, tiny):
     rng = np.random.default_rng(31)
@@ -177,6 +184,25 @@ def test_auto_uses_krylov_from_the_size_threshold(monkeypatch):
     assert kp.stats["dense"] == 1 and kp.stats["krylov"] == 1
 
 
+def test_wide_block_goes_to_the_top_r_eigh(monkeypatch):
+    """A block of more than s / KRYLOV_ROOM columns is not iterated: the top-r eigh."""
+    monkeypatch.setattr(eigmod, "KRYLOV_ROOM", 16)
+    rng = np.random.default_rng(41)
+    s = 320
+    W = _admm_like(rng, s, 14)
+    kp = KrylovProjector()
+    kp(W, 14)  # no block yet: top-r eigh
+    W1 = W + 1e-3 * _admm_like(rng, s, 2)
+    vals, vecs = kp(W1, 14)  # 22 columns > 320 / 16
+    assert kp.stats["partial"] == 2 and kp.stats["krylov"] == 0
+    assert np.allclose(_proj(vals, vecs), _pos_part(W1), atol=1e-10)
+    W2 = _admm_like(rng, s, 4)
+    kp = KrylovProjector()
+    kp(W2, 4)
+    kp(W2 + 1e-3 * _admm_like(rng, s, 1), 4)  # 12 columns <= 20: iterated
+    assert kp.stats["partial"] == 1 and kp.stats["krylov"] == 1
+
+
 def test_admm_with_krylov_matches_full():
     rng = np.random.default_rng(40)
     centres = rng.normal(size=(3, 4)) * 4
@@ -261,6 +287,24 @@ def test_certificate_on_random_matrices_and_its_tightness(seed):
     cert = ky_fan_certificate(A, k, start)
     ref = math.fsum(np.sort(lam)[:k])
     assert cert is not None and ref - 1e-9 * np.linalg.norm(A) <= cert <= ref + 1e-12
+
+
+def test_certificate_runs_more_steps_until_its_loss_fits_the_budget():
+    """A cold start on a block of close eigenvalues: one chunk of CERT_STEPS leaves a loss
+    k tau above the budget, the next chunks bring it within; never above the exact sum."""
+    rng = np.random.default_rng(44)
+    s, k = 300, 8
+    lam = np.concatenate([-1 - 0.05 * rng.random(k), np.linspace(-0.9, 30, s - k)])
+    A = _exact_spectrum_matrix(rng, lam)
+    exact = math.fsum(np.sort(lam)[:k])
+    one = {}
+    loose = ky_fan_certificate(A, k, None, info=one)  # no budget: one chunk
+    assert one["steps"] == safemod.CERT_STEPS
+    info = {}
+    cert = ky_fan_certificate(A, k, None, budget=1e-6, info=info)
+    assert cert is not None and info["steps"] > safemod.CERT_STEPS
+    assert exact - 1e-6 <= cert <= exact
+    assert loose is None or loose <= cert
 
 
 def test_certificate_refuses_without_budget_or_room():

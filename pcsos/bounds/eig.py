@@ -55,11 +55,17 @@ _STATEFUL: set[str] = set()
 _AUTO = {"auto": "", "auto32": "32"}
 # 'auto' hands the projection to 'krylov' from this size on; below it, it does exactly what
 # it did before 'krylov' existed (the test suite and the shared instances have s <= 500).
-# Measured with one BLAS thread (benchmarks/bench_projection.py): at s = 1 000 a warm block
-# step costs a few ms against ~0.1 s for the top-(k+8) eigh
+# Measured with one BLAS thread (benchmarks/bench_projection.py, steady iterations): at
+# s = 1 000 the projection took 7 / 39 ms (k = 3 / 20) against 76 / 85 ms for the top-(k+8)
+# eigh; at s = 600 3 / 28 ms against 17 / 22 ms, a loss at k = 20, so the threshold stays
 KRYLOV_MIN_S = 1000
 KRYLOV_MARGIN = 8  # block columns beyond the rank hint: they speed up convergence
 KRYLOV_MAXITER = 40  # block steps before giving up for the dense top-r eigh
+# a block of more than s / KRYLOV_ROOM columns is left to the dense top-r eigh. s = 4 000,
+# k = 20, one thread: the top-r eigh takes 5.2-6.4 s for r = 40-500, block steps while the
+# rank falls took 4.8 s at 254 columns, 7.5 s at 307 and 66 s at 942 (a fast-moving wide
+# block needs many steps of cost ~ s^2 p each)
+KRYLOV_ROOM = 16
 # with no tolerance from the caller: relative to ||W||_F (about what a dense eigh gives)
 KRYLOV_TIGHT = 1e-11
 
@@ -139,10 +145,10 @@ class KrylovProjector:
     positive part, up to the accuracy asked); else the block grows by half and the steps go
     on. The pairs with value above ``tau`` are returned; those in (0, tau] are dropped (each
     is worth at most tau + its residual). When the hint exceeds s/4 - 8 (early iterations,
-    wide positive part) it uses a full eigh; with no block yet, or when the steps do not
-    converge in ``KRYLOV_MAXITER`` or the block would exceed s/4, the top-r eigh of
-    ``'partial'``; each dense result seeds the next block. ``stats`` counts what each call
-    did ('dense', 'partial', 'krylov', 'steps', 'grown').
+    wide positive part) it uses a full eigh; with no block yet, or a block of more than
+    ``s / KRYLOV_ROOM`` columns, or when the steps do not converge in ``KRYLOV_MAXITER``, the
+    top-r eigh of ``'partial'``; each dense result seeds the next block. ``stats`` counts
+    what each call did ('dense', 'partial', 'krylov', 'steps', 'grown').
     """
 
     def __init__(self, seed: int = 0):
@@ -158,7 +164,7 @@ class KrylovProjector:
             vals, vecs = sla.eigh(W, driver="evr", check_finite=False)
             self.stats["dense"] += 1
             return self._keep(vals, vecs, s)
-        if self.X is not None:
+        if self.X is not None and (hint + KRYLOV_MARGIN) * KRYLOV_ROOM <= s:
             out = self._iterate(W, hint, tol)
             if out is not None:
                 return out
@@ -204,7 +210,7 @@ class KrylovProjector:
                     return theta[keep], X[:, keep]
                 # the window may cut the positive part: grow the block
                 grow = max(KRYLOV_MARGIN, p // 2)
-                if _dense_wide(s, p + grow - KRYLOV_MARGIN):
+                if (p + grow) * KRYLOV_ROOM > s:
                     return None
                 p += grow
                 tau = tol / math.sqrt(p)
