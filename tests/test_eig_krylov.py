@@ -289,9 +289,10 @@ def test_certificate_on_random_matrices_and_its_tightness(seed):
     assert cert is not None and ref - 1e-9 * np.linalg.norm(A) <= cert <= ref + 1e-12
 
 
-def test_certificate_runs_more_steps_until_its_loss_fits_the_budget():
+def test_certificate_runs_more_steps_until_its_loss_fits_the_budget(monkeypatch):
     """A cold start on a block of close eigenvalues: one chunk of CERT_STEPS leaves a loss
-    k tau above the budget, the next chunks bring it within; never above the exact sum."""
+    k tau above the budget, the next chunks bring it within; never above the exact sum.
+    Within the default work limit (steps x block <= s) s = 300 allows one chunk only."""
     rng = np.random.default_rng(44)
     s, k = 300, 8
     lam = np.concatenate([-1 - 0.05 * rng.random(k), np.linspace(-0.9, 30, s - k)])
@@ -300,6 +301,10 @@ def test_certificate_runs_more_steps_until_its_loss_fits_the_budget():
     one = {}
     loose = ky_fan_certificate(A, k, None, info=one)  # no budget: one chunk
     assert one["steps"] == safemod.CERT_STEPS
+    capped = {}
+    assert ky_fan_certificate(A, k, None, budget=1e-6, info=capped) is None
+    assert capped["steps"] == safemod.CERT_STEPS
+    monkeypatch.setattr(safemod, "CERT_WORK", 10.0)
     info = {}
     cert = ky_fan_certificate(A, k, None, budget=1e-6, info=info)
     assert cert is not None and info["steps"] > safemod.CERT_STEPS

@@ -39,9 +39,13 @@ CERT_MAX_STEPS = 60
 # the block doubles (within s / CERT_ROOM) when its Ritz values spread over less than this
 # fraction of ||S'||_F / sqrt(s) above theta_k: the near-null space of S' is a cluster wider
 # than the block. The k = 20 set above solved to 1e-5 has 103 eigenvalues within 1 of 0
-# (||S'||_2 = 581): the block of 27 + 8 stays inside them (spread 0.004 after 60 steps), one
-# of 128 columns proves the sum to 4e-6 after 20 steps
+# (||S'||_2 = 581): the block of 27 + 8 stays inside them (spread 0.004 after 60 steps), the
+# doubled blocks (70, then 140 columns) prove the sum to 4e-6 after 40 steps in all
 CERT_GAP = 1e-2
+# the steps stop once their block-column products (sum of steps x block width) would pass
+# this many times s: a step costs about 4 s^2 p flops, so the whole search costs at most
+# about 4 CERT_WORK s^3, a few dense eigendecompositions' worth, before the dense path
+CERT_WORK = 1.0
 CERT_TRIES = 3  # Cholesky factorisations before giving up for the dense eigensolver
 CERT_LOSS = 1e-7  # largest loss k tau accepted, relative to the sum of |terms| of the bound
 
@@ -181,8 +185,9 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
     departure of the v_i from orthonormality. tau must dominate the coupling ||R||^2 / gap of
     the subspace to the rest of the spectrum: estimated, then multiplied by 100 on failure.
     The LOBPCG steps run in chunks of ``CERT_STEPS`` until the estimated loss k tau fits
-    ``budget`` (or ``CERT_MAX_STEPS``), the block doubled after a chunk whose Ritz values
-    all lie in one cluster (``CERT_GAP``); the proof holds whatever the steps gave.
+    ``budget`` (or ``CERT_MAX_STEPS``, or ``CERT_WORK``), the block doubled after a chunk
+    whose Ritz values all lie in one cluster (``CERT_GAP``); the proof holds whatever the
+    steps gave.
     ``info`` (a dict) receives what was done.
     """
     s = S.shape[0]
@@ -201,12 +206,13 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
         X0[:, :r] = start
     Su = np.triu(S) + np.triu(S, 1).T  # the matrix that the Cholesky reads
     trS = float(np.trace(S))
-    steps = 0
+    steps = work = 0
     while True:
         # LOBPCG in chunks of CERT_STEPS, until the estimated loss fits the budget (a
         # restart drops the search directions, a small price for the test in between)
         th, V, rho = eigmod.top_pairs(-Su, X0, CERT_RTOL * normS, CERT_STEPS)
         steps += CERT_STEPS
+        work += CERT_STEPS * p
         theta = -th  # ascending, V in the same order
         Rv = Su @ V - V * theta
         rho2 = np.einsum("ij,ij->j", Rv, Rv)
@@ -225,6 +231,8 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
             # coupling small against that spread; a wider block may reach past the cluster
             X0 = np.hstack([V, rng.standard_normal((s, p))])
             p *= 2
+        if work + CERT_STEPS * p > CERT_WORK * s:
+            break
     del Su
     # the Gram matrix of the Ritz vectors: eigenvalues of Q are at most (1 + eta) those of G
     vn = np.einsum("ij,ij->j", V, V)
