@@ -84,6 +84,7 @@ def main(argv=None) -> int:
     if args.one:
         print(json.dumps(one_case(json.loads(args.one))))
         return 0
+    code = code_version()  # at the start: the cases take long, and commits may land meanwhile
     for gen in args.gen:
         for n in args.n:
             for k in args.k:
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
                     row = {**spec, "status": "error", "error": p.stderr[-2000:]}
                 else:
                     row = json.loads(p.stdout.strip().splitlines()[-1])
-                row.update(code=code_version(), machine=platform.platform(),
+                row.update(code=code, machine=platform.platform(),
                            command="python benchmarks/bench_large_k.py " + " ".join(
                                sys.argv[1:] if argv is None else argv))
                 append_jsonl(args.out, row)
