@@ -20,11 +20,10 @@ import json
 import math
 import platform
 import resource
-import subprocess
 import sys
 import time
 
-from bench_scale import overlapping, synthetic
+from bench_scale import overlapping, run_child, synthetic
 from instances import RESULTS, append_jsonl, code_version
 
 GENERATORS = {"bench": synthetic, "overlap": overlapping}
@@ -90,12 +89,7 @@ def main(argv=None) -> int:
             for k in args.k:
                 spec = {"gen": gen, "n": n, "k": k, "pairs": args.pairs, "seed": args.seed,
                         "time_limit": args.time_limit, "workers": args.workers}
-                p = subprocess.run([sys.executable, __file__, "--one", json.dumps(spec)],
-                                   capture_output=True, text=True)
-                if p.returncode != 0:
-                    row = {**spec, "status": "error", "error": p.stderr[-2000:]}
-                else:
-                    row = json.loads(p.stdout.strip().splitlines()[-1])
+                row = run_child(spec, __file__, "--one")
                 row.update(code=code, machine=platform.platform(),
                            command="python benchmarks/bench_large_k.py " + " ".join(
                                sys.argv[1:] if argv is None else argv))

@@ -91,9 +91,10 @@ def _pairs(rng, y, pairs: int):
         np.array(cl, dtype=np.int64).reshape(-1, 2)
 
 
-def run_child(spec: dict) -> dict:
-    """Run one heuristic in a fresh process; its peak RSS is the process's own."""
-    cmd = [sys.executable, __file__, "_one", json.dumps(spec)]
+def run_child(spec: dict, script: str = __file__, flag: str = "_one") -> dict:
+    """Run one case in a fresh process (``script flag SPEC_JSON``, which prints the row as
+    its last line); its peak RSS is the process's own. Default: one heuristic run here."""
+    cmd = [sys.executable, script, flag, json.dumps(spec)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return {**spec, "status": "error", "error": p.stderr[-2000:]}

@@ -128,6 +128,11 @@ def _single(fn: EigFn) -> EigFn:
     return run
 
 
+def _block_fits(s: int, p: int) -> bool:
+    """Whether a block of p columns is narrow enough to iterate (``KRYLOV_ROOM``)."""
+    return p * KRYLOV_ROOM <= s
+
+
 def _dense_wide(s: int, hint: int) -> bool:
     """Whether the positive part may be too wide for a window (today's 'auto' rule)."""
     return 4 * (hint + 8) > s
@@ -164,7 +169,7 @@ class KrylovProjector:
             vals, vecs = sla.eigh(W, driver="evr", check_finite=False)
             self.stats["dense"] += 1
             return self._keep(vals, vecs, s)
-        if self.X is not None and (hint + KRYLOV_MARGIN) * KRYLOV_ROOM <= s:
+        if self.X is not None and _block_fits(s, hint + KRYLOV_MARGIN):
             out = self._iterate(W, hint, tol)
             if out is not None:
                 return out
@@ -210,7 +215,7 @@ class KrylovProjector:
                     return theta[keep], X[:, keep]
                 # the window may cut the positive part: grow the block
                 grow = max(KRYLOV_MARGIN, p // 2)
-                if (p + grow) * KRYLOV_ROOM > s:
+                if not _block_fits(s, p + grow):
                     return None
                 p += grow
                 tau = tol / math.sqrt(p)
