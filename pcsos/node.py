@@ -438,8 +438,9 @@ def _is_cl(problem: Problem, i: int, j: int) -> bool:
     return bool(np.any((problem.cl[:, 0] == a) & (problem.cl[:, 1] == b)))
 
 
-def _fallback_pair(Z: np.ndarray, problem: Problem) -> tuple[int, int]:
-    """The best-scoring pair that is not a cannot-link pair ((-1, -1) when none exists)."""
+def _ranked_pairs(Z: np.ndarray, problem: Problem, m: int) -> list[tuple[int, int]]:
+    """The (at most) ``m`` best-scoring pairs i < j that are not cannot-link pairs, best
+    first, by the branching score min(Z_ij, ||Z_i. - Z_j.||^2)."""
     s = problem.s
     Zs = 0.5 * (Z + Z.T)
     sq = np.einsum("ij,ij->i", Zs, Zs)
@@ -448,11 +449,21 @@ def _fallback_pair(Z: np.ndarray, problem: Problem) -> tuple[int, int]:
     score[np.tril_indices(s)] = -np.inf
     if len(problem.cl):
         score[problem.cl[:, 0], problem.cl[:, 1]] = -np.inf
-    flat = int(np.argmax(score))
-    i, j = divmod(flat, s)
-    if not np.isfinite(score[i, j]):
-        return -1, -1
-    return int(i), int(j)
+    flat = score.ravel()
+    m = min(int(m), flat.size)
+    if m <= 0:
+        return []
+    # ties go to the first pair in row-major order, as in branching_score
+    top = (np.array([np.argmax(flat)]) if m == 1
+           else np.argpartition(-flat, m - 1)[:m])
+    top = top[np.lexsort((top, -flat[top]))]
+    return [tuple(int(v) for v in divmod(int(t), s)) for t in top if np.isfinite(flat[t])]
+
+
+def _fallback_pair(Z: np.ndarray, problem: Problem) -> tuple[int, int]:
+    """The best-scoring pair that is not a cannot-link pair ((-1, -1) when none exists)."""
+    pairs = _ranked_pairs(Z, problem, 1)
+    return pairs[0] if pairs else (-1, -1)
 
 
 def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
@@ -479,6 +490,18 @@ def clustering_from_Z(Z: np.ndarray, problem: Problem) -> np.ndarray | None:
     return labels
 
 
+def _child(problem: Problem, parent_cuts, point, a: int, b: int, kind: str):
+    """The must-link ('ml') or cannot-link ('cl') child on super-points a < b as
+    ``(problem, inherited cuts, warm start)``; None when preprocessing proves it infeasible."""
+    try:
+        child = problem.merge(a, b) if kind == "ml" else problem.add_cl(a, b)
+    except InfeasibleError:
+        return None
+    cuts, cut_map = inherit_cuts_map(parent_cuts, child)
+    warm = None if point is None else WarmStart.transfer(point, problem, child, cut_map=cut_map)
+    return child, cuts, warm
+
+
 def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
               labels: np.ndarray | None, settings) -> list[tuple[NodeData, float]]:
     """The must-link and cannot-link children (an infeasible child is not created), with
@@ -496,14 +519,11 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
         pa, pb = labels[first[a]], labels[first[b]]
     out = []
     for kind in ("ml", "cl"):
-        try:
-            child = problem.merge(a, b) if kind == "ml" else problem.add_cl(a, b)
-        except InfeasibleError:
+        made = _child(problem, parent_cuts, point, a, b, kind)
+        if made is None:
             continue
+        child, cuts, warm = made
         known = pa is not None and ((pa == pb) if kind == "ml" else (pa != pb))
-        cuts, cut_map = inherit_cuts_map(parent_cuts, child)
-        warm = (None if point is None
-                else WarmStart.transfer(point, problem, child, cut_map=cut_map))
         out.append((NodeData(child, cuts, warm, lb, (a, b), kind, bool(known),
                              labels if known else None), lb))
     return out

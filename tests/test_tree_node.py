@@ -80,3 +80,26 @@ def test_root_branches_with_valid_children():
     # exactly one child is proven feasible by the node's clustering, the one it satisfies
     assert ml.known_feasible == (lab[a] == lab[b]) and cl.known_feasible == (lab[a] != lab[b])
     assert (ml.hint is not None) == ml.known_feasible
+
+
+def test_ranked_pairs_follow_the_branching_score_and_skip_cannot_links():
+    from pcsos._kernels import branching_score
+    from pcsos.node import _fallback_pair, _ranked_pairs
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 2))
+    p = _problem(X, 3, cl=[(0, 1), (2, 5)])
+    A = rng.uniform(size=(p.s, 4))
+    Z = A @ A.T / 4
+    Zs = 0.5 * (Z + Z.T)
+    sq = np.diag(Zs @ Zs)
+    score = np.minimum(Zs, sq[:, None] + sq[None, :] - 2 * Zs @ Zs)
+    cl = {tuple(c) for c in p.cl.tolist()}
+    want = sorted(((score[i, j], i, j) for i in range(p.s) for j in range(i + 1, p.s)
+                   if (i, j) not in cl), key=lambda t: -t[0])
+    got = _ranked_pairs(Z, p, 6)
+    assert got == [(i, j) for _, i, j in want[:6]]
+    assert _fallback_pair(Z, p) == got[0]
+    q = _problem(X, 3)  # no cannot-link pairs: the first pair is the compiled kernel's
+    assert _ranked_pairs(Z, q, 3)[0] == branching_score(Z)[:2]
+
