@@ -407,6 +407,12 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                  k=instance.k)
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
+    elif rows and rows[0].get("decomposition_subsets") and rows[0].get("closed") == "pruned" \
+            and "sdp_iterations" not in rows[0]:
+        # a large root closed by its decomposition bound, its own SDP never run
+        res.message += (f"; the root's bound is a decomposition bound: "
+                        f"{rows[0]['decomposition_subsets']} subsets of the data bounded apart "
+                        "and added (docs/decomposition.md), its own SDP not needed")
     elif not resumed and tr.status != "optimal" and (
             not rows or rows[0].get("closed") == "sdp_too_large"):
         # the root never finished

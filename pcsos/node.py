@@ -169,6 +169,7 @@ class _NodeRun:
         self.lb = data.parent_bound
         self.row: dict = {}
         self.witness = None  # the feasibility check's clustering
+        self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
 
     # ------------------------------------------------------------ shared helpers
     def consider(self, labels, own: bool = True) -> None:
@@ -212,8 +213,17 @@ class _NodeRun:
             if ctx.cancelled():
                 return self.unfinished(data.parent_bound)
         need = _sdp_seconds(self.problem.s)
-        if need > ctx.remaining():
+        if need > ctx.remaining():  # the decomposition gets all the time there is
             return self.too_large(need)
+        if data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE:
+            self.decomposition_first()
+            if ctx.cancelled():
+                return self.unfinished(self.lb)
+            if self.closed(self.lb):
+                self.row = _row(data, lb=self.lb, cp_flag=CP_FLAG_PRUNED, **self.decomposed)
+                return self.done("pruned")
+            if need > ctx.remaining():
+                return self.too_large(need)
         br = self.bound()
         sdp = br.sdp
         if ctx.cancelled() and not self.closed(self.lb) and getattr(sdp, "status", "") not in (
@@ -265,13 +275,23 @@ class _NodeRun:
         if h0.status == "found":
             self.consider(h0.labels)
 
+    def decomposition_first(self) -> None:
+        """A large root is first bounded by subsets of its data (seconds, where its own SDP
+        takes many minutes); the SDP runs only if that bound does not prune it."""
+        if self.best_labels is None:
+            return
+        self.ctx.report("decomposition bound")
+        self.decomposed = _decomposition(self.problem, self.best_labels, self.ctx,
+                                         self.options, share=DECOMPOSITION_FIRST_SHARE)
+        self.lb = max(self.lb, self.decomposed["decomposition_bound"])
+
     def too_large(self, need: float) -> NodeOutcome:
         # no bound can come out in the time left (a large instance): say so at once rather
         # than spend the time and GBs of memory on a solve that cannot finish; the root
         # bounds subsets of the data instead (an SSE is never negative: 0 at the least)
-        extra = {}
-        bound = max(self.data.parent_bound, 0.0)
-        if self.data.kind == "root" and self.best_labels is not None:
+        extra = self.decomposed
+        bound = max(self.lb, 0.0)
+        if self.data.kind == "root" and self.best_labels is not None and not extra:
             self.ctx.report("decomposition bound")
             extra = _decomposition(self.problem, self.best_labels, self.ctx, self.options)
             bound = max(bound, extra["decomposition_bound"])
@@ -292,14 +312,16 @@ class _NodeRun:
             upper_bound=min(ctx.incumbent, self.best_val), settings=options.cp_settings,
             root=data.kind == "root", sdp_options=sdp_options,
             seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
-            callback=_round_callback(ctx), known_bound=data.parent_bound)
-        self.lb = max(float(br.lower_bound), data.parent_bound)
+            callback=_round_callback(ctx), known_bound=self.lb)
+        # self.lb: the parent's bound, or at a large root its decomposition bound
+        self.lb = max(float(br.lower_bound), self.lb)
         sdp = br.sdp
         self.row = _row(
             data, lb=self.lb, flag=_SDP_FLAGS.get(getattr(sdp, "status", "failed"), FLAG_FAILED),
             cp_iter=len(br.rounds), cp_flag=int(br.flag),
             cp_ineq=len(br.cuts) if br.cuts is not None else 0, **_family_averages(br),
-            sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None))
+            sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None),
+            **self.decomposed)
         return br
 
     def branch(self, br) -> NodeOutcome:
@@ -332,24 +354,31 @@ class _NodeRun:
 
 #: the root heuristic (run before the root's bound) gets at most this share of the time left
 ROOT_HEURISTIC_SHARE = 0.25
+#: a root of at least this many super-points is bounded by the decomposition first, with at
+#: most DECOMPOSITION_FIRST_SHARE of the time left, and its SDP runs only if that bound does
+#: not prune it. Abalone (s = 4 177, k = 3): the decomposition closes the root in about 20 s
+#: where the SDP ran for over 10 minutes without a bound (docs/solver.md)
+DECOMPOSITION_FIRST_SIZE = 2000
+DECOMPOSITION_FIRST_SHARE = 0.25
 #: points per subset at most in the decomposition bound of a root too large for its SDP:
 #: the fallback runs because an SDP of this root's size cannot finish in the time left, so
 #: its subsets stay far below that size (certify's default, up to 1 000, is not capped)
 DECOMPOSITION_SUBSET = 300
 
 
-def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOptions) -> dict:
+def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOptions,
+                   share: float = 1.0) -> dict:
     """The decomposition bound of the root's instance (pcsos.decomposition) within
-    the time left, on this job's thread, with the solve's SDP settings and its cut settings
-    with loose rounds at the subsets' tolerance (``subset_settings``): the log row's
-    fields."""
+    ``share`` of the time left, on this job's thread, with the solve's SDP settings and its
+    cut settings with loose rounds at the subsets' tolerance (``subset_settings``): the log
+    row's fields."""
 
     inst = problem.instance
     subsets = partition(inst, labels, min(subset_size_for(inst.k), DECOMPOSITION_SUBSET))
     sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
                    "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(
-        inst, subsets, time_limit=_finite(ctx.remaining()), workers=1, labels=labels,
+        inst, subsets, time_limit=_finite(share * ctx.remaining()), workers=1, labels=labels,
         sdp_options=sdp_options, cp_settings=subset_settings(options.cp_settings),
         seed=0 if options.seed is None else int(options.seed), blas_limit=None)
     floor = spectral_floor(problem)

@@ -334,3 +334,42 @@ def test_cli_certify_json(tmp_path):
     assert max(len(s["points"]) for s in out["subsets"]) <= 30
     assert sorted(sum((s["points"] for s in out["subsets"]), [])) == list(range(75))
     assert "lower bound" in p.stdout and "gap" in p.stdout
+
+
+def _blobs(n_per, centres, scale, seed):
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal(c, scale, size=(n_per, 2)) for c in centres])
+
+
+def test_a_large_root_closed_by_its_decomposition_skips_its_sdp(monkeypatch):
+    """Well-separated blobs: the subsets' bounds add up to a closed root, so the root's
+    own SDP never runs; the optimum is the one the SDP path finds."""
+    import pcsos.node
+
+    X = _blobs(30, [(0, 0), (20, 0), (0, 20)], 1.0, 0)
+    ref = pcsos.solve(X, 3, workers=1, seed=0)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 30)
+    res = pcsos.solve(X, 3, workers=1, seed=0)
+    root = res.log[0]
+    assert res.status == "optimal" and res.nodes == 1
+    assert root["decomposition_subsets"] >= 3 and "sdp_iterations" not in root
+    assert "decomposition bound" in res.message
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
+    assert res.lower_bound <= res.objective
+
+
+def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
+    """Overlapping points in subsets of 10: the decomposition bound is weak, the SDP runs,
+    and the root's bound is the better of the two (never below the decomposition's)."""
+    import pcsos.node
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    root = res.log[0]
+    assert root["sdp_iterations"] > 0
+    assert root["lb"] >= root["decomposition_bound"]
+    assert root["decomposition_bound"] < res.objective * (1 - 1e-3)
+    assert "decomposition bound" not in res.message
