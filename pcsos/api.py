@@ -407,7 +407,7 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                  k=instance.k)
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
-    elif rows and rows[0].get("decomposition_subsets") and rows[0].get("closed") == "pruned" \
+    elif tr.status == "optimal" and rows and rows[0].get("decomposition_subsets") \
             and "sdp_iterations" not in rows[0]:
         # a large root closed by its decomposition bound, its own SDP never run
         res.message += (f"; the root's bound is a decomposition bound: "

@@ -6,7 +6,10 @@
 1. checks feasibility (skipped when the parent's clustering satisfies the node's new
    constraint, which then proves it feasible);
 2. bounds it with the cutting-plane loop, warm-started from the parent's SDP point and with
-   the parent's cuts inherited; node LB = max(own safe LB, parent LB);
+   the parent's cuts inherited; node LB = max(own safe LB, parent LB). A root of at least
+   ``DECOMPOSITION_FIRST_SIZE`` super-points is first bounded by subsets of its data (the
+   decomposition bound), and its SDP runs only if that bound does not prune it; a root
+   whose SDP cannot finish in the time left gets the decomposition bound alone;
 3. prunes it against the incumbent;
 4. runs the upper-bound heuristic (default ``ipc-kmeans`` initialised from the node's Z);
 5. branches on the pair argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2) into a must-link child
@@ -36,6 +39,7 @@ from pcsos._kernels import branching_score
 from pcsos.bounds.result import WarmStart
 from pcsos.cuts.loop import cutting_plane_loop, inherit_cuts_map, inherited_selection
 from pcsos.decomposition import (
+    _sub_instance,
     decomposition_bound,
     partition,
     spectral_floor,
@@ -170,6 +174,7 @@ class _NodeRun:
         self.row: dict = {}
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
+        self.row_note: dict = {}  # why the decomposition was skipped, for the log row
 
     # ------------------------------------------------------------ shared helpers
     def consider(self, labels, own: bool = True) -> None:
@@ -190,7 +195,8 @@ class _NodeRun:
     def unfinished(self, bound: float) -> NodeOutcome:
         # stopped by the deadline or a cancellation: the node stays open for the tree
         return NodeOutcome(bound, self.best_val, self.best_labels,
-                           row=_row(self.data, lb=bound, flag=FLAG_PARTIAL), finished=False)
+                           row=_row(self.data, lb=bound, flag=FLAG_PARTIAL, **self.decomposed),
+                           finished=False)
 
     def done(self, reason: str | None = None) -> NodeOutcome:
         self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val)
@@ -213,17 +219,16 @@ class _NodeRun:
             if ctx.cancelled():
                 return self.unfinished(data.parent_bound)
         need = _sdp_seconds(self.problem.s)
-        if need > ctx.remaining():  # the decomposition gets all the time there is
+        first = data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
+        # the decomposition gets all the time there is when the SDP cannot run after it
+        if need > ctx.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first else 1.0):
             return self.too_large(need)
-        if data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE:
-            self.decomposition_first()
+        if first and self.decomposition_first():
             if ctx.cancelled():
                 return self.unfinished(self.lb)
             if self.closed(self.lb):
                 self.row = _row(data, lb=self.lb, cp_flag=CP_FLAG_PRUNED, **self.decomposed)
                 return self.done("pruned")
-            if need > ctx.remaining():
-                return self.too_large(need)
         br = self.bound()
         sdp = br.sdp
         if ctx.cancelled() and not self.closed(self.lb) and getattr(sdp, "status", "") not in (
@@ -275,15 +280,24 @@ class _NodeRun:
         if h0.status == "found":
             self.consider(h0.labels)
 
-    def decomposition_first(self) -> None:
+    def decomposition_first(self) -> bool:
         """A large root is first bounded by subsets of its data (seconds, where its own SDP
-        takes many minutes); the SDP runs only if that bound does not prune it."""
-        if self.best_labels is None:
-            return
+        takes many minutes); the SDP runs only if that bound does not prune it. Skipped
+        (False) without a clustering, or when the subsets' restrictions of it, which the
+        bound cannot pass, already miss what prunes the root (large k: docs/decomposition.md)."""
+        labels, ub = self.best_labels, min(self.ctx.incumbent, self.best_val)
+        if labels is None or not math.isfinite(ub):
+            return False
+        subsets = _decomposition_subsets(self.problem, labels)
+        ceiling = _decomposition_ceiling(self.problem, labels, subsets)
+        if not self.closed(ceiling):
+            self.row_note = {"decomposition_ceiling": ceiling}
+            return False
         self.ctx.report("decomposition bound")
-        self.decomposed = _decomposition(self.problem, self.best_labels, self.ctx,
-                                         self.options, share=DECOMPOSITION_FIRST_SHARE)
+        self.decomposed = _decomposition(self.problem, labels, self.ctx, self.options,
+                                         share=DECOMPOSITION_FIRST_SHARE, subsets=subsets)
         self.lb = max(self.lb, self.decomposed["decomposition_bound"])
+        return True
 
     def too_large(self, need: float) -> NodeOutcome:
         # no bound can come out in the time left (a large instance): say so at once rather
@@ -312,7 +326,7 @@ class _NodeRun:
             upper_bound=min(ctx.incumbent, self.best_val), settings=options.cp_settings,
             root=data.kind == "root", sdp_options=sdp_options,
             seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
-            callback=_round_callback(ctx), known_bound=self.lb)
+            callback=_round_callback(ctx), known_bound=data.parent_bound)
         # self.lb: the parent's bound, or at a large root its decomposition bound
         self.lb = max(float(br.lower_bound), self.lb)
         sdp = br.sdp
@@ -321,7 +335,7 @@ class _NodeRun:
             cp_iter=len(br.rounds), cp_flag=int(br.flag),
             cp_ineq=len(br.cuts) if br.cuts is not None else 0, **_family_averages(br),
             sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None),
-            **self.decomposed)
+            sdp_bound=float(br.lower_bound), **self.decomposed, **self.row_note)
         return br
 
     def branch(self, br) -> NodeOutcome:
@@ -356,7 +370,7 @@ class _NodeRun:
 ROOT_HEURISTIC_SHARE = 0.25
 #: a root of at least this many super-points is bounded by the decomposition first, with at
 #: most DECOMPOSITION_FIRST_SHARE of the time left, and its SDP runs only if that bound does
-#: not prune it. Abalone (s = 4 177, k = 3): the decomposition closes the root in about 20 s
+#: not prune it. Abalone (s = 4 177, k = 3): the decomposition closes the root in 28 s
 #: where the SDP ran for over 10 minutes without a bound (docs/solver.md)
 DECOMPOSITION_FIRST_SIZE = 2000
 DECOMPOSITION_FIRST_SHARE = 0.25
@@ -366,21 +380,44 @@ DECOMPOSITION_FIRST_SHARE = 0.25
 DECOMPOSITION_SUBSET = 300
 
 
+def _decomposition_subsets(problem: Problem, labels) -> list[np.ndarray]:
+    """The subsets the root's decomposition bound uses, guided by the clustering ``labels``."""
+    inst = problem.instance
+    return partition(inst, labels, min(subset_size_for(inst.k), DECOMPOSITION_SUBSET))
+
+
+def _decomposition_ceiling(problem: Problem, labels, subsets) -> float:
+    """The sum of the clustering's restrictions to the subsets: each subset's bound is at
+    most its own optimum, at most its restriction's value, so their sum caps the bound."""
+    inst = problem.instance
+    return sum(_sub_instance(inst, pts).objective(labels[pts]) for pts in subsets)
+
+
+class _Cancelled:
+    """The context's cancellation as the ``is_set`` of an event (decomposition_bound's
+    ``stop_event``): a stop starts no more subsets."""
+
+    def __init__(self, ctx: Context):
+        self.is_set = ctx.cancelled
+
+
 def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOptions,
-                   share: float = 1.0) -> dict:
+                   share: float = 1.0, subsets=None) -> dict:
     """The decomposition bound of the root's instance (pcsos.decomposition) within
     ``share`` of the time left, on this job's thread, with the solve's SDP settings and its
     cut settings with loose rounds at the subsets' tolerance (``subset_settings``): the log
     row's fields."""
 
     inst = problem.instance
-    subsets = partition(inst, labels, min(subset_size_for(inst.k), DECOMPOSITION_SUBSET))
+    if subsets is None:
+        subsets = _decomposition_subsets(problem, labels)
     sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
                    "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(
         inst, subsets, time_limit=_finite(share * ctx.remaining()), workers=1, labels=labels,
         sdp_options=sdp_options, cp_settings=subset_settings(options.cp_settings),
-        seed=0 if options.seed is None else int(options.seed), blas_limit=None)
+        seed=0 if options.seed is None else int(options.seed), blas_limit=None,
+        stop_event=_Cancelled(ctx))
     floor = spectral_floor(problem)
     return {"decomposition_bound": max(lb, floor), "decomposition_subsets": len(parts),
             "decomposition_sdp": sum(b.method == "sdp" for b in parts)}

@@ -361,7 +361,26 @@ def test_a_large_root_closed_by_its_decomposition_skips_its_sdp(monkeypatch):
 
 def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
     """Overlapping points in subsets of 10: the decomposition bound is weak, the SDP runs,
-    and the root's bound is the better of the two (never below the decomposition's)."""
+    and the root's bound is the SDP's (above the decomposition's, which the max keeps)."""
+    import pcsos.node
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    # the ceiling test would skip these subsets (below); here they are bounded anyway
+    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    root = res.log[0]
+    assert root["sdp_iterations"] > 0 and root["decomposition_subsets"] >= 6
+    assert root["lb"] == max(root["sdp_bound"], root["decomposition_bound"])
+    assert root["sdp_bound"] > root["decomposition_bound"]
+    assert root["decomposition_bound"] < res.objective * (1 - 1e-3)
+    assert "decomposition bound" not in res.message
+
+
+def test_a_large_root_skips_a_decomposition_that_cannot_prune(monkeypatch):
+    """The subsets' restrictions of the clustering cap what their bounds can add up to; when
+    that ceiling misses what prunes the root, no subset is bounded and the SDP runs."""
     import pcsos.node
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
@@ -369,7 +388,22 @@ def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
     res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
     root = res.log[0]
-    assert root["sdp_iterations"] > 0
-    assert root["lb"] >= root["decomposition_bound"]
-    assert root["decomposition_bound"] < res.objective * (1 - 1e-3)
-    assert "decomposition bound" not in res.message
+    assert "decomposition_subsets" not in root and root["sdp_iterations"] > 0
+    assert root["decomposition_ceiling"] < res.objective * (1 - 1e-4)
+    assert root["lb"] == root["sdp_bound"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ceiling_caps_the_decomposition_bound(seed):
+    """The skip test is safe: no decomposition bound passes the ceiling it is judged by."""
+    from pcsos.node import _decomposition_ceiling
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 2))
+    inst = make_instance(X, 3, ml=[(0, 1), (2, 3)], cl=[(4, 5)])
+    labels = pcsos.solve(X, 3, ml=[(0, 1), (2, 3)], cl=[(4, 5)], workers=1, seed=0,
+                         max_nodes=1).labels
+    subsets = partition(inst, labels, 15)
+    lb, _ = decomposition_bound(inst, subsets, workers=1, labels=labels)
+    ceiling = _decomposition_ceiling(Problem.from_instance(inst), labels, subsets)
+    assert lb <= ceiling * (1 + 1e-9) and ceiling <= inst.objective(labels) * (1 + 1e-12)
