@@ -60,7 +60,7 @@ from pcsos.options import resolve_workers
 from pcsos.problem import Instance, Problem, make_instance, sse
 
 __all__ = ["spectral_floor", "partition", "decomposition_bound", "SubsetBound",
-           "subset_size_for", "subset_count", "subset_settings"]
+           "subset_size_for", "subset_count", "subset_settings", "restricted_value"]
 
 #: points per subset per cluster by default, within [SUBSET_MIN, SUBSET_MAX]. A subset's own
 #: optimum falls below its share of the whole clustering by more the fewer points each
@@ -277,6 +277,13 @@ class SubsetBound:
     cut_short: bool = False
 
 
+def restricted_value(instance: Instance, pts: np.ndarray, labels) -> float:
+    """The SSE of the clustering ``labels`` restricted to the points ``pts`` (about the
+    pieces' own means): the subset's optimum is at most this, so its bound is too."""
+    w = None if instance.weights is None else instance.weights[pts]
+    return sse(instance.X[pts], np.asarray(labels)[pts], w)
+
+
 def _sub_instance(instance: Instance, pts: np.ndarray) -> Instance:
     where = np.full(instance.n, -1, dtype=np.int64)
     where[pts] = np.arange(len(pts))
@@ -489,9 +496,7 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
 
     def job(t: int, share: float | None) -> tuple:
         pts = np.asarray(subsets[t], dtype=np.int64)
-        w = None if instance.weights is None else instance.weights[pts]
-        upper = (math.inf if labels is None
-                 else sse(instance.X[pts], np.asarray(labels)[pts], w))
+        upper = math.inf if labels is None else restricted_value(instance, pts, labels)
         return (_sub_instance(instance, pts), instance.k == 2, pts, share, opts,
                 cp_settings, seed + t, upper, job_limit, job_stop)
 

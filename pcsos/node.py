@@ -39,9 +39,9 @@ from pcsos._kernels import branching_score
 from pcsos.bounds.result import WarmStart
 from pcsos.cuts.loop import cutting_plane_loop, inherit_cuts_map, inherited_selection
 from pcsos.decomposition import (
-    _sub_instance,
     decomposition_bound,
     partition,
+    restricted_value,
     spectral_floor,
     subset_settings,
     subset_size_for,
@@ -389,8 +389,7 @@ def _decomposition_subsets(problem: Problem, labels) -> list[np.ndarray]:
 def _decomposition_ceiling(problem: Problem, labels, subsets) -> float:
     """The sum of the clustering's restrictions to the subsets: each subset's bound is at
     most its own optimum, at most its restriction's value, so their sum caps the bound."""
-    inst = problem.instance
-    return sum(_sub_instance(inst, pts).objective(labels[pts]) for pts in subsets)
+    return sum(restricted_value(problem.instance, pts, labels) for pts in subsets)
 
 
 class _Cancelled:
