@@ -1,0 +1,100 @@
+"""Two runs of ``bench_solve.py`` on the same instances, side by side (issue 31, acceptance 5).
+
+Reads the results files of a "before" and an "after" run (the last row of each instance
+counts), keeps the instances both ran, and prints per instance the status, nodes and
+seconds of each and the time ratio after / before; then, per group (``--group``: a name
+and a comma list of instance prefixes, repeatable; default: one group of all), the median
+of the per-instance ratios and each run's median ratio of its time to the paper's mix
+mean time (the figure the headline rows quote). With ``--out`` the same goes to a JSON
+file. Run the two sides one instance at a time, alternating which goes first, on an
+otherwise idle machine, so that both see the same conditions:
+
+    python benchmarks/compare_solve.py benchmarks/results/bench_regression_base.jsonl \\
+        benchmarks/results/bench_regression_head.jsonl --group seed0:iris,wine,seeds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from instances import mix_of, paper_table, parse_name, read_jsonl
+
+
+def last_rows(path) -> dict[str, dict]:
+    return {r["instance"]: r for r in read_jsonl(path)}
+
+
+def paper_ratio(row: dict, paper: dict) -> float | None:
+    kind, total = mix_of(*parse_name(row["file"])[:2])
+    p = paper.get((row["dataset"], kind, total))
+    return row["seconds"] / p["time"] if p and p.get("time") else None
+
+
+def compare(before: dict, after: dict, groups: list[tuple[str, tuple[str, ...]]]) -> dict:
+    paper = paper_table()
+    names = [n for n in before if n in after]
+    per = []
+    for n in names:
+        a, b = before[n], after[n]
+        per.append({"instance": n, "status": [a["status"], b["status"]],
+                    "nodes": [a["nodes"], b["nodes"]], "seconds": [a["seconds"], b["seconds"]],
+                    "ratio": b["seconds"] / a["seconds"] if a["seconds"] > 0 else None,
+                    "paper_ratio": [paper_ratio(a, paper), paper_ratio(b, paper)],
+                    "code": [a.get("code"), b.get("code")]})
+    summary = {}
+    for name, prefixes in groups or [("all", ("",))]:
+        rows = [r for r in per if r["instance"].startswith(prefixes)]
+        if not rows:
+            continue
+
+        def med(xs):
+            xs = [x for x in xs if x is not None]
+            return statistics.median(xs) if xs else None
+
+        summary[name] = {
+            "instances": len(rows),
+            "optimal": [sum(r["status"][i] == "optimal" for r in rows) for i in (0, 1)],
+            "median_ratio_after_over_before": med(r["ratio"] for r in rows),
+            "median_paper_ratio": [med(r["paper_ratio"][i] for r in rows) for i in (0, 1)],
+            "seconds": [sum(r["seconds"][i] for r in rows) for i in (0, 1)],
+            "nodes": [sum(r["nodes"][i] for r in rows) for i in (0, 1)]}
+    return {"per_instance": per, "groups": summary}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--group", action="append", default=[],
+                    help="NAME:PREFIX[,PREFIX...] (instance names start with a prefix)")
+    ap.add_argument("--out", help="also write the comparison here (JSON)")
+    args = ap.parse_args(argv)
+    groups = []
+    for g in args.group:
+        name, _, rest = g.partition(":")
+        groups.append((name, tuple(p for p in rest.split(",") if p)))
+    res = compare(last_rows(args.before), last_rows(args.after), groups)
+    print("| instance | status before / after | nodes | seconds | after / before |")
+    print("|---|---|---|---|---|")
+    for r in res["per_instance"]:
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        print(f"| {r['instance']} | {r['status'][0]} / {r['status'][1]} | "
+              f"{r['nodes'][0]} / {r['nodes'][1]} | {r['seconds'][0]:.1f} / "
+              f"{r['seconds'][1]:.1f} | {ratio} |")
+    for name, s in res["groups"].items():
+        print(f"{name}: {s['instances']} instances, optimal {s['optimal'][0]} / "
+              f"{s['optimal'][1]}, median after/before {s['median_ratio_after_over_before']:.3f}, "
+              f"median ratio to the paper {s['median_paper_ratio'][0]:.3f} / "
+              f"{s['median_paper_ratio'][1]:.3f}, seconds {s['seconds'][0]:.1f} / "
+              f"{s['seconds'][1]:.1f}, nodes {s['nodes'][0]} / {s['nodes'][1]}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
