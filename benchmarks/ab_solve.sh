@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Two versions of pcsos on the same shared instances, one instance at a time, alternating
+# which goes first, so that both see the same conditions (issue 31, acceptance 5).
+#
+#   git worktree add /tmp/wt_base <commit> && (cd /tmp/wt_base && python setup.py build_ext --inplace)
+#   benchmarks/ab_solve.sh /tmp/wt_base "iris wine seeds connectionist glass" 0
+#   python benchmarks/compare_solve.py benchmarks/results/bench_regression_base.jsonl \
+#       benchmarks/results/bench_regression_head.jsonl
+#
+# Arguments: the "before" tree (a built checkout of another commit), the datasets, the
+# constraint draw. "after" is this checkout. Rows go to
+# benchmarks/results/bench_regression_{base,head}.jsonl (bench_solve.py's format).
+set -u
+base=$1
+datasets=$2
+draw=${3:-0}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+i=0
+for ds in $datasets; do
+  for f in ../shared/instances/"$ds"/constraints/*_"$draw".txt; do
+    inst=$ds/$(basename "$f" .txt)
+    if [ $((i % 2)) -eq 0 ]; then order="base head"; else order="head base"; fi
+    for side in $order; do
+      if [ "$side" = base ]; then tree=$base; else tree=$here; fi
+      PYTHONPATH=$tree python benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 \
+        --max-nodes 200 --workers 2 --out benchmarks/results/bench_regression_"$side".jsonl \
+        | grep -E "^$inst"
+    done
+    i=$((i + 1))
+  done
+done
