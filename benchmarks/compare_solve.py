@@ -2,12 +2,13 @@
 
 Reads the results files of a "before" and an "after" run (the last row of each instance
 counts), keeps the instances both ran, and prints per instance the status, nodes and
-seconds of each and the time ratio after / before; then, per group (``--group``: a name
-and a comma list of instance prefixes, repeatable; default: one group of all), the median
-of the per-instance ratios and each run's median ratio of its time to the paper's mix
-mean time (the figure the headline rows quote). With ``--out`` the same goes to a JSON
-file. Run the two sides one instance at a time, alternating which goes first, on an
-otherwise idle machine, so that both see the same conditions:
+seconds of each and the time ratio after / before. Then, per group (``--group``: a name
+and a comma list of instance prefixes, none for every instance; repeatable; default: one
+group of all), it prints the median of the per-instance ratios and each run's median
+ratio of its time to the paper's mix mean time (the figure the headline rows quote).
+With ``--out`` the same goes to a JSON file. Run the two sides one instance at a time,
+alternating which goes first, on an otherwise idle machine, so that both see the same
+conditions (``benchmarks/ab_solve.sh``):
 
     python benchmarks/compare_solve.py benchmarks/results/bench_regression_base.jsonl \\
         benchmarks/results/bench_regression_head.jsonl --group seed0:iris,wine,seeds
@@ -20,17 +21,22 @@ import json
 import statistics
 import sys
 
-from instances import mix_of, paper_table, parse_name, read_jsonl
-
-
-def last_rows(path) -> dict[str, dict]:
-    return {r["instance"]: r for r in read_jsonl(path)}
+from instances import done_rows, mix_of, paper_table, parse_name
 
 
 def paper_ratio(row: dict, paper: dict) -> float | None:
     kind, total = mix_of(*parse_name(row["file"])[:2])
     p = paper.get((row["dataset"], kind, total))
     return row["seconds"] / p["time"] if p and p.get("time") else None
+
+
+def _median(xs) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _f3(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
 
 
 def compare(before: dict, after: dict, groups: list[tuple[str, tuple[str, ...]]]) -> dict:
@@ -49,16 +55,11 @@ def compare(before: dict, after: dict, groups: list[tuple[str, tuple[str, ...]]]
         rows = [r for r in per if r["instance"].startswith(prefixes)]
         if not rows:
             continue
-
-        def med(xs):
-            xs = [x for x in xs if x is not None]
-            return statistics.median(xs) if xs else None
-
         summary[name] = {
             "instances": len(rows),
             "optimal": [sum(r["status"][i] == "optimal" for r in rows) for i in (0, 1)],
-            "median_ratio_after_over_before": med(r["ratio"] for r in rows),
-            "median_paper_ratio": [med(r["paper_ratio"][i] for r in rows) for i in (0, 1)],
+            "median_ratio_after_over_before": _median(r["ratio"] for r in rows),
+            "median_paper_ratio": [_median(r["paper_ratio"][i] for r in rows) for i in (0, 1)],
             "seconds": [sum(r["seconds"][i] for r in rows) for i in (0, 1)],
             "nodes": [sum(r["nodes"][i] for r in rows) for i in (0, 1)]}
     return {"per_instance": per, "groups": summary}
@@ -75,8 +76,9 @@ def main(argv=None) -> int:
     groups = []
     for g in args.group:
         name, _, rest = g.partition(":")
-        groups.append((name, tuple(p for p in rest.split(",") if p)))
-    res = compare(last_rows(args.before), last_rows(args.after), groups)
+        # no prefix: every instance
+        groups.append((name, tuple(p for p in rest.split(",") if p) or ("",)))
+    res = compare(done_rows(args.before), done_rows(args.after), groups)
     print("| instance | status before / after | nodes | seconds | after / before |")
     print("|---|---|---|---|---|")
     for r in res["per_instance"]:
@@ -86,9 +88,9 @@ def main(argv=None) -> int:
               f"{r['seconds'][1]:.1f} | {ratio} |")
     for name, s in res["groups"].items():
         print(f"{name}: {s['instances']} instances, optimal {s['optimal'][0]} / "
-              f"{s['optimal'][1]}, median after/before {s['median_ratio_after_over_before']:.3f}, "
-              f"median ratio to the paper {s['median_paper_ratio'][0]:.3f} / "
-              f"{s['median_paper_ratio'][1]:.3f}, seconds {s['seconds'][0]:.1f} / "
+              f"{s['optimal'][1]}, median after/before {_f3(s['median_ratio_after_over_before'])}, "
+              f"median ratio to the paper {_f3(s['median_paper_ratio'][0])} / "
+              f"{_f3(s['median_paper_ratio'][1])}, seconds {s['seconds'][0]:.1f} / "
               f"{s['seconds'][1]:.1f}, nodes {s['nodes'][0]} / {s['nodes'][1]}")
     if args.out:
         with open(args.out, "w") as f:
