@@ -8,12 +8,13 @@
 #       benchmarks/results/bench_regression_head.jsonl
 #
 # Arguments: the "before" tree (a built checkout of another commit), the datasets, the
-# constraint draw. "after" is this checkout. Rows go to
-# benchmarks/results/bench_regression_{base,head}.jsonl (bench_solve.py's format).
+# constraint draw, and a name for the results (default bench_regression). "after" is this
+# checkout. Rows go to benchmarks/results/NAME_{base,head}.jsonl (bench_solve.py's format).
 set -u
 base=$1
 datasets=$2
 draw=${3:-0}
+name=${4:-bench_regression}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 i=0
@@ -24,7 +25,7 @@ for ds in $datasets; do
     for side in $order; do
       if [ "$side" = base ]; then tree=$base; else tree=$here; fi
       PYTHONPATH=$tree python benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 \
-        --max-nodes 200 --workers 2 --out benchmarks/results/bench_regression_"$side".jsonl \
+        --max-nodes 200 --workers 2 --out benchmarks/results/"$name"_"$side".jsonl \
         | grep -E "^$inst"
     done
     i=$((i + 1))

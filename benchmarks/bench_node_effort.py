@@ -12,8 +12,8 @@ root, bounds and open nodes, so their global bounds after the same time or nodes
         --policy tight_rounds:loose_tol=None --seconds 600 --nodes 200
 
 A policy is ``NAME`` (the defaults) or ``NAME:FIELD=VALUE[,FIELD=VALUE...]`` with fields of
-:class:`pcsos.cuts.loop.CuttingPlaneSettings` (values read as Python literals) or
-``sdp_tol``.
+:class:`pcsos.cuts.loop.CuttingPlaneSettings` (values read as Python literals) or SDP
+options prefixed ``sdp_`` (``sdp_tol``, ``sdp_polish``).
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ from pcsos.api import solve_instance
 
 
 def parse_policy(text: str) -> tuple[str, dict, dict]:
-    """``NAME[:FIELD=VALUE,...]`` -> (name, cutting-plane changes, SDP options)."""
+    """``NAME[:FIELD=VALUE,...]`` -> (name, cutting-plane changes, SDP options: the fields
+    prefixed ``sdp_``, without the prefix)."""
     name, _, rest = text.partition(":")
     cp, sdp = {}, {}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        if key == "sdp_tol":
-            sdp["tol"] = ast.literal_eval(value)
+        if key.startswith("sdp_"):
+            sdp[key.removeprefix("sdp_")] = ast.literal_eval(value)
         else:
             cp[key] = ast.literal_eval(value)
     return name, cp, sdp

@@ -57,7 +57,8 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
     t0 = time.time()
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
                          time_limit=args.time_limit, workers=args.workers, seed=args.seed,
-                         **({"cp_settings": args.cp} if args.cp else {}))
+                         **({"cp_settings": args.cp} if args.cp else {}),
+                         **({"sdp_options": args.sdp} if args.sdp else {}))
     wall = time.time() - t0
     return {
         "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
@@ -67,6 +68,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "gap": res.gap, "nodes": res.nodes, "seconds": wall, "status": res.status,
         "message": res.message, "workers": args.workers, "time_limit": args.time_limit,
         "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
+        **({"sdp_options": args.sdp} if args.sdp else {}),
         "root_seconds": res.log[0]["time"] if res.log else None,
         "root_ub": res.log[0]["gub"] if res.log else None,
         # per node: what the child-node measurements (seconds, rounds) are taken from
@@ -256,6 +258,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cp", action="append", default=[], metavar="NAME=VALUE",
                     help="a CuttingPlaneSettings field for this run, e.g. tail_off=0.3 "
                          "(repeatable; values are read as Python literals)")
+    ap.add_argument("--sdp", action="append", default=[], metavar="NAME=VALUE",
+                    help="an SDP option for this run, e.g. polish=0 (repeatable; values are "
+                         "read as Python literals)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
                     help=f"results file, JSON lines (default: {DEFAULT_OUT.relative_to(ROOT)})")
     ap.add_argument("--summary", type=pathlib.Path, default=None,
@@ -268,6 +273,7 @@ def main(argv=None) -> int:
     import ast
 
     args.cp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.cp)}
+    args.sdp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.sdp)}
     import pcsos
 
     # once, before any solve: the code loaded now is the code every instance runs

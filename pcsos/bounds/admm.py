@@ -44,7 +44,7 @@ import scipy.sparse.linalg as spla
 from pcsos.bounds import eig as eigmod
 from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
-from pcsos.bounds.safe import safe_lower_bound
+from pcsos.bounds.safe import POLISH_EVALS, polished_bound
 
 __all__ = ["solve_admm"]
 
@@ -422,12 +422,12 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
                eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,
                check_every: int = 10, sigma0: float | None = None,
                anderson: int | None = None, sigma_ratio: float | None = None,
-               bound_target: float | None = None) -> SDPResult:
+               bound_target: float | None = None, polish: int = POLISH_EVALS) -> SDPResult:
     """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
 
     Stops with status 'solved' when the relative primal residual, the relative dual
-    residual and the relative primal-dual gap are all below ``tol`` and the safe bound is
-    within ``gap_tol`` (default ``tol``) of the primal objective relative to
+    residual and the relative primal-dual gap are all below ``tol`` and the safe bound is at
+    most ``gap_tol`` (default ``tol``) below the primal objective relative to
     max(1, |objective|); else with 'max_iter' (``max_iter``, default 20 000) or
     'time_limit' (``time_limit`` seconds of wall clock, or ``should_stop()`` returned True:
     a cancel hook polled once per iteration). ``anderson``: memory of the
@@ -438,6 +438,9 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     'target' as soon as the safe bound reaches this value (a node that the incumbent prunes
     needs no more accuracy); the safe bound is then evaluated, at most every
     ``check_every`` iterations, once the dual objective has passed the target.
+    ``polish``: eigen-solves of :func:`~pcsos.bounds.safe.polish_duals` before each safe
+    bound (0: none); the result's duals are the polished ones, so its ``lower_bound`` is
+    still ``safe_lower_bound`` of them.
     """
     t_start = time.perf_counter()
     eig = eigmod.resolve(eig)
@@ -471,6 +474,18 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         # the range of M, i.e. about the near-null space of the dual slack: where the safe
         # bound's iterative eigenvalue certificate (large s only) starts
         return None if project.last is None else project.last[1]
+
+    # (iteration, Z, y, y_cl, u, N, S, bound) of the last iterate whose safe bound was taken
+    certified = None
+
+    def certify() -> float:
+        # the safe bound of the current iterate, from its polished duals
+        nonlocal certified
+        Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
+        lb, yz, y_cl, uz, Nz = polished_bound(model, yz, y_cl, uz, Nz, start=last_vecs(),
+                                              evaluations=polish)
+        certified = (it, Z, yz, y_cl, uz, Nz, Sz, lb)
+        return lb
 
     normM = math.inf
     status, message = "max_iter", f"iteration limit {max_iter} reached"
@@ -596,18 +611,18 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         if max(pinf, dinf, relgap) < tol and it >= next_check:
             # the safe bound costs an eigendecomposition: checked as soon as the KKT test
             # passes, then at most every check_every iterations while its gap is too wide
-            Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
-            lb = lb_now = safe_lower_bound(model, yz, y_cl, uz, Nz, start=last_vecs())
-            val = model.objective(Z)
-            if abs(val - lb) <= gap_tol * max(1.0, abs(val)):
+            lb = lb_now = certify()
+            val = model.objective(certified[1])
+            # one-sided: a (polished) bound above the primal objective of an iterate that
+            # is feasible only to tol is as close as that objective can tell
+            if val - lb <= gap_tol * max(1.0, abs(val)):
                 status, message = "solved", "relative KKT residuals and safe-bound gap below tol"
                 break
             next_check = it + check_every
         if target_sc is not None and dobj >= target_sc and it >= next_target:
             # the dual objective says the bound may prune: the safe bound decides
             if lb_now is None:
-                Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
-                lb = lb_now = safe_lower_bound(model, yz, y_cl, uz, Nz, start=last_vecs())
+                lb = lb_now = certify()
             if lb >= bound_target:
                 status, message = "target", f"safe bound reached the target {bound_target:.10g}"
                 break
@@ -649,8 +664,9 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
                 M, S, y, u, t = unpack(z_in)
 
     M, y, u, N, S, t = out
-    Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
-    lb = safe_lower_bound(model, yz, y_cl, uz, Nz, start=last_vecs())
+    if certified is None or certified[0] != it:
+        certify()
+    _, Z, yz, y_cl, uz, Nz, Sz, lb = certified
     val = model.objective(Z)
     dual_value = math.fsum([model.c0, *(model.b * yz), *(model.l * uz)])
     return SDPResult(Z=Z, y=yz, y_cl=y_cl, u=uz, N=Nz, sdp_value=val, dual_value=dual_value,

@@ -14,7 +14,7 @@ import numpy as np
 
 from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult
-from pcsos.bounds.safe import safe_lower_bound
+from pcsos.bounds.safe import POLISH_EVALS, polished_bound
 from pcsos.errors import BackendUnavailableError
 
 __all__ = ["solve_cvxpy", "build_cvxpy"]
@@ -49,8 +49,9 @@ def build_cvxpy(model: SDPModel):
 
 def solve_cvxpy(model: SDPModel, *, solver: str = "scs", tol: float = SDP_TOL,
                 max_iter: int | None = None, time_limit: float | None = None,
-                verbose: bool = False, **options) -> SDPResult:
-    """Solve with SCS or Clarabel via CVXPY; duals are read back and the safe bound applied."""
+                verbose: bool = False, polish: int = POLISH_EVALS, **options) -> SDPResult:
+    """Solve with SCS or Clarabel via CVXPY; duals are read back and the safe bound applied
+    (``polish``: as in :func:`~pcsos.bounds.safe.polished_bound`)."""
     cp = _cvxpy()
     t0 = time.perf_counter()
     prob, Z, cons = build_cvxpy(model)
@@ -92,7 +93,7 @@ def solve_cvxpy(model: SDPModel, *, solver: str = "scs", tol: float = SDP_TOL,
     u = (np.asarray(cons["cuts"].dual_value, dtype=float).ravel() if model.cuts.m
          else np.zeros(0))
     Zv = 0.5 * (Z.value + Z.value.T)
-    lb = safe_lower_bound(model, y, y_cl, u, N)
+    lb, y, y_cl, u, N = polished_bound(model, y, y_cl, u, N, evaluations=polish)
     stats = prob.solver_stats
     status = "solved" if prob.status == "optimal" else (
         "max_iter" if prob.status == "optimal_inaccurate" else "failed")

@@ -21,7 +21,7 @@ import numpy as np
 
 from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult
-from pcsos.bounds.safe import safe_lower_bound
+from pcsos.bounds.safe import POLISH_EVALS, polished_bound
 from pcsos.errors import BackendUnavailableError
 
 __all__ = ["build_mosek_task", "mosek_licence", "solve_mosek", "constraint_layout"]
@@ -139,8 +139,9 @@ def build_mosek_task(model: SDPModel, env):
 
 
 def solve_mosek(model: SDPModel, *, tol: float = 1e-8, time_limit: float | None = None,
-                verbose: bool = False, **options) -> SDPResult:
-    """Solve by MOSEK's interior point; raises BackendUnavailableError without a licence."""
+                verbose: bool = False, polish: int = POLISH_EVALS, **options) -> SDPResult:
+    """Solve by MOSEK's interior point; raises BackendUnavailableError without a licence.
+    ``polish``: as in :func:`~pcsos.bounds.safe.polished_bound`."""
     mosek = _mosek()
     ok, why = mosek_licence()
     if not ok:
@@ -184,7 +185,7 @@ def solve_mosek(model: SDPModel, *, tol: float = 1e-8, time_limit: float | None 
         N[model.cl[:, 0], model.cl[:, 1]] = 0.0
         N[model.cl[:, 1], model.cl[:, 0]] = 0.0
     u = yall[lay["cuts"]]
-    lb = safe_lower_bound(model, y, y_cl, u, N)
+    lb, y, y_cl, u, N = polished_bound(model, y, y_cl, u, N, evaluations=polish)
     status = "solved" if solsta == mosek.solsta.optimal else "failed"
     pres = float(np.linalg.norm(model.A(Z) - model.b)) / (1 + float(np.linalg.norm(model.b)))
     return SDPResult(Z=Z, y=y, y_cl=y_cl, u=u, N=N, sdp_value=model.objective(Z),

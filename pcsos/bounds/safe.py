@@ -21,7 +21,7 @@ import scipy.linalg as sla
 from pcsos.bounds import eig as eigmod
 from pcsos.bounds.model import SDPModel
 
-__all__ = ["safe_lower_bound", "dual_slack", "ky_fan_certificate"]
+__all__ = ["safe_lower_bound", "dual_slack", "ky_fan_certificate", "polish_duals", "polished_bound"]
 
 EPS = float(np.finfo(np.float64).eps)
 TINY = float(np.finfo(np.float64).tiny)
@@ -48,6 +48,13 @@ CERT_GAP = 1e-2
 CERT_WORK = 1.0
 CERT_TRIES = 3  # Cholesky factorisations before giving up for the dense eigensolver
 CERT_LOSS = 1e-7  # largest loss k tau accepted, relative to the sum of |terms| of the bound
+# polish_duals: evaluations of the bound's function (k smallest eigenpairs each) per call.
+# ECG5000 ml_0_cl_150_3, root after 4 rounds solved to 1e-5 (s = 500, 7 143 cuts): the safe
+# bound 11 408.065 rose by 0.117 after 5 evaluations, 0.133 after 10, 0.152 after 40 (the
+# ADMM's primal value 11 408.153), where a child of that tree closes about 0.12
+POLISH_EVALS = 8
+# the first step, relative to max(1, |bound|) (SSE units: a step moves y by step x residual)
+POLISH_STEP = 1e-6
 
 
 def _project(model: SDPModel, y, y_cl, u, N):
@@ -158,6 +165,95 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
     margin = 2.0 * (k * (s * EPS * float(np.linalg.norm(S)) + form)
                     + EPS * math.fsum(abs(x) for x in terms))
     return max(value - margin, 0.0)
+
+
+def _unfold(model: SDPModel, y, u, Nf):
+    """(y, y_cl, u, N) in SDPResult's convention from projected duals: the CL multipliers
+    (N's CL entries, free in sign) move to y_cl and N is zero there."""
+    cl = model.cl
+    if not len(cl):
+        return y, np.zeros(0), u, Nf
+    y_cl = Nf[cl[:, 0], cl[:, 1]].copy()
+    N = Nf.copy()
+    N[cl[:, 0], cl[:, 1]] = 0.0
+    N[cl[:, 1], cl[:, 0]] = 0.0
+    return y, y_cl, u, N
+
+
+def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
+                 evaluations: int = POLISH_EVALS):
+    """Duals at which the bound's function is at least its value at the given ones.
+
+    Projected supergradient ascent, with a step that grows on success and halves on
+    failure, on phi(y, u, N) = c0 + b^T y + l^T u + sum_{i<=k} λ_i(S'), the function
+    :func:`safe_lower_bound` evaluates before its margin: a supergradient is
+    (b - A(G), l - B(G), -G) with G = D^-1/2 V V^T D^-1/2, V the eigenvectors of the k
+    smallest eigenvalues of S'. Only steps that raise phi are taken. Any dual point gives a
+    valid bound, so the result's is valid for the same reason as the input's
+    (docs/safe_bound.md, "Polishing").
+
+    ``evaluations`` eigen-solves at most (below 2: no polishing). Skipped from
+    ``ITERATIVE_MIN_S`` super-points on, where the bound avoids dense eigensolvers. Returns
+    ``(y, y_cl, u, N, steps)``: the duals projected (u >= 0, N >= 0 and zero on the CL
+    entries, the CL multipliers in ``y_cl``) and the number of steps taken.
+    """
+    s, k, m = model.s, model.k, model.cuts.m
+    y, u, Nf = _project(model, y, y_cl, u, N)
+    taken = 0
+    if evaluations < 2 or s >= ITERATIVE_MIN_S or k >= s:
+        return (*_unfold(model, y, u, Nf), taken)
+    free = np.zeros((s, s), dtype=bool)
+    if len(model.cl):
+        free[model.cl[:, 0], model.cl[:, 1]] = True
+        free[model.cl[:, 1], model.cl[:, 0]] = True
+    d = 1.0 / np.sqrt(model.e)
+    dd = d[:, None] * d[None, :]
+    b, l, C = model.b, model.l, model.C
+
+    def value(y, u, Nf):
+        S = C - model.A_adj(y) - Nf
+        if m:
+            S -= model.cuts.adjoint(u, s)
+        S *= dd
+        lam, V = sla.eigh(S, subset_by_index=[0, k - 1], driver="evr", check_finite=False)
+        val = model.c0 + float(b @ y) + (float(l @ u) if m else 0.0) + float(lam.sum())
+        return val, V
+
+    try:
+        val, V = value(y, u, Nf)
+    except (ValueError, sla.LinAlgError):
+        return (*_unfold(model, y, u, Nf), taken)
+    step = POLISH_STEP * max(1.0, abs(val)) if math.isfinite(val) else 0.0
+    for _ in range(evaluations - 1 if step > 0 else 0):
+        G = (V @ V.T) * dd
+        y2 = y + step * (b - model.A(G))
+        u2 = np.maximum(u + step * (l - model.cuts.apply(G)), 0.0) if m else u
+        N2 = Nf - step * G
+        N2 = np.where(free, N2, np.maximum(N2, 0.0))
+        try:
+            v2, V2 = value(y2, u2, N2)
+        except (ValueError, sla.LinAlgError):
+            break
+        if math.isfinite(v2) and v2 > val:
+            y, u, Nf, val, V = y2, u2, N2, v2, V2
+            taken += 1
+            step *= 1.5
+        else:
+            step *= 0.5
+    return (*_unfold(model, y, u, Nf), taken)
+
+
+def polished_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
+                   start: np.ndarray | None = None, evaluations: int = POLISH_EVALS):
+    """``(bound, y, y_cl, u, N)``: the better of :func:`safe_lower_bound` at the given duals
+    and at the duals of :func:`polish_duals`, with the duals that give it."""
+    *polished, taken = polish_duals(model, y, y_cl, u, N, evaluations=evaluations)
+    lb = safe_lower_bound(model, *polished, start=start)
+    if taken:
+        lb0 = safe_lower_bound(model, y, y_cl, u, N, start=start)
+        if not lb >= lb0:  # the margin can exceed a tiny gain; a NaN never wins
+            return (lb0, *_unfold(model, *_project(model, y, y_cl, u, N)))
+    return (lb, *polished)
 
 
 def _gamma(n: int) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 from pcsos.bounds.admm import solve_admm
 from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
-from pcsos.bounds.safe import EPS
+from pcsos.bounds.safe import EPS, POLISH_EVALS
 from pcsos.errors import InputError
 
 __all__ = ["solve_sdp", "BACKENDS"]
@@ -30,7 +30,8 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
               max_iter: int | None = None, time_limit: float | None = None,
               warm_start: SDPResult | WarmStart | None = None, threads: int | None = None,
               eig: str = "auto", verbose: bool = False, should_stop=None,
-              bound_target: float | None = None, **options) -> SDPResult:
+              bound_target: float | None = None, polish: int = POLISH_EVALS,
+              **options) -> SDPResult:
     """Solve the node relaxation ``model`` and return an :class:`SDPResult` with a safe bound.
 
     ``backend``: 'admm' (default, :func:`pcsos.bounds.admm.solve_admm`), 'mosek' (interior
@@ -44,7 +45,9 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
     ends the solve with status 'time_limit' (a cancel hook for the tree; the other backends
     ignore it). ``bound_target``: the ADMM stops with status 'target' once its safe bound
     reaches this value, e.g. the value below which the incumbent prunes the node (the other
-    backends ignore it). Extra ``options`` go to the backend.
+    backends ignore it). ``polish``: eigen-solves of dual ascent on the safe bound's function
+    before it is evaluated, in every backend (:func:`~pcsos.bounds.safe.polish_duals`; 0:
+    none). Extra ``options`` go to the backend.
     Raises :class:`~pcsos.errors.BackendUnavailableError` when a backend is missing.
     """
     if backend not in BACKENDS:
@@ -65,14 +68,14 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
             return solve_admm(model, tol=tol, max_iter=max_iter, time_limit=time_limit,
                               warm_start=warm_start, eig=eig, verbose=verbose,
                               should_stop=should_stop, bound_target=bound_target,
-                              **options)
+                              polish=polish, **options)
         if backend == "mosek":
             from pcsos.bounds.mosek_backend import solve_mosek  # lazy: optional backend
             return solve_mosek(model, tol=tol, time_limit=time_limit, verbose=verbose,
-                               **options)
+                               polish=polish, **options)
         from pcsos.bounds.cvxpy_backend import solve_cvxpy  # lazy: optional backend
         return solve_cvxpy(model, solver=backend, tol=tol, max_iter=max_iter,
-                           time_limit=time_limit, verbose=verbose, **options)
+                           time_limit=time_limit, verbose=verbose, polish=polish, **options)
 
 
 def _one_cluster(model: SDPModel) -> SDPResult:
