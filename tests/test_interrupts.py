@@ -14,7 +14,9 @@ found yet), and never with a traceback or an abort.
 from __future__ import annotations
 
 import os
+import pathlib
 import re
+import signal
 import sys
 import time
 
@@ -85,6 +87,39 @@ def test_sigint_while_reading(instance):
     assert time.monotonic() - sent < 60  # within seconds; slack for a loaded machine
     _check_clean(rc, out, err)
     assert rc == 130 and "pcsos solve: interrupted" in err and "status:" not in out
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/task").is_dir(),
+                    reason="reads thread signal masks from /proc (Linux)")
+def test_only_the_main_thread_takes_signals_while_reading(instance):
+    """The cause of a rare hang of the test above, checked directly: a thread other than the
+    main one that accepts SIGINT can take the signal and leave the main thread's read of a
+    FIFO blocked for good. Every other thread must block SIGINT and SIGTERM."""
+    fifo = instance / "fifo_mask.txt"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    run = Run(instance, data="fifo_mask.txt")
+    writer = None
+    try:
+        writer = open_fifo_writer(fifo, run.proc)
+        pid = run.proc.pid
+        masks = {}
+        for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+            status = (task / "status").read_text()
+            masks[int(task.name)] = int(re.search(r"^SigBlk:\s*([0-9a-f]+)", status,
+                                                  re.M).group(1), 16)
+        run.interrupt()
+        rc, out, err = run.finish()
+    finally:
+        if writer is not None:
+            os.close(writer)
+    assert rc == 130, (rc, out, err)
+    want = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+    others = {tid: m for tid, m in masks.items() if tid != pid}
+    if not others:
+        pytest.skip("no thread besides the main one (single-threaded BLAS)")
+    assert all(m & want == want for m in others.values()), {t: hex(m) for t, m in masks.items()}
+    assert masks[pid] & want == 0
 
 
 def test_sigint_as_the_search_starts(instance):

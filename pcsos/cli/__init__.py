@@ -156,19 +156,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _import_numeric() -> None:
-    """Import numpy and scipy with SIGINT and SIGTERM blocked in this thread. The BLAS thread
-    pools they start inherit the mask, so a signal reaches this (the main) thread and ends
-    its blocking read or wait; taken by a pool thread, it left a read of a FIFO that never
-    gets data blocked for good (tests/test_interrupts_keep.py, 3 runs in 12). A signal that
-    comes meanwhile is delivered when the mask is restored."""
+@contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM blocked in this (the main) thread for the block. Threads started
+    inside inherit the mask: the BLAS pools that numpy and scipy start on import (the
+    subcommand modules import them), so a signal reaches the main thread and ends its
+    blocking read or wait. Taken by a pool thread, it left a read of a FIFO that never gets
+    data blocked for good (test_sigint_while_reading hung in a CI run, since a subcommand
+    module imported numpy before the mask was set). A signal that comes meanwhile is
+    delivered when the mask is restored."""
     block = (hasattr(signal, "pthread_sigmask")
              and threading.current_thread() is threading.main_thread())
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) \
         if block else None
     try:
-        import numpy  # noqa: F401
-        import scipy.linalg  # noqa: F401
+        yield
     finally:
         if block:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -184,7 +186,10 @@ def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None)
     intr = interrupts if interrupts is not None else Interrupts().install()
     prog = "pcsos"  # "pcsos <command>" once the arguments are parsed
     try:
-        parser = build_parser()
+        with _signals_held():
+            parser = build_parser()
+            import numpy  # noqa: F401  (and their thread pools, whatever the command)
+            import scipy.linalg  # noqa: F401
         args = parser.parse_args(argv)
         prog = f"pcsos {args.command}" if args.command else prog
         if getattr(args, "_run", None) is None:
@@ -193,7 +198,6 @@ def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None)
         from pcsos.cli.common import check_output_paths  # lazy: as above
 
         check_output_paths(args)  # before any work: a bad path must not cost a solve
-        _import_numeric()
         args._interrupts = intr
         return int(args._run(args) or 0)
     except PcsosError as exc:
