@@ -126,15 +126,20 @@ def _violated_triangles(Z, top):
 
 
 # --------------------------------------------------------------------------- validity
-@pytest.mark.parametrize("seed", range(12))
-def test_safe_bound_below_brute_force(seed):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(6, 10))
+def _tiny(rng, seed, n_low=6):
+    """A brute-forceable instance (n < 10, k = 2-3, pairs by ``seed``): (P, its model,
+    the optimal SSE)."""
+    n = int(rng.integers(n_low, 10))
     k = int(rng.integers(2, 4))
     n_ml, n_cl = [(0, 0), (2, 0), (0, 3), (2, 2)][seed % 4]
     X, ml, cl, P = _problem(rng, n, k, n_ml, n_cl)
     opt, _ = brute_force(X, k, ml, cl)
-    model = SDPModel.from_problem(P)
+    return P, SDPModel.from_problem(P), opt
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_safe_bound_below_brute_force(seed):
+    P, model, opt = _tiny(np.random.default_rng(seed), seed)
     full = solve_sdp(model, tol=1e-7)
     assert full.status == "solved"
     assert full.lower_bound <= opt + 1e-12 * abs(opt)
@@ -188,12 +193,7 @@ def test_polished_bound_is_valid_and_never_lower(seed):
     """Polishing an early ADMM iterate or a perturbed dual point (cannot-link entries
     included) never lowers the bound and never passes the brute-force optimum."""
     rng = np.random.default_rng(900 + seed)
-    n = int(rng.integers(7, 10))
-    k = int(rng.integers(2, 4))
-    n_ml, n_cl = [(0, 0), (2, 0), (0, 3), (2, 2)][seed % 4]
-    X, ml, cl, P = _problem(rng, n, k, n_ml, n_cl)
-    opt, _ = brute_force(X, k, ml, cl)
-    model = SDPModel.from_problem(P)
+    P, model, opt = _tiny(rng, seed, n_low=7)
     early = solve_sdp(model, max_iter=5, tol=1e-14, polish=0)
     points = [(early.y, early.y_cl, early.u, early.N)]
     for scale in (1e-3, 1e-1):

@@ -208,13 +208,10 @@ def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
         free[model.cl[:, 1], model.cl[:, 0]] = True
     d = 1.0 / np.sqrt(model.e)
     dd = d[:, None] * d[None, :]
-    b, l, C = model.b, model.l, model.C
+    b, l = model.b, model.l
 
     def value(y, u, Nf):
-        S = C - model.A_adj(y) - Nf
-        if m:
-            S -= model.cuts.adjoint(u, s)
-        S *= dd
+        S = dual_slack(model, y, None, u, Nf)  # projecting projected duals changes nothing
         lam, V = sla.eigh(S, subset_by_index=[0, k - 1], driver="evr", check_finite=False)
         val = model.c0 + float(b @ y) + (float(l @ u) if m else 0.0) + float(lam.sum())
         return val, V
