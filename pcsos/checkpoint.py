@@ -40,6 +40,7 @@ import numpy as np
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.errors import InputError
+from pcsos.io import open_input
 from pcsos.node import NodeData
 from pcsos.problem import Instance, Problem
 from pcsos.tree import TreeState
@@ -366,13 +367,19 @@ def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
     """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
-            magic = fh.read(4)
+        fh = open_input(path, binary=True)
+        magic = fh.read(4)
     except FileNotFoundError:
         raise InputError("no such checkpoint file", source=path) from None
     except OSError as exc:
         raise InputError(f"cannot read the checkpoint: {exc.strerror or exc}",
                          source=path) from None
+    with fh:
+        return _read_checkpoint(fh, magic, path, instance)
+
+
+def _read_checkpoint(fh, magic: bytes, path: str, instance: Instance
+                     ) -> tuple[TreeState, dict]:
     if magic.startswith(_PICKLE_MAGIC):
         raise InputError(
             "a checkpoint in the old pickle format (pcsos checkpoint version 1), not "
@@ -381,7 +388,7 @@ def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
     if magic != _ZIP_MAGIC:
         raise InputError("not a pcsos checkpoint (not an .npz archive)", source=path)
     try:
-        header, arrays = _load(path)
+        header, arrays = _load(fh)
     except _Corrupt as exc:
         raise InputError(f"not a readable pcsos checkpoint: {exc}", source=path) from None
     if header.get("format") != FORMAT:
@@ -406,11 +413,12 @@ def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
     return state, meta
 
 
-def _load(path: str) -> tuple[dict, list[np.ndarray]]:
-    """The header and the arrays of the archive, every member read with
-    ``allow_pickle=False``; :class:`_Corrupt` for anything else."""
+def _load(fh) -> tuple[dict, list[np.ndarray]]:
+    """The header and the arrays of the archive (``fh``: open, read from its start), every
+    member read with ``allow_pickle=False``; :class:`_Corrupt` for anything else."""
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        fh.seek(0)
+        with np.load(fh, allow_pickle=False) as npz:
             names = set(npz.files)
             if "header" not in names:
                 raise _Corrupt("no header")

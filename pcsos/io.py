@@ -28,7 +28,10 @@ import json
 import math
 import os
 import pathlib
+import signal
+import stat
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,12 +114,70 @@ QUOTE_MAX = 80
 
 
 # --------------------------------------------------------------------------- helpers
+#: how often (seconds) a wait for a FIFO's or a terminal's data looks for a pending signal
+WAIT_STEP = 0.05
+
+
+def open_input(path, *, binary: bool = False):
+    """``path`` opened for reading: UTF-8 text, or bytes with ``binary``; raises what
+    ``open()`` raises. Every file pcsos reads is opened here.
+
+    A regular file is opened directly. Anything else (a FIFO, ``/dev/stdin``, a terminal) is
+    opened and read whole in a helper thread while the calling thread waits in steps of
+    :data:`WAIT_STEP`, and comes back as an in-memory file. Such a file can block in
+    ``open()`` or ``read()`` until its writer comes. CPython runs a Python signal handler only
+    between bytecodes, so a Ctrl-C that lands between its last check and that blocking call
+    would be seen only once the call returns, which may be never. A wait in steps sees it
+    within one step.
+    """
+    path = os.fspath(path)
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):  # missing, a NUL in the name, ...: open() says which
+        regular = True
+    if regular:
+        return open(path, "rb") if binary else open(path, encoding="utf-8")
+    data = _in_helper_thread(lambda: _read_all(path))
+    buf = _io.BytesIO(data)
+    return buf if binary else _io.TextIOWrapper(buf, encoding="utf-8")
+
+
+def _read_all(path: str) -> bytes:
+    if (threading.current_thread() is not threading.main_thread()
+            and hasattr(signal, "pthread_sigmask")):
+        # the caller's thread takes the signals (and the kernel prefers it anyway)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def _in_helper_thread(fn):
+    """``fn()`` run in a daemon thread, its result or its exception; the caller waits in
+    steps, so that a signal handler of its thread runs meanwhile (and may raise, leaving the
+    helper blocked until its file gets a writer or the process ends)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+            box["error"] = exc
+
+    helper = threading.Thread(target=target, name="pcsos-read", daemon=True)
+    helper.start()
+    while helper.is_alive():
+        helper.join(WAIT_STEP)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _read_text(path) -> str:
     """The whole file as text. Every text format is read through here, so that they all agree
     on encoding, BOM and decoding errors."""
     path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_input(path) as fh:
             text = fh.read()
     except FileNotFoundError:
         raise InputError("no such file", source=path) from None
@@ -356,14 +417,19 @@ ZIP_MAGIC = b"PK\x03\x04"
 
 def _read_numpy(source: str, ext: str) -> DataFile:
     try:
-        with open(source, "rb") as fh:
-            magic = fh.read(6)
+        fh = open_input(source, binary=True)
+        magic = fh.read(6)
     except FileNotFoundError:
         raise InputError("no such file", source=source) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file", source=source) from None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    with fh:
+        return _numpy_data(fh, magic, source, ext)
+
+
+def _numpy_data(fh, magic: bytes, source: str, ext: str) -> DataFile:
     # np.load falls back to unpickling anything that is neither; allow_pickle=False refuses
     # that, but with a message about pickles that would puzzle the owner of a renamed CSV
     if not (magic.startswith(NPY_MAGIC) or magic.startswith(ZIP_MAGIC)):
@@ -374,7 +440,7 @@ def _read_numpy(source: str, ext: str) -> DataFile:
         # "invalid value encountered in reduce" before the ValueError): the error says it all
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            X, classes, notes, kind = _load_numpy(source)
+            X, classes, notes, kind = _load_numpy(fh, source)
     except PcsosError:
         raise
     except MemoryError:
@@ -404,11 +470,12 @@ def _read_numpy(source: str, ext: str) -> DataFile:
     return DataFile(X, kind, k, classes, notes, source)
 
 
-def _load_numpy(source: str) -> tuple[np.ndarray, np.ndarray | None, list[str], str]:
+def _load_numpy(fh, source: str) -> tuple[np.ndarray, np.ndarray | None, list[str], str]:
     """The array, an npz's labels, the notes and the layout seen ('npy' or 'npz') of a numpy
-    file; never unpickles."""
+    file (``fh``: from :func:`open_input`, read from its start); never unpickles."""
     notes: list[str] = []
-    obj = np.load(source, allow_pickle=False)
+    fh.seek(0)
+    obj = np.load(fh, allow_pickle=False)
     if isinstance(obj, np.ndarray):
         return obj, None, notes, "npy"
     with obj:  # an NpzFile: decided by the content (zip or not), not by the extension

@@ -67,6 +67,11 @@ class Child:
         :data:`BAD`."""
         try:
             self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            where = _threads(self.proc.pid)
+            self.proc.kill()
+            pytest.fail(f"the child did not end in {timeout} s; its threads: {where}; stdout:\n"
+                        f"{''.join(self.out)}\nstderr:\n{''.join(self.err)}")
         finally:
             self.proc.kill()
         for r in self.readers:
@@ -75,6 +80,22 @@ class Child:
         for bad in BAD:
             assert bad not in out + err, (bad, out, err)
         return self.proc.returncode, out, err
+
+
+def _threads(pid: int) -> str:
+    """Each thread of ``pid``: its name, where the kernel has it wait and its blocked and
+    pending signals (Linux), for the message of a hang."""
+    rows = []
+    for task in sorted(pathlib.Path(f"/proc/{pid}/task").glob("*")):
+        try:
+            status = (task / "status").read_text()
+            fields = dict(re.findall(r"^(\w+):\s*(\S*)", status, re.M))
+            rows.append(f"{task.name} {fields.get('Name')} wchan={(task / 'wchan').read_text()} "
+                        f"SigBlk={fields.get('SigBlk')} SigPnd={fields.get('SigPnd')} "
+                        f"ShdPnd={fields.get('ShdPnd')}")
+        except OSError:
+            pass
+    return "; ".join(rows) or "(not readable)"
 
 
 def open_fifo_writer(fifo, proc, timeout: float = 900.0) -> int:

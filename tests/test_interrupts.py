@@ -17,6 +17,7 @@ import os
 import pathlib
 import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -123,6 +124,71 @@ def test_only_the_main_thread_takes_signals_while_reading(instance):
         pytest.skip("no thread besides the main one (single-threaded BLAS)")
     assert all(m & want == want for m in others.values()), {t: hex(m) for t, m in masks.items()}
     assert masks[pid] & want == 0
+
+
+_CAUGHT_ELSEWHERE = """
+import errno, os, pathlib, signal, sys, threading, time
+from pcsos.io import read_data
+
+def handler(signum, frame):
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGINT, handler)
+fifo = sys.argv[1]
+
+def in_pipe_read():
+    for task in pathlib.Path("/proc/self/task").iterdir():
+        try:
+            if "pipe_read" in (task / "wchan").read_text():
+                return True
+        except OSError:
+            pass
+    return False
+
+def poke():
+    while True:
+        try:
+            os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # kept open: the read waits for data
+            break
+        except OSError as exc:
+            assert exc.errno == errno.ENXIO, exc
+            time.sleep(0.01)
+    end = time.monotonic() + 600
+    while not in_pipe_read():
+        if time.monotonic() > end:
+            os._exit(77)  # the kernel does not say where a thread waits: cannot check
+        time.sleep(0.01)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+threading.Thread(target=poke, daemon=True).start()
+try:
+    read_data(fifo)
+except KeyboardInterrupt:
+    sys.exit(130)
+sys.exit(1)
+"""
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/task").is_dir(),
+                    reason="finds the thread blocked in a pipe read from /proc (Linux)")
+def test_a_signal_the_blocked_read_never_sees_still_ends_it(tmp_path):
+    """The cause of a rare hang of test_sigint_while_reading: CPython runs a Python handler
+    between bytecodes, so a SIGINT that lands just before the read() of a FIFO is blocked
+    sets the handler's flag but never interrupts the read. Here a thread takes the signal
+    once a read is blocked (the same state, made certain). Before the fix the read stayed
+    blocked (the child timed out); now the reader's wait sees the flag within a step."""
+    fifo = tmp_path / "data.txt"
+    os.mkfifo(fifo)
+    script = tmp_path / "caught_elsewhere.py"
+    script.write_text(_CAUGHT_ELSEWHERE)
+    try:
+        proc = subprocess.run([sys.executable, str(script), str(fifo)], capture_output=True,
+                              text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the read stayed blocked after the signal")
+    if proc.returncode == 77:
+        pytest.skip("/proc does not show where threads wait")
+    assert proc.returncode == 130, (proc.returncode, proc.stdout, proc.stderr)
 
 
 def test_sigint_as_the_search_starts(instance):
