@@ -1,6 +1,7 @@
 import os
 import pathlib
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +20,22 @@ except ImportError:  # the reference-solver tests skip without it
 needs_clarabel = pytest.mark.skipif(
     "CLARABEL" not in CVXPY_SOLVERS,
     reason="needs cvxpy with Clarabel for the interior-point reference (pip install -e '.[test]')")
+
+
+
+def reference_value(prob) -> float:
+    """The optimal value of the cvxpy problem ``prob`` by Clarabel at the tightest tolerance
+    it certifies: 1e-9 (gap and feasibility), else 1e-8; fails the test if neither is
+    certified optimal. (Clarabel 0.11 stops some of these SDPs 'optimal_inaccurate' at 1e-9
+    with the value it certifies at 1e-8.)"""
+    for tol in (1e-9, 1e-8):
+        with warnings.catch_warnings():  # cvxpy's "may be inaccurate": the status says it
+            warnings.simplefilter("ignore", UserWarning)
+            prob.solve(solver="CLARABEL", tol_gap_abs=tol, tol_gap_rel=tol, tol_feas=tol)
+        if prob.status == "optimal":
+            return float(prob.value)
+    pytest.fail(f"the reference solver did not certify optimality: {prob.status}")
+
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "instances"
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import CVXPY_SOLVERS, needs_clarabel, random_instance
+from conftest import CVXPY_SOLVERS, needs_clarabel, random_instance, reference_value
 
 from pcsos.bounds import SDPModel, WarmStart, positive_part, safe_lower_bound, solve_sdp
 from pcsos.bounds.cutset import CutSet
@@ -62,9 +62,7 @@ def _peng_wei_reference(X, k, ml, cl):
     cons += [Z[i, j] == 0 for i, j in cl]
     prob = cvxpy.Problem(cvxpy.Minimize(float(np.trace(W)) - cvxpy.sum(cvxpy.multiply(W, Z))),
                          cons)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
-    assert prob.status == "optimal", prob.status
-    return float(prob.value)
+    return reference_value(prob)
 
 
 def _sse(X, labels):

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 from bruteforce import brute_force, feasible_partitions
-from conftest import needs_clarabel
+from conftest import needs_clarabel, reference_value
 
 from pcsos.bounds import SDPModel, solve_sdp
 from pcsos.bounds.cutset import SIZE, CutSet
@@ -195,9 +195,7 @@ def _sized_reference(X, k, ml, cl, w, lo, hi) -> float:
                  else [rs >= lo * cvxpy.diag(Z), rs <= hi * cvxpy.diag(Z)])
     c0 = float(w @ np.einsum("ij,ij->i", Xc, Xc))
     prob = cvxpy.Problem(cvxpy.Minimize(c0 - cvxpy.sum(cvxpy.multiply(G, Z))), cons)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
-    assert prob.status == "optimal", (prob.status, lo, hi)
-    return float(prob.value)
+    return reference_value(prob)
 
 
 @needs_clarabel
