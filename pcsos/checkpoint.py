@@ -366,14 +366,18 @@ def read_checkpoint(path, instance: Instance) -> tuple[TreeState, dict]:
     was written for other data. Nothing in the file is executed (module doc).
     """
     path = os.fspath(path)
+    fh = None
     try:
         fh = open_input(path, binary=True)
         magic = fh.read(4)
-    except FileNotFoundError:
-        raise InputError("no such checkpoint file", source=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the checkpoint: {exc.strerror or exc}",
-                         source=path) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        if fh is not None:
+            fh.close()
+        if isinstance(exc, FileNotFoundError):
+            raise InputError("no such checkpoint file", source=path) from None
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise InputError(f"cannot read the checkpoint: {why}", source=repr(path)
+                         if isinstance(exc, ValueError) else path) from None
     with fh:
         return _read_checkpoint(fh, magic, path, instance)
 

@@ -128,7 +128,9 @@ def open_input(path, *, binary: bool = False):
     ``open()`` or ``read()`` until its writer comes. CPython runs a Python signal handler only
     between bytecodes, so a Ctrl-C that lands between its last check and that blocking call
     would be seen only once the call returns, which may be never. A wait in steps sees it
-    within one step.
+    within one step: a handler that raises (KeyboardInterrupt) ends the wait, and the helper
+    stays blocked, holding its own handle of the file, until a writer comes or the process
+    ends (a later read of the same FIFO in that process may then lose data to it).
     """
     path = os.fspath(path)
     try:
@@ -416,14 +418,20 @@ ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _read_numpy(source: str, ext: str) -> DataFile:
+    fh = None
     try:
         fh = open_input(source, binary=True)
         magic = fh.read(6)
-    except FileNotFoundError:
-        raise InputError("no such file", source=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=source) from None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        if fh is not None:
+            fh.close()
+        if isinstance(exc, FileNotFoundError):
+            raise InputError("no such file", source=source) from None
+        if isinstance(exc, IsADirectoryError):
+            raise InputError("is a directory, not a file", source=source) from None
+        if isinstance(exc, ValueError):  # open() refuses a path holding a NUL character
+            raise InputError("not a valid file name (it holds a NUL character)",
+                             source=repr(source)) from None
         raise InputError(f"cannot read: {exc.strerror}", source=source) from None
     with fh:
         return _numpy_data(fh, magic, source, ext)

@@ -93,9 +93,10 @@ def test_sigint_while_reading(instance):
 @pytest.mark.skipif(not pathlib.Path("/proc/self/task").is_dir(),
                     reason="reads thread signal masks from /proc (Linux)")
 def test_only_the_main_thread_takes_signals_while_reading(instance):
-    """The cause of a rare hang of the test above, checked directly: a thread other than the
-    main one that accepts SIGINT can take the signal and leave the main thread's read of a
-    FIFO blocked for good. Every other thread must block SIGINT and SIGTERM."""
+    """One cause of a rare hang of the test above, checked directly: a thread other than the
+    main one that accepts SIGINT can take the signal and leave the main thread's wait for a
+    FIFO's data blocked for good. Every other thread must block SIGINT and SIGTERM (the
+    helper that reads the FIFO too)."""
     fifo = instance / "fifo_mask.txt"
     if not fifo.exists():
         os.mkfifo(fifo)

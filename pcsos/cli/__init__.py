@@ -161,9 +161,9 @@ def _signals_held():
     """SIGINT and SIGTERM blocked in this (the main) thread for the block. Threads started
     inside inherit the mask: the BLAS pools that numpy and scipy start on import (the
     subcommand modules import them), so a signal reaches the main thread and ends its
-    blocking read or wait. Taken by a pool thread, it left a read of a FIFO that never gets
-    data blocked for good (test_sigint_while_reading hung in a CI run, since a subcommand
-    module imported numpy before the mask was set). A signal that comes meanwhile is
+    blocking wait (pcsos.io.open_input). Taken by a pool thread, it left a read of a FIFO
+    that never gets data blocked for good (test_sigint_while_reading hung in a CI run, since
+    a subcommand module imported numpy before the mask was set). A signal that comes meanwhile is
     delivered when the mask is restored."""
     block = (hasattr(signal, "pthread_sigmask")
              and threading.current_thread() is threading.main_thread())
