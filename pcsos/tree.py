@@ -146,9 +146,22 @@ class Context:
         return self._inc.offer(value, solution, self.node_id)
 
     def report(self, stage: str, **info: Any) -> None:
-        """Record what the job is doing (shown by the manager's progress callback)."""
+        """Record what the job is doing (shown by the manager's progress callback).
+
+        ``bound``, when given, must be a valid lower bound of the node's subproblem: a job
+        that has not handed in its outcome when the search stops (abandoned after the grace
+        period, or cancelled) keeps the best such bound in the certified gap, in the tree's
+        result and in its checkpoint (``proved`` in the report)."""
         if self._reports is not None:
-            self._reports[self.node_id] = {"stage": stage, "time": time.time(), **info}
+            old = self._reports.get(self.node_id) or {}
+            proved = float(old.get("proved", -INF))
+            bound = info.get("bound")
+            if bound is not None and float(bound) > proved:  # False for NaN
+                proved = float(bound)
+            entry = {"stage": stage, "time": time.time(), **info}
+            if proved > -INF:
+                entry["proved"] = proved
+            self._reports[self.node_id] = entry
 
     def cancelled(self) -> bool:
         """True when the manager has stopped (interrupt, time limit, limit reached)."""
@@ -396,17 +409,24 @@ class _Search:
         """Seconds over every run (a resumed search goes on counting)."""
         return self.prior + time.time() - self.t0
 
+    def proved(self, node: _Open) -> float:
+        """A running node's bound: its bound when it was submitted, or the better one its job
+        has reported since (:meth:`Context.report`)."""
+        rep = self.reports.get(node.node_id) or {}
+        return max(node.bound, float(rep.get("proved", -INF)))
+
     def snapshot(self) -> TreeState:
-        """The state to resume from; running nodes count as open (they run again)."""
-        nodes = list(self.heap) + list(self.running.values())
+        """The state to resume from; running nodes count as open (they run again), with the
+        bounds their jobs have proved so far."""
         with self.inc.lock:  # a job may offer a solution meanwhile: value and solution agree
             value, solution = self.inc.value, self.inc.solution
 
-        def rows(opens):
-            return [(o.node_id, o.parent_id, o.depth, o.bound, o.data) for o in opens]
+        def rows(opens, bound=lambda o: o.bound):
+            return [(o.node_id, o.parent_id, o.depth, bound(o), o.data) for o in opens]
 
         return TreeState(
-            open=rows(nodes), incumbent=value, solution=solution,
+            open=rows(self.heap) + rows(self.running.values(), self.proved),
+            incumbent=value, solution=solution,
             unresolved=rows(self.unresolved), closed=self.closed, processed=self.processed,
             next_id=self.next_id, seconds=self.elapsed(), root_bound=self.root_bound,
             root_objective=self.root_objective)
@@ -427,7 +447,7 @@ class _Search:
     def global_bound(self) -> float:
         """The certified lower bound: the minimum bound over open, running, unresolved and
         pruned nodes (pruned ones lie within the tolerance of the incumbent)."""
-        lbs = ([o.bound for o in self.heap] + [o.bound for o in self.running.values()]
+        lbs = ([o.bound for o in self.heap] + [self.proved(o) for o in self.running.values()]
                + [o.bound for o in self.unresolved] + [self.closed])
         return min(min(lbs), self.inc.value)
 
@@ -454,14 +474,18 @@ class _Search:
             heapq.heapify(self.heap)
 
     def requeue(self, node: _Open) -> None:
-        """A submitted node that did not run to the end: open again, not counted."""
+        """A submitted node that did not run to the end: open again, not counted, with the
+        bound its job proved meanwhile."""
         self.submitted -= 1
-        self.push(node.data, node.bound, node.depth, node.parent_id, node.node_id)
+        bound = self.proved(node)
+        self.reports.pop(node.node_id, None)
+        self.push(node.data, bound, node.depth, node.parent_id, node.node_id)
 
     def absorb(self, node: _Open, out: NodeOutcome) -> None:
         """Merge a finished node: incumbent, children, log event."""
+        # never below its parent's bound, nor below one its job reported on the way
+        bound = max(float(out.bound), self.proved(node))
         self.reports.pop(node.node_id, None)
-        bound = max(float(out.bound), node.bound)  # a child is never below its parent
         self.inc.offer(float(out.objective), out.solution, node.node_id)
         if not out.finished:
             # stopped before it could bound or branch: still open, not a processed node
@@ -554,7 +578,8 @@ def branch_and_bound(
     nodes are finished), ``time_limit`` seconds after ``start_time`` (a ``time.time()``
     instant, default now: ``time_limit``), or on KeyboardInterrupt or ``stop_event``
     (``interrupted``); running jobs then get ``grace`` seconds to report before they are
-    abandoned (their bounds stay in the certified gap), none once ``abort_event`` is set.
+    abandoned (the best bounds they reported stay in the certified
+    gap), none once ``abort_event`` is set.
     ``callback(event)`` runs in the calling thread after every node; ``progress(status)``
     about every ``progress_interval`` seconds while jobs run (see ``_Search.status``).
     ``resume``: a :class:`TreeState` to go on from instead of ``root_data`` (node and time

@@ -659,6 +659,30 @@ def test_should_stop_ends_the_solve_with_a_valid_bound():
     assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
 
 
+def test_a_stopped_solve_does_not_polish(monkeypatch):
+    """Out of time, the last bound is taken as it is: polishing's eigen-solves (seconds at
+    s = 2 000) outlasted the grace a stopping search gives its jobs, and the root's bound
+    was lost (a solve stopped at its time limit reported 0)."""
+    import pcsos.bounds.admm as admm
+
+    evals = []
+    real = admm.polished_bound
+
+    def spy(*args, evaluations, **kw):
+        evals.append(evaluations)
+        return real(*args, evaluations=evaluations, **kw)
+
+    monkeypatch.setattr(admm, "polished_bound", spy)
+    rng = np.random.default_rng(7)
+    X, ml, cl, prob = _problem(rng, 9, 3, n_cl=3)
+    model = SDPModel.from_problem(prob)
+    calls = []
+    res = solve_sdp(model, tol=1e-12, should_stop=lambda: calls.append(1) or len(calls) >= 3)
+    assert res.status == "time_limit" and evals == [0]
+    res = solve_sdp(model, tol=1e-6)
+    assert res.status == "solved" and evals[-1] > 0  # a solved one still polishes
+
+
 def test_bound_target_stops_once_the_safe_bound_reaches_it(medium):
     P, model, r0 = medium
     # a target a little below the optimum: reached before full accuracy, and honoured

@@ -218,3 +218,29 @@ def test_a_node_stopped_early_leaves_the_stop_status():
     res = branch_and_bound(stopped_leaf, None, stop_event=stop)
     assert res.status == "interrupted" and res.solution == "leaf"
     assert res.lower_bound == 0.5 and res.gap == pytest.approx(0.5)
+
+
+def test_a_job_abandoned_at_the_stop_keeps_the_bound_it_reported():
+    # the root proves bounds on its way (3, then nothing valid, then a weaker 2), then is
+    # still busy when the search stops and the grace runs out: the result and the
+    # checkpoint carry 3, not the root's bound at submission (before the fix: -inf, 0 for a
+    # clustering), and nothing below it
+    stop, release = threading.Event(), threading.Event()
+    saved = []
+
+    def busy_root(data, ctx: Context) -> NodeOutcome:
+        ctx.offer(5.0, "incumbent")
+        for b in (3.0, math.nan, 2.0):
+            ctx.report("bound", bound=b)
+        stop.set()
+        release.wait(600)  # busy past the grace (a hang guard, never reached)
+        return NodeOutcome(bound=4.0, objective=5.0, solution="late")
+
+    try:
+        res = branch_and_bound(busy_root, None, stop_event=stop, grace=0.05,
+                               checkpoint=saved.append)
+    finally:
+        release.set()
+    assert res.status == "interrupted" and res.objective == 5.0
+    assert res.lower_bound == 3.0
+    assert [row[3] for row in saved[-1].open] == [3.0]
