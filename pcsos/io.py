@@ -33,6 +33,7 @@ import stat
 import sys
 import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,13 +175,13 @@ def _in_helper_thread(fn):
     return box["value"]
 
 
-def _read_text(path) -> str:
-    """The whole file as text. Every text format is read through here, so that they all agree
-    on encoding, BOM and decoding errors."""
-    path = os.fspath(path)
+@contextmanager
+def _input_errors(path: str):
+    """The failures of opening or reading the input ``path`` (OSError, a decoding error, a
+    NUL in the name) as an :class:`InputError` naming the file; one wording for every
+    reader."""
     try:
-        with open_input(path) as fh:
-            text = fh.read()
+        yield
     except FileNotFoundError:
         raise InputError("no such file", source=path) from None
     except IsADirectoryError:
@@ -193,6 +194,14 @@ def _read_text(path) -> str:
     except ValueError:  # open() refuses a path holding a NUL character
         raise InputError("not a valid file name (it holds a NUL character)",
                          source=repr(path)) from None
+
+
+def _read_text(path) -> str:
+    """The whole file as text. Every text format is read through here, so that they all agree
+    on encoding, BOM and decoding errors."""
+    path = os.fspath(path)
+    with _input_errors(path), open_input(path) as fh:
+        text = fh.read()
     # Windows editors and Excel start UTF-8 files with a BOM; left in, it glues onto the first
     # token ('\ufeff3', '\ufeffML'). Stripped here rather than by encoding="utf-8-sig", which
     # would shift the byte offset reported for a decoding error by the BOM's 3 bytes.
@@ -418,22 +427,11 @@ ZIP_MAGIC = b"PK\x03\x04"
 
 
 def _read_numpy(source: str, ext: str) -> DataFile:
-    fh = None
-    try:
+    with _input_errors(source):
         fh = open_input(source, binary=True)
-        magic = fh.read(6)
-    except (OSError, ValueError) as exc:
-        if fh is not None:
-            fh.close()
-        if isinstance(exc, FileNotFoundError):
-            raise InputError("no such file", source=source) from None
-        if isinstance(exc, IsADirectoryError):
-            raise InputError("is a directory, not a file", source=source) from None
-        if isinstance(exc, ValueError):  # open() refuses a path holding a NUL character
-            raise InputError("not a valid file name (it holds a NUL character)",
-                             source=repr(source)) from None
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
     with fh:
+        with _input_errors(source):
+            magic = fh.read(6)
         return _numpy_data(fh, magic, source, ext)
 
 

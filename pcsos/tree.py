@@ -578,8 +578,8 @@ def branch_and_bound(
     nodes are finished), ``time_limit`` seconds after ``start_time`` (a ``time.time()``
     instant, default now: ``time_limit``), or on KeyboardInterrupt or ``stop_event``
     (``interrupted``); running jobs then get ``grace`` seconds to report before they are
-    abandoned (the best bounds they reported stay in the certified
-    gap), none once ``abort_event`` is set.
+    abandoned (the best bounds they reported stay in the certified gap), none once
+    ``abort_event`` is set.
     ``callback(event)`` runs in the calling thread after every node; ``progress(status)``
     about every ``progress_interval`` seconds while jobs run (see ``_Search.status``).
     ``resume``: a :class:`TreeState` to go on from instead of ``root_data`` (node and time

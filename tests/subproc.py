@@ -82,20 +82,26 @@ class Child:
         return self.proc.returncode, out, err
 
 
-def _threads(pid: int) -> str:
-    """Each thread of ``pid``: its name, where the kernel has it wait and its blocked and
-    pending signals (Linux), for the message of a hang."""
-    rows = []
+def thread_status(pid: int) -> dict[int, dict[str, str]]:
+    """Each thread of ``pid`` (Linux): the fields of its /proc status ('Name', 'SigBlk',
+    'SigPnd', 'ShdPnd', ...) and 'wchan', where the kernel has it wait; a thread that ends
+    meanwhile is left out."""
+    threads = {}
     for task in sorted(pathlib.Path(f"/proc/{pid}/task").glob("*")):
         try:
-            status = (task / "status").read_text()
-            fields = dict(re.findall(r"^(\w+):\s*(\S*)", status, re.M))
-            rows.append(f"{task.name} {fields.get('Name')} wchan={(task / 'wchan').read_text()} "
-                        f"SigBlk={fields.get('SigBlk')} SigPnd={fields.get('SigPnd')} "
-                        f"ShdPnd={fields.get('ShdPnd')}")
+            fields = dict(re.findall(r"^(\w+):\s*(\S*)", (task / "status").read_text(), re.M))
+            fields["wchan"] = (task / "wchan").read_text()
         except OSError:
-            pass
-    return "; ".join(rows) or "(not readable)"
+            continue
+        threads[int(task.name)] = fields
+    return threads
+
+
+def _threads(pid: int) -> str:
+    """:func:`thread_status` in one line, for the message of a hang."""
+    return "; ".join(f"{tid} {f.get('Name')} wchan={f['wchan']} SigBlk={f.get('SigBlk')} "
+                     f"SigPnd={f.get('SigPnd')} ShdPnd={f.get('ShdPnd')}"
+                     for tid, f in thread_status(pid).items()) or "(not readable)"
 
 
 def open_fifo_writer(fifo, proc, timeout: float = 900.0) -> int:

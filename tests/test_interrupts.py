@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 import pytest
-from subproc import BAD, Child, open_fifo_writer
+from subproc import BAD, Child, open_fifo_writer, thread_status
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
 
@@ -108,11 +108,7 @@ def test_only_the_main_thread_takes_signals_while_reading(instance):
     try:
         writer = open_fifo_writer(fifo, run.proc)
         pid = run.proc.pid
-        masks = {}
-        for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
-            status = (task / "status").read_text()
-            masks[int(task.name)] = int(re.search(r"^SigBlk:\s*([0-9a-f]+)", status,
-                                                  re.M).group(1), 16)
+        masks = {tid: int(f["SigBlk"], 16) for tid, f in thread_status(pid).items()}
         run.interrupt()
         rc, out, err = run.finish()
     finally:

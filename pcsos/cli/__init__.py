@@ -163,8 +163,8 @@ def _signals_held():
     subcommand modules import them), so a signal reaches the main thread and ends its
     blocking wait (pcsos.io.open_input). Taken by a pool thread, it left a read of a FIFO
     that never gets data blocked for good (test_sigint_while_reading hung in a CI run, since
-    a subcommand module imported numpy before the mask was set). A signal that comes meanwhile is
-    delivered when the mask is restored."""
+    a subcommand module imported numpy before the mask was set). A signal that comes
+    meanwhile is delivered when the mask is restored."""
     block = (hasattr(signal, "pthread_sigmask")
              and threading.current_thread() is threading.main_thread())
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM}) \
