@@ -647,6 +647,50 @@ def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch, entry_solver, li
     assert ent.sdp_value == pytest.approx(lu.sdp_value, rel=1e-6)
 
 
+def test_in_place_adjoint_matches_the_operators(medium):
+    """The iteration's X += alpha (A*y + B*u) (BLAS rank-one updates, the diagonal, the
+    entries the cuts touch) is what the dense operators give, with cannot-links and cuts."""
+    import pcsos.bounds.admm as admm
+
+    P, model, r0 = medium
+    sc = admm._Scaled(model.with_cuts(_violated_triangles(r0.Z, 60)))
+    assert sc.m > 0 and sc.cl_flat is not None
+    rng = np.random.default_rng(303)
+    y, u = rng.normal(size=P.s + 1), rng.normal(size=sc.m)
+    X0 = rng.normal(size=(P.s, P.s))
+    X = X0.copy()
+    sc.add_adj(X, y, u, -0.7)
+    np.testing.assert_allclose(X, X0 - 0.7 * (sc.A_adj(y) + sc.B_adj(u)), rtol=0, atol=1e-12)
+    # the cannot-link entries as flat indices, both triangles
+    assert not sc.nonneg.ravel()[sc.cl_flat].any() and (~sc.nonneg).sum() == len(sc.cl_flat)
+
+
+def test_reused_buffers_leak_into_no_result(medium):
+    """The iteration reuses its s x s arrays: a result (and the warm start it came from)
+    must own what it holds, so a later solve changes nothing in an earlier one."""
+    P, model, r0 = medium
+    mc = model.with_cuts(_violated_triangles(r0.Z, 60))
+    first = solve_sdp(mc, max_iter=60, tol=1e-12)
+    kept = {name: np.array(getattr(first, name), copy=True) for name in ("Z", "y", "u", "N", "S")}
+    again = solve_sdp(mc, max_iter=60, tol=1e-12, warm_start=first)
+    solve_sdp(mc, max_iter=60, tol=1e-12)
+    for name, value in kept.items():
+        np.testing.assert_array_equal(getattr(first, name), value, err_msg=name)
+    assert again.iterations == 60
+    # the same cold solve twice: the same iterates, whatever the buffers held before
+    repeat = solve_sdp(mc, max_iter=60, tol=1e-12)
+    np.testing.assert_array_equal(repeat.Z, first.Z)
+    assert repeat.lower_bound == first.lower_bound
+    # the duals returned are those of one iterate: S + N = C - A*y - B*u up to the residual
+    r = solve_sdp(mc, tol=1e-7)
+    assert r.status == "solved"
+    N = np.array(r.N)
+    N[mc.cl[:, 0], mc.cl[:, 1]] += r.y_cl
+    N[mc.cl[:, 1], mc.cl[:, 0]] += r.y_cl
+    R = mc.C - mc.A_adj(r.y) - mc.cuts.adjoint(r.u, P.s) - N - r.S
+    assert np.linalg.norm(R) <= 1e-5 * np.linalg.norm(mc.C)
+
+
 def test_should_stop_ends_the_solve_with_a_valid_bound():
     """The cancel hook stops the ADMM at the next iteration; the bound stays valid."""
     rng = np.random.default_rng(7)

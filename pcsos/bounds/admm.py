@@ -30,6 +30,11 @@ sigma is adapted every few iterations to balance the primal and dual residuals. 
 iteration, a fixed-point map of (M, S, y, u, t), is accelerated by safeguarded type-II
 Anderson extrapolation (:class:`_Anderson`); the residuals, the stopping test and the
 returned point are always those of a true sGS-ADMM step, so the safe bound is unaffected.
+
+The iteration forms no s x s matrix it can avoid: A*y enters by two BLAS rank-one updates
+and B*u on the entries the cuts touch (:meth:`_Scaled.add_adj`), the (y, u) right-hand
+sides take A and B of S and N by linearity, and the s x s arrays it does need come back from
+a pool (:class:`_Pool`) rather than from fresh allocations.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.linalg.blas import dger as _dger
 
 from pcsos.bounds import eig as eigmod
 from pcsos.bounds.model import SDP_TOL, SDPModel
@@ -99,7 +105,9 @@ class _Scaled:
         self.n = float(np.sum(model.e))
         Cm = model.C * self.d[:, None] * self.d[None, :]
         self.scale = max(float(np.linalg.norm(Cm)), 1e-300)
-        self.C = Cm / self.scale
+        # exactly symmetric (the two scalings round differently): the iteration keeps no
+        # symmetrisation step of its own
+        self.C = (Cm + Cm.T) / (2.0 * self.scale)
         self.c0 = model.c0 / self.scale
         self.b = np.concatenate([self.f, [float(model.k)]])
         q = len(model.cl)
@@ -109,6 +117,10 @@ class _Scaled:
         if q:
             self.nonneg[model.cl[:, 0], model.cl[:, 1]] = False
             self.nonneg[model.cl[:, 1], model.cl[:, 0]] = False
+        # the same entries as flat indices: the projections clip everything, then restore
+        # these few (a masked np.where costs several passes over s^2 entries)
+        self.cl_flat = np.concatenate([model.cl[:, 0] * s + model.cl[:, 1],
+                                       model.cl[:, 1] * s + model.cl[:, 0]]) if q else None
         cuts = model.cuts
         self.m = cuts.m
         if self.m:
@@ -129,6 +141,9 @@ class _Scaled:
             self.B = sp.diags(1.0 / nrm) @ B
             self.B = self.B.tocsr()
             self.BT = self.B.T.tocsr()
+            # B*u lives on the entries the cuts touch: added there, not as an s x s matrix
+            self.touched = np.flatnonzero(np.diff(self.BT.indptr))
+            self.BT_touched = self.BT[self.touched]
             self.l = cuts.rhs / nrm
             self._factor_cuts()
         else:
@@ -156,6 +171,15 @@ class _Scaled:
 
     def B_adj(self, u: np.ndarray) -> np.ndarray:
         return (self.BT @ u).reshape(self.s, self.s)
+
+    def add_adj(self, X: np.ndarray, y: np.ndarray, u: np.ndarray, alpha: float) -> None:
+        """X += alpha (A*y + B*u) in place (X C-contiguous): two rank-one updates, the
+        diagonal, and the entries the cuts touch; no s x s temporary."""
+        _ger(0.5 * alpha, y[:-1], self.f, X)
+        _ger(0.5 * alpha, self.f, y[:-1], X)
+        X.flat[:: self.s + 1] += alpha * y[-1]
+        if self.m:
+            X.ravel()[self.touched] += alpha * (self.BT_touched @ u)
 
     def _AAinv(self, r: np.ndarray) -> np.ndarray:
         """Solve A A* y = r in closed form (A A* = [[n/2 I + f f^T/2, f], [f^T, s]])."""
@@ -272,6 +296,38 @@ class _Scaled:
         return y, u
 
 
+class _Pool:
+    """Spare float arrays of one shape, handed out again instead of allocating. From s of
+    about 2 000 on, every new s x s array is a fresh mapping whose page faults cost more
+    than the arithmetic done in it (2-core VM, s = 2 000: 9-23 ms for an addition into a new
+    array, with and without huge pages, against 2 ms into a reused one)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+        self.spare: list[np.ndarray] = []
+
+    def take(self) -> np.ndarray:
+        return self.spare.pop() if self.spare else np.empty(self.shape)
+
+    def give(self, *arrays, keep=()) -> None:
+        """Return arrays nothing uses any more (None, ``keep``, views and repeats skipped)."""
+        seen = {id(a) for a in keep} | {id(a) for a in self.spare}
+        for a in arrays:
+            if (a is None or id(a) in seen or a.shape != self.shape or not a.flags.owndata
+                    or a.dtype != np.float64):
+                continue
+            seen.add(id(a))
+            self.spare.append(a)
+
+
+def _ger(alpha: float, x: np.ndarray, y: np.ndarray, X: np.ndarray) -> None:
+    """X += alpha x y^T in place by BLAS dger (on X^T, the Fortran view of a C array)."""
+    XT = X.T
+    out = _dger(alpha, y, x, a=XT, overwrite_a=True)
+    if not np.shares_memory(out, X):  # f2py made a copy (X not contiguous)
+        X[...] = out.T
+
+
 def _cg(op, b: np.ndarray, x0: np.ndarray, rtol: float, maxiter: int) -> np.ndarray:
     """Conjugate gradients for the SPD operator ``op`` from ``x0``, stopped when
     ||b - op(x)|| <= rtol ||b|| (scipy's test) or after ``maxiter`` steps; a plain loop,
@@ -366,6 +422,8 @@ class _Anderson:
         self.dG = np.empty((mem, n))
         self.dF = np.empty((mem, n))
         self.gram = np.zeros((mem, mem))
+        # the last pair (g, f), copied: the caller reuses its arrays
+        self.owned = (np.empty(n), np.empty(n))
         self.rejected = 0
         self.reset()
 
@@ -386,34 +444,45 @@ class _Anderson:
             return g
         return None
 
-    def propose(self, z: np.ndarray, g: np.ndarray) -> np.ndarray:
-        f = g - z
+    def _remember(self, g: np.ndarray, f: np.ndarray) -> None:
+        self.g_prev, self.f_prev = self.owned
+        np.copyto(self.g_prev, g)
+        np.copyto(self.f_prev, f)
+
+    def propose(self, z: np.ndarray, g: np.ndarray, f: np.ndarray | None = None,
+                out: np.ndarray | None = None) -> np.ndarray:
+        """The next input after the pair (z, g = F(z)): g itself or a new array (in ``out``
+        when given); ``f``: g - z if already formed. The fallback that :meth:`check` may
+        return later is one of the arrays in ``owned``."""
+        f = g - z if f is None else f
         if self.g_prev is None:
-            self.g_prev, self.f_prev = g, f
+            self._remember(g, f)
             return g
         j = self.pos
         np.subtract(g, self.g_prev, out=self.dG[j])
         np.subtract(f, self.f_prev, out=self.dF[j])
         self.pos = (j + 1) % self.mem
         self.count = k = min(self.count + 1, self.mem)
-        self.g_prev, self.f_prev = g, f
-        # the new Gram row and the right-hand side in one pass over the memory (it is
-        # memory-bound: 2 s^2 doubles a column)
-        both = self.dF[:k] @ np.stack([self.dF[j], f], axis=1)
-        self.gram[j, :k] = both[:, 0]
-        self.gram[:k, j] = both[:, 0]
+        self._remember(g, f)
+        # the new Gram row and the right-hand side: two products with the memory (stacking
+        # the two vectors first would copy 2 s^2 doubles)
+        row = self.dF[:k] @ self.dF[j]
+        rhs = self.dF[:k] @ f
+        self.gram[j, :k] = row
+        self.gram[:k, j] = row
         gram = self.gram[:k, :k]
         reg = AA_REG * float(np.trace(gram)) + 1e-300
         try:
-            gamma = np.linalg.solve(gram + reg * np.eye(k), both[:, 1])
+            gamma = np.linalg.solve(gram + reg * np.eye(k), rhs)
         except np.linalg.LinAlgError:
             self.reset()
             return g
         if not np.all(np.isfinite(gamma)) or float(np.abs(gamma).max()) > AA_MAX_COEF:
             self.reset()
             return g
-        self.base = (g, float(np.linalg.norm(f)))
-        return g - gamma @ self.dG[:k]
+        self.base = (self.g_prev, float(np.linalg.norm(f)))
+        step = np.matmul(gamma, self.dG[:k], out=out)
+        return np.subtract(g, step, out=step)
 
 
 def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = None,
@@ -497,92 +566,139 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     next_target = 0
     # the target in the scaled objective, for the cheap test on the dual objective
     target_sc = None if bound_target is None else float(bound_target) / sc.scale
-    nonneg = sc.nonneg
+    cl_flat = sc.cl_flat
     iu, ju = np.triu_indices(s)
     tri = iu * s + ju
+    tri_t = ju * s + iu  # the same entries, mirrored
     tri_w = np.where(iu == ju, 1.0, math.sqrt(2.0))
+    del iu, ju
     nt = len(tri)
-    aa = _Anderson(mem, 2 * nt + s + 1 + 2 * m) if mem > 0 else None
+    nz = 2 * nt + s + 1 + 2 * m
+    aa = _Anderson(mem, nz) if mem > 0 else None
+    mats, vecs_z = _Pool((s, s)), _Pool((nz,))
+    tri_buf = np.empty(nt)
     # the evaluated point (output of the last ADMM step), returned whatever the extrapolation
     out = (M, y, u, N, S, t)
+    # A(C) and B(C): the (y, u) right-hand sides take A and B of S and N only (matrix-vector
+    # products), not of an s x s difference
+    AC = sc.A(C)
+    BC = sc.Bop(C)
+
+    def clip(X, fn):
+        # X = fn(X, 0) in place, except on the cannot-link entries (free multipliers)
+        if cl_flat is None:
+            return fn(X, 0.0, out=X)
+        keep = X.ravel()[cl_flat]
+        fn(X, 0.0, out=X)
+        X.ravel()[cl_flat] = keep
+        return X
+
+    weights = {}
+
+    def tri_weights():
+        # (weight of M, weight of S) on the packed triangles at the current sigma
+        if weights.get("sigma") != sigma:
+            r = math.sqrt(sigma)
+            weights.update(sigma=sigma, M=tri_w / r, S=tri_w * r)
+        return weights["M"], weights["S"]
 
     def pack(M, S, y, u, t):
         # the ADMM's natural metric ||M||^2 / sigma + sigma ||dual||^2, on the upper triangles
         # of the symmetric M and S (off-diagonal entries weighted by sqrt 2): half the memory
         # traffic of the acceleration
         r = math.sqrt(sigma)
-        return np.concatenate([M.ravel()[tri] * (tri_w / r), S.ravel()[tri] * (tri_w * r),
-                               y * r, u * r, t / r])
+        wM, wS = tri_weights()
+        z = vecs_z.take()
+        for X, w, part in ((M, wM, z[:nt]), (S, wS, z[nt:2 * nt])):
+            np.take(X.ravel(), tri, out=part)
+            part *= w
+        np.multiply(y, r, out=z[2 * nt:2 * nt + s + 1])
+        np.multiply(u, r, out=z[2 * nt + s + 1:2 * nt + s + 1 + m])
+        np.divide(t, r, out=z[2 * nt + s + 1 + m:])
+        return z
 
-    def unsym(v):
-        X = np.zeros((s, s))
-        X.ravel()[tri] = v / tri_w
-        X += X.T
-        X.flat[:: s + 1] *= 0.5
+    def unsym(v, w):
+        X = mats.take()
+        np.divide(v, w, out=tri_buf)
+        X.ravel()[tri] = tri_buf
+        X.ravel()[tri_t] = tri_buf
         return X
 
     def unpack(z):
         r = math.sqrt(sigma)
-        M = unsym(z[:nt] * r)
-        S = unsym(z[nt:2 * nt] / r)
+        wM, wS = tri_weights()
+        M = unsym(z[:nt], wM)
+        S = unsym(z[nt:2 * nt], wS)
         y = z[2 * nt:2 * nt + s + 1] / r
         u = z[2 * nt + s + 1:2 * nt + s + 1 + m] / r
         t = z[2 * nt + s + 1 + m:] * r
         return M, S, y, u, t
 
-    # M (and t) only change at the multiplier step: A(M), B(M), M / sigma are computed once
-    # per iteration (pre_b, pre_l, Msig)
+    # M (and t) only change at the multiplier step: A(M), B(M) and K = C - M / sigma are
+    # computed once per iteration (pre_b, pre_l, K)
     def yu_step(S, N):
-        CSN = C - S - N
-        r1 = pre_b + sc.A(CSN)
+        # right-hand sides pre + A(C - S - N) (and B), by linearity
+        r1 = pre_b + AC - sc.A(S) - sc.A(N)
         if m:
-            r2 = pre_l + sc.Bop(CSN) + v
+            r2 = pre_l + BC - sc.Bop(S) - sc.Bop(N) + v
         else:
             r2 = np.zeros(0)
         return sc.solve_yu(r1, r2)
 
-    def n_block(Aty, Btu, S):
-        Ntmp = C - Aty - Btu - S - Msig
-        N = np.where(nonneg, np.maximum(Ntmp, 0.0), Ntmp)
+    def n_block(y, u, S):
+        # N = Π_P*(C - A*y - B*u - S - M / sigma)
+        N = np.subtract(K, S, out=mats.take())
+        sc.add_adj(N, y, u, -1.0)
+        clip(N, np.maximum)
         v = np.maximum(u - t / sigma, 0.0) if m else u
         return N, v
 
-    def s_block(Aty, Btu, N):
-        # S = Π_PSD(W) = W + Π_PSD(-W), the second part low rank (about k)
-        W = C - Aty - Btu - N - Msig
-        W = 0.5 * (W + W.T)
+    def s_block(y, u, N):
+        # S = Π_PSD(W) = W + Π_PSD(-W) for W = C - A*y - B*u - N - M / sigma, the second
+        # part low rank (about k); -W is built directly
+        Wn = np.subtract(N, K, out=mats.take())
+        sc.add_adj(Wn, y, u, 1.0)
         eig_tol = EIG_TOL * min(dinf * normC, pinf * normM / sigma)
-        vals, vecs = project(-W, rank, eig_tol if math.isfinite(eig_tol) else None)
-        P = (vecs * vals) @ vecs.T
-        return W + P, P, len(vals)
+        vals, vecs = project(Wn, rank, eig_tol if math.isfinite(eig_tol) else None)
+        P = np.matmul(vecs * vals, vecs.T, out=mats.take())
+        return np.subtract(P, Wn, out=Wn), P, len(vals)
 
     z_in = pack(M, S, y, u, t) if aa is not None else None
     for it in range(1, max_iter + 1):
-        Msig = M / sigma
+        inputs = (M, S, N)
+        K = np.multiply(M, -1.0 / sigma, out=mats.take())
+        K += C
         pre_b = (b - sc.A(M)) / sigma
         pre_l = (l - sc.Bop(M) + t) / sigma if m else None
-        Aty = sc.A_adj(y)
-        Btu = sc.B_adj(u) if m else 0.0
         if ORDER == "NS":
-            N, v = n_block(Aty, Btu, S)
+            N, v = n_block(y, u, S)
             y, u = yu_step(S, N)
-            Aty = sc.A_adj(y)
-            Btu = sc.B_adj(u) if m else 0.0
-            S, P, rank = s_block(Aty, Btu, N)
+            S, P, rank = s_block(y, u, N)
         else:
-            S, P, rank = s_block(Aty, Btu, N)
+            S, P, rank = s_block(y, u, N)
             y, u = yu_step(S, N)
-            Aty = sc.A_adj(y)
-            Btu = sc.B_adj(u) if m else 0.0
-            N, v = n_block(Aty, Btu, S)
+            N, v = n_block(y, u, S)
+        mats.give(K)
+        K = None
         # (y, u) full step
         y, u = yu_step(S, N)
-        Aty = sc.A_adj(y)
-        Btu = sc.B_adj(u) if m else 0.0
-        R = Aty + Btu + S + N - C
-        M = M + (TAU * sigma) * R
+        R = np.add(S, N, out=mats.take())
+        R -= C
+        sc.add_adj(R, y, u, 1.0)
+        M_new = np.multiply(R, TAU * sigma, out=mats.take())
+        M_new += inputs[0]
+        if it % SIGMA_EVERY == 0:
+            # nothing above symmetrises: rounding would let M drift from its transpose by
+            # about one ulp an iteration (S and N are formed anew from it)
+            M = np.add(M_new, M_new.T, out=mats.take())
+            M *= 0.5
+            mats.give(M_new)
+        else:
+            M = M_new
         if m:
             t = t + (TAU * sigma) * (v - u)
+        # the last evaluated point and this step's inputs are dead from here on
+        mats.give(*inputs, out[0], out[3], out[4], keep=(M, N, S))
         out = (M, y, u, N, S, t)
 
         # ---- residuals
@@ -593,13 +709,20 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         # distance of M to P and to the PSD cone (the latter from the last projection:
         # sigma * P is the PSD part of M's estimate M_half = sigma (S - W))
         normM = 1.0 + float(np.linalg.norm(M))
-        negP = np.where(nonneg, np.minimum(M, 0.0), M)
-        kinf1 = float(np.linalg.norm(negP)) / normM
-        Mhalf = sigma * P
-        kinf2 = float(np.linalg.norm(M - Mhalf)) / normM
+        negM = mats.take()
+        np.copyto(negM, M)
+        clip(negM, np.minimum)
+        kinf1 = float(np.linalg.norm(negM)) / normM
+        P *= -sigma
+        P += M
+        kinf2 = float(np.linalg.norm(P)) / normM
+        mats.give(P, negM)
+        P = negM = None
         kinf = max(kinf1, kinf2)
         pinf = max(pres, kinf)
         dinf = float(np.sqrt(np.vdot(R, R) + (float(np.dot(v - u, v - u)) if m else 0.0))) / normC
+        mats.give(R)
+        R = None
         pobj = sc.c0 + float(np.vdot(C, M))
         dobj = sc.c0 + float(b @ y) + (float(l @ u) if m else 0.0)
         relgap = abs(pobj - dobj) / (1.0 + abs(pobj) + abs(dobj))
@@ -649,17 +772,23 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         # ---- Anderson acceleration of the map (M, S, y, u, t) -> next (M, S, y, u, t); the
         # residuals and the bound above are always those of a true ADMM step
         if aa is not None:
+            z_old = z_in
             if sigma != sigma_old:
                 # a new sigma is a new map: the memory no longer applies
                 aa.reset()
                 z_in = pack(M, S, y, u, t)
+                vecs_z.give(z_old, keep=aa.owned)
                 continue
             g = pack(M, S, y, u, t)
-            fallback = aa.check(float(np.linalg.norm(g - z_in)))
+            fz = np.subtract(g, z_in, out=vecs_z.take())
+            fallback = aa.check(float(np.linalg.norm(fz)))
+            step = None
             if fallback is not None:
                 z_in = fallback
             else:
-                z_in = aa.propose(z_in, g)
+                step = vecs_z.take()
+                z_in = aa.propose(z_old, g, fz, out=step)
+            vecs_z.give(z_old, g, fz, step, keep=(z_in, *aa.owned))
             if z_in is not g:
                 M, S, y, u, t = unpack(z_in)
 
