@@ -665,24 +665,61 @@ def test_in_place_adjoint_matches_the_operators(medium):
     assert not sc.nonneg.ravel()[sc.cl_flat].any() and (~sc.nonneg).sum() == len(sc.cl_flat)
 
 
-def test_reused_buffers_leak_into_no_result(medium):
-    """The iteration reuses its s x s arrays: a result (and the warm start it came from)
-    must own what it holds, so a later solve changes nothing in an earlier one."""
+def test_rank_one_update_in_place():
+    """_ger adds alpha x y^T (x != y, so a transposed update would show) into C- and
+    Fortran-ordered arrays alike."""
+    import pcsos.bounds.admm as admm
+
+    rng = np.random.default_rng(304)
+    x, y = rng.normal(size=7), rng.normal(size=7)
+    for order in ("C", "F"):
+        X0 = np.asarray(rng.normal(size=(7, 7)), order=order)
+        X = X0.copy(order=order)
+        admm._ger(-1.5, x, y, X)
+        np.testing.assert_allclose(X, X0 - 1.5 * np.outer(x, y), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("order", ["NS", "SN"])
+def test_reused_buffers_hold_nothing_still_needed(medium, monkeypatch, order):
+    """The iteration hands its s x s and packed arrays back to a pool: poisoning every
+    array handed back (and every new one) with NaN changes nothing, bit for bit, through
+    Anderson fallbacks, sigma changes and every exit (solved, iteration limit, target)."""
+    import pcsos.bounds.admm as admm
+
     P, model, r0 = medium
     mc = model.with_cuts(_violated_triangles(r0.Z, 60))
-    first = solve_sdp(mc, max_iter=60, tol=1e-12)
-    kept = {name: np.array(getattr(first, name), copy=True) for name in ("Z", "y", "u", "N", "S")}
-    again = solve_sdp(mc, max_iter=60, tol=1e-12, warm_start=first)
-    solve_sdp(mc, max_iter=60, tol=1e-12)
-    for name, value in kept.items():
-        np.testing.assert_array_equal(getattr(first, name), value, err_msg=name)
-    assert again.iterations == 60
-    # the same cold solve twice: the same iterates, whatever the buffers held before
-    repeat = solve_sdp(mc, max_iter=60, tol=1e-12)
-    np.testing.assert_array_equal(repeat.Z, first.Z)
-    assert repeat.lower_bound == first.lower_bound
-    # the duals returned are those of one iterate: S + N = C - A*y - B*u up to the residual
-    r = solve_sdp(mc, tol=1e-7)
+    monkeypatch.setattr(admm, "ORDER", order)
+    # a strict safeguard makes the acceleration fall back to its stored plain iterate
+    monkeypatch.setattr(admm, "AA_SAFEGUARD", 0.9)
+    runs = [dict(tol=1e-6), dict(max_iter=37, tol=1e-12),
+            dict(tol=1e-12, bound_target=r0.lower_bound - 1.0)]
+    clean = [solve_sdp(mc, **kw) for kw in runs]
+    give, take = admm._Pool.give, admm._Pool.take
+
+    def poisoned_give(self, *arrays, keep=()):
+        n = len(self.spare)
+        give(self, *arrays, keep=keep)
+        for a in self.spare[n:]:
+            a.fill(np.nan)
+
+    def poisoned_take(self):
+        a = take(self)
+        a.fill(np.nan)
+        return a
+
+    monkeypatch.setattr(admm._Pool, "give", poisoned_give)
+    monkeypatch.setattr(admm._Pool, "take", poisoned_take)
+    for kw, ref in zip(runs, clean):
+        r = solve_sdp(mc, **kw)
+        assert r.status == ref.status and r.iterations == ref.iterations
+        for name in ("Z", "y", "u", "N", "S"):
+            np.testing.assert_array_equal(getattr(r, name), getattr(ref, name), err_msg=name)
+        assert r.lower_bound == ref.lower_bound
+    assert {r.status for r in clean} == {"solved", "max_iter", "target"}
+    # unpolished, the duals returned are those of one iterate: S + N = C - A*y - B*u up to
+    # the dual residual
+    monkeypatch.undo()
+    r = solve_sdp(mc, tol=1e-7, polish=0)
     assert r.status == "solved"
     N = np.array(r.N)
     N[mc.cl[:, 0], mc.cl[:, 1]] += r.y_cl

@@ -140,10 +140,10 @@ class _Scaled:
             self.cut_norm = nrm
             self.B = sp.diags(1.0 / nrm) @ B
             self.B = self.B.tocsr()
-            self.BT = self.B.T.tocsr()
             # B*u lives on the entries the cuts touch: added there, not as an s x s matrix
-            self.touched = np.flatnonzero(np.diff(self.BT.indptr))
-            self.BT_touched = self.BT[self.touched]
+            # (B^T itself, in CSR, would carry an index array of s^2 + 1 entries)
+            self.touched = np.unique(self.B.indices)
+            self.BT_touched = self.B[:, self.touched].T.tocsr()
             self.l = cuts.rhs / nrm
             self._factor_cuts()
         else:
@@ -170,7 +170,10 @@ class _Scaled:
         return self.B @ M.ravel() if self.m else np.zeros(0)
 
     def B_adj(self, u: np.ndarray) -> np.ndarray:
-        return (self.BT @ u).reshape(self.s, self.s)
+        out = np.zeros((self.s, self.s))
+        if self.m:
+            out.ravel()[self.touched] = self.BT_touched @ u
+        return out
 
     def add_adj(self, X: np.ndarray, y: np.ndarray, u: np.ndarray, alpha: float) -> None:
         """X += alpha (A*y + B*u) in place (X C-contiguous): two rank-one updates, the
@@ -586,6 +589,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
 
     def clip(X, fn):
         # X = fn(X, 0) in place, except on the cannot-link entries (free multipliers)
+        assert X.flags.c_contiguous  # X.ravel() must be a view
         if cl_flat is None:
             return fn(X, 0.0, out=X)
         keep = X.ravel()[cl_flat]
@@ -793,6 +797,11 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
                 M, S, y, u, t = unpack(z_in)
 
     M, y, u, N, S, t = out
+    # the spare arrays and the acceleration's history (2 x memory vectors of about s^2
+    # doubles) are not needed by the last safe bound, which makes s x s arrays of its own
+    mats.spare.clear()
+    vecs_z.spare.clear()
+    aa = z_in = None
     if certified is None or certified[0] != it:
         # out of time (or asked to stop): the bound as it is, without the eigen-solves of
         # polishing (at s = 2 000 they took longer than the grace a stopping search gives)

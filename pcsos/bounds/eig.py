@@ -72,7 +72,8 @@ KRYLOV_TIGHT = 1e-11
 
 def register_eig(name: str, fn: Callable, *, stateful: bool = False) -> None:
     """Register ``fn(W, rank_hint) -> (positive eigenvalues, eigenvectors)`` under ``name``;
-    with ``stateful``, ``fn()`` makes a callable ``(W, rank_hint, tol)`` kept for one solve."""
+    with ``stateful``, ``fn()`` makes a callable ``(W, rank_hint, tol)`` kept for one solve.
+    ``fn`` must not modify W: the ADMM builds the next dual slack in the same array."""
     _REGISTRY[name] = fn
     if stateful:
         _STATEFUL.add(name)
