@@ -83,6 +83,9 @@ SUBSET_MAX_SECONDS = 600.0
 #: rounds at 1e-3 (one subset of 600 points, k = 20: 3.4 % below its share after 330 s
 #: against 6.2 %; docs/decomposition.md)
 SUBSET_LOOSE_TOL = 1e-2
+#: a cannot-link component of at most size / BLOCK_SHARE points is kept inside one subset
+#: (its pairs then bind the subset's optimum; a pair between two subsets is dropped)
+BLOCK_SHARE = 10
 
 
 def subset_size_for(k: int, n: int | None = None, time_limit: float | None = None,
@@ -145,7 +148,9 @@ def partition(instance: Instance, labels: np.ndarray, size: int,
     """Subsets of about ``size`` points, each must-link group in one, each a stratified
     share of every cluster of ``labels`` whose mean is moved towards the cluster's mean by
     ``sweeps`` rounds of swaps (module doc, :func:`_balance`); sorted point indices per
-    subset."""
+    subset. A cannot-link component of at most ``size / BLOCK_SHARE`` points goes whole
+    into one subset (:func:`_pair_blocks`): a pair between two subsets is dropped, and the
+    subsets' optima, hence the bound, fall with every dropped pair."""
     n = instance.n
     if size < 1:
         raise InputError(f"subset size must be >= 1, got {size}", source="subset_size")
@@ -168,28 +173,37 @@ def partition(instance: Instance, labels: np.ndarray, size: int,
         # ties (equal distances) broken at random so that no subset gets all of a tie run
         members = members[np.lexsort((rng.random(len(members)), dist))]
         order.extend(members.tolist())
+    block, bcnt = _pair_blocks(problem, cnt, max(1, size // BLOCK_SHARE))
+    placed = np.full(len(bcnt), -1, dtype=np.int64)  # block -> its subset, once dealt
     load = np.zeros(T)
     sub_of = np.empty(problem.s, dtype=np.int64)
     t = 0
     for g in order:  # deal in turn, skipping subsets that are already full
+        b = block[g]
+        if placed[b] >= 0:  # the rest of a block dealt earlier: its load is counted
+            sub_of[g] = placed[b]
+            continue
         for _ in range(T):
-            if load[t] + cnt[g] <= size or load[t] == 0:
+            if load[t] + bcnt[b] <= size or load[t] == 0:
                 break
             t = (t + 1) % T
         else:
             t = int(np.argmin(load))
-        sub_of[g] = t
-        load[t] += cnt[g]
+        sub_of[g] = placed[b] = t
+        load[t] += bcnt[b]
         t = (t + 1) % T
+    # only a point in no pair moves: a swap must not split a block
+    free = (cnt == 1) & (bcnt[block] == 1)
     for h in np.unique(glabel):
         _balance(means, e, sub_of, np.flatnonzero(glabel == h), rng, sweeps,
-                 cnt if instance.weights is not None else None)
+                 cnt if instance.weights is not None else None, free)
     pts = sub_of[groups]
     return [np.flatnonzero(pts == t) for t in range(T) if np.any(pts == t)]
 
 
 def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.ndarray,
-             rng: np.random.Generator, sweeps: int, cnt: np.ndarray | None = None) -> None:
+             rng: np.random.Generator, sweeps: int, cnt: np.ndarray | None = None,
+             free: np.ndarray | None = None) -> None:
     """Swap single points of one cluster between subsets so that each subset's share of the
     cluster has nearly the cluster's mean (in place on ``sub_of``).
 
@@ -202,9 +216,12 @@ def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.n
     its partition by swaps in the same spirit). Only must-link groups of one point move, so
     subset sizes do not change. ``cnt``: the groups' numbers of points when the masses ``e``
     are point weights (None: e counts points); a swap then also moves mass, x_a and x_b
-    entering r_t with their weights.
+    entering r_t with their weights. ``free``: the groups that may move (default: every
+    group of one point).
     """
     single = members[(e if cnt is None else cnt)[members] == 1]
+    if free is not None:
+        single = single[free[single]]
     if len(single) < 2 or sweeps <= 0:
         return
     mu = (means[members] * e[members, None]).sum(axis=0) / e[members].sum()
@@ -250,6 +267,25 @@ def _balance(means: np.ndarray, e: np.ndarray, sub_of: np.ndarray, members: np.n
                 moved = True
         if not moved:
             break
+
+
+def _pair_blocks(problem: Problem, cnt: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The must-link groups joined by cannot-link pairs into blocks that a partition keeps
+    whole: (block of each group, points per block). A connected component of the
+    cannot-link graph over the groups is one block when it has at most ``limit`` points;
+    a larger one is left as its groups (its pairs between subsets are then dropped)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    s = problem.s
+    cl = np.asarray(problem.cl, dtype=np.int64).reshape(-1, 2)
+    graph = coo_matrix((np.ones(len(cl)), (cl[:, 0], cl[:, 1])), shape=(s, s))
+    _, comp = connected_components(graph, directed=False)
+    size = np.bincount(comp, weights=cnt).astype(np.int64)
+    # a component over the limit: each of its groups a block of its own
+    block = np.where(size[comp] <= limit, comp, comp.max(initial=-1) + 1 + np.arange(s))
+    _, block = np.unique(block, return_inverse=True)
+    return block, np.bincount(block, weights=cnt).astype(np.int64)
 
 
 def _pairs(T: int, rng: np.random.Generator):

@@ -103,6 +103,45 @@ def test_partition_keeps_groups_and_sizes():
         assert len(set(labels[s].tolist())) == 4
 
 
+def test_partition_keeps_small_cannot_link_components_whole():
+    """A cannot-link component of at most size / BLOCK_SHARE points (with its must-link
+    groups) lies inside one subset, so its pairs bind that subset's optimum; a larger one
+    may be split. Subset sizes stay within the size asked, and the swaps move no point of a
+    block (both with and without them)."""
+    from pcsos.decomposition import BLOCK_SHARE
+
+    rng = np.random.default_rng(5)
+    n, size = 600, 100
+    y = np.arange(n) % 3
+    X = rng.normal(size=(n, 2)) + 4.0 * y[:, None]
+    perm = rng.permutation(n)
+    # components: 40 cannot-link pairs, 10 paths of 3 with a must-link pair hanging on the
+    # middle point, and one path of 3 * size / BLOCK_SHARE points, over the limit
+    cl = [(perm[2 * i], perm[2 * i + 1]) for i in range(40)]
+    ml = []
+    for j in range(10):
+        a, b, c, d = perm[80 + 4 * j: 84 + 4 * j]
+        cl += [(a, b), (b, c)]
+        ml.append((b, d))
+    chain = perm[120: 120 + 3 * size // BLOCK_SHARE]
+    cl += list(zip(chain[:-1], chain[1:], strict=True))
+    inst = make_instance(X, 3, ml, cl)
+    from pcsos.heuristics import run_heuristic
+
+    labels = run_heuristic("cop-kmeans", Problem.from_instance(inst), seed=0).labels
+    small = cl[:60]  # the pairs of the components under the limit
+    for sweeps in (0, 3):
+        subsets = partition(inst, labels, size, sweeps=sweeps)
+        assert sorted(np.concatenate(subsets).tolist()) == list(range(n))
+        owner = np.empty(n, dtype=int)
+        for t, sub in enumerate(subsets):
+            owner[sub] = t
+        assert all(owner[i] == owner[j] for i, j in small + ml)
+        assert max(len(sub) for sub in subsets) <= size
+    # the long path is not kept whole: its pairs between subsets are dropped, as before
+    assert len(set(owner[chain].tolist())) > 1
+
+
 def test_balancing_swaps_keep_sizes_and_raise_the_ceiling():
     """The swaps move each subset's share of a cluster towards the cluster's mean: the
     reference clustering restricted to the subsets keeps more of its SSE (the most the
