@@ -283,10 +283,16 @@ class _NodeRun:
     def decomposition_first(self) -> bool:
         """A large root is first bounded by subsets of its data (seconds, where its own SDP
         takes many minutes); the SDP runs only if that bound does not prune it. Skipped
-        (False) without a clustering, or when the subsets' restrictions of it, which the
-        bound cannot pass, already miss what prunes the root (large k: docs/decomposition.md)."""
+        (False) without a clustering, when the subsets would hold fewer than
+        ``DECOMPOSITION_FIRST_PER_CLUSTER`` points per cluster, or when the subsets'
+        restrictions of it, which the bound cannot pass, already miss what prunes the root
+        (docs/decomposition.md)."""
         labels, ub = self.best_labels, min(self.ctx.incumbent, self.best_val)
         if labels is None or not math.isfinite(ub):
+            return False
+        k = self.problem.k
+        if _decomposition_size(k) < DECOMPOSITION_FIRST_PER_CLUSTER * k:
+            self.row_note = {"decomposition_per_cluster": _decomposition_size(k) / k}
             return False
         subsets = _decomposition_subsets(self.problem, labels)
         ceiling = _decomposition_ceiling(self.problem, labels, subsets)
@@ -371,19 +377,31 @@ ROOT_HEURISTIC_SHARE = 0.25
 #: a root of at least this many super-points is bounded by the decomposition first, with at
 #: most DECOMPOSITION_FIRST_SHARE of the time left, and its SDP runs only if that bound does
 #: not prune it. Abalone (s = 4 177, k = 3): the decomposition closes the root in 28 s
-#: where the SDP ran for over 10 minutes without a bound (docs/solver.md)
-DECOMPOSITION_FIRST_SIZE = 2000
+#: where the SDP ran for over 10 minutes without a bound; n = 2 000, k = 2, 500 pairs
+#: (s = 1 701): 5.0e-5 in 32 s, where the SDP's rounds stood at 0.05 % after 30 minutes
+#: (docs/solver.md)
+DECOMPOSITION_FIRST_SIZE = 1000
 DECOMPOSITION_FIRST_SHARE = 0.25
+#: ... and only when its subsets hold at least this many points per cluster: with fewer, a
+#: subset's own optimum falls short of its share by more than a pruning tolerance (k = 20,
+#: subsets of 300: 4 %; of 1 000: 0.25 %; docs/decomposition.md, "Subset size"), so the
+#: decomposition cannot prune the root and its time is the SDP's loss
+DECOMPOSITION_FIRST_PER_CLUSTER = 50
 #: points per subset at most in the decomposition bound of a root too large for its SDP:
 #: the fallback runs because an SDP of this root's size cannot finish in the time left, so
 #: its subsets stay far below that size (certify's default, up to 1 000, is not capped)
 DECOMPOSITION_SUBSET = 300
 
 
+def _decomposition_size(k: int) -> int:
+    """Points per subset in the root's decomposition bound."""
+    return min(subset_size_for(k), DECOMPOSITION_SUBSET)
+
+
 def _decomposition_subsets(problem: Problem, labels) -> list[np.ndarray]:
     """The subsets the root's decomposition bound uses, guided by the clustering ``labels``."""
     inst = problem.instance
-    return partition(inst, labels, min(subset_size_for(inst.k), DECOMPOSITION_SUBSET))
+    return partition(inst, labels, _decomposition_size(inst.k))
 
 
 def _decomposition_ceiling(problem: Problem, labels, subsets) -> float:

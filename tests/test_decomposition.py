@@ -389,6 +389,7 @@ def test_a_large_root_closed_by_its_decomposition_skips_its_sdp(monkeypatch):
     ref = pcsos.solve(X, 3, workers=1, seed=0)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 30)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 10)
     res = pcsos.solve(X, 3, workers=1, seed=0)
     root = res.log[0]
     assert res.status == "optimal" and res.nodes == 1
@@ -406,6 +407,7 @@ def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
     # the ceiling test would skip these subsets (below); here they are bounded anyway
     monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
     res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
@@ -425,11 +427,32 @@ def test_a_large_root_skips_a_decomposition_that_cannot_prune(monkeypatch):
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
     res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
     root = res.log[0]
     assert "decomposition_subsets" not in root and root["sdp_iterations"] > 0
     assert root["decomposition_ceiling"] < res.objective * (1 - 1e-4)
     assert root["lb"] == root["sdp_bound"]
+
+
+def test_a_large_root_skips_a_decomposition_with_few_points_per_cluster(monkeypatch):
+    """Subsets with fewer than DECOMPOSITION_FIRST_PER_CLUSTER points per cluster cannot
+    prune the root (their own optima fall short of their shares): no subset is bounded,
+    the row says why, and the SDP runs; the same root with the rule relaxed is closed by
+    its decomposition (so the skip is the rule's doing)."""
+    import pcsos.node
+
+    X = _blobs(30, [(0, 0), (20, 0), (0, 20)], 1.0, 0)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 30)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 11)  # 30 / 3 = 10
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    root = res.log[0]
+    assert "decomposition_subsets" not in root and root["sdp_iterations"] > 0
+    assert root["decomposition_per_cluster"] == 10
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 10)
+    root = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1).log[0]
+    assert root["decomposition_subsets"] >= 3 and "sdp_iterations" not in root
 
 
 @pytest.mark.parametrize("seed", range(3))
