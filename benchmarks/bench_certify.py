@@ -11,7 +11,8 @@ appends one JSON line to the results file (default
 ``benchmarks/results/bench_certify.jsonl``): n, k, pairs, subset size, lower bound,
 objective, gap, spectral floor, seconds, peak MB of the case's process (``peak_mb``) and of
 it with its subsets' worker processes (``tree_peak_mb``, sampled; :class:`TreeMemory`), how
-the subsets were bounded.
+the subsets were bounded. ``--gen overlap`` takes :func:`bench_scale.overlapping` instead
+(issue 31: classes that are one blob).
 
 Example::
 
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from bench_scale import synthetic
+from bench_scale import overlapping, synthetic
 from instances import RESULTS, append_jsonl, code_version, load, read_jsonl
 
 
@@ -72,7 +73,8 @@ def one_case(args) -> dict:
     import pcsos
     from pcsos.problem import sse
 
-    X, _, ml, cl = synthetic(args.n_one, args.k_one, args.pairs, args.seed)
+    make = overlapping if args.gen == "overlap" else synthetic
+    X, _, ml, cl = make(args.n_one, args.k_one, args.pairs, args.seed)
     memory = TreeMemory()
     t0 = time.perf_counter()
     res = pcsos.certify(X, args.k_one, ml, cl, subset_size=args.subset_size,
@@ -84,7 +86,8 @@ def one_case(args) -> dict:
     methods = {}
     for b in res.subsets:
         methods[b.method] = methods.get(b.method, 0) + 1
-    return {"n": args.n_one, "k": args.k_one, "pairs": args.pairs, "ml": len(ml),
+    return {"gen": args.gen, "n": args.n_one, "k": args.k_one, "pairs": args.pairs,
+            "ml": len(ml),
             "cl": len(cl), "seed": args.seed, "subset_size": res.subset_size,
             "heuristic": args.heuristic, "time_limit": args.time_limit,
             "lower_bound": res.lower_bound, "objective": res.objective, "gap": res.gap,
@@ -191,6 +194,9 @@ def main() -> int:
     ap.add_argument("--n", default="2000,5000,10000,20000")
     ap.add_argument("--k", default="2,20,100")
     ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--gen", choices=("bench", "overlap"), default="bench",
+                    help="the data: bench_scale.synthetic (default) or bench_scale.overlapping "
+                         "(the certify cases only)")
     ap.add_argument("--subset-size", type=int, default=None,
                     help="points per subset (default: pcsos's, 30 per cluster within "
                          "300-1000)")
@@ -221,7 +227,8 @@ def main() -> int:
     for n in map(int, args.n.split(",")):
         for k in map(int, args.k.split(",")):
             cmd = [sys.executable, __file__, "--n-one", str(n), "--k-one", str(k),
-                   "--pairs", str(args.pairs), "--time-limit", str(args.time_limit),
+                   "--pairs", str(args.pairs), "--gen", args.gen,
+                   "--time-limit", str(args.time_limit),
                    "--workers", str(args.workers),
                    "--heuristic", args.heuristic, "--seed", str(args.seed)]
             if args.subset_size is not None:
@@ -235,7 +242,7 @@ def main() -> int:
                        machine={"python": platform.python_version(),
                                 "platform": platform.platform()})
             append_jsonl(args.out, row)
-            print(f"n = {n}, k = {k}: " + (f"gap {100 * row['gap']:.2f} %, "
+            print(f"{args.gen} n = {n}, k = {k}: " + (f"gap {100 * row['gap']:.2f} %, "
                   f"{row['seconds']:.0f} s, {row['tree_peak_mb']:.0f} MB with its workers"
                   if "gap" in row else f"error {row['error']}"), flush=True)
     return 0
