@@ -303,6 +303,9 @@ class _NodeRun:
         self.decomposed = _decomposition(self.problem, labels, self.ctx, self.options,
                                          share=DECOMPOSITION_FIRST_SHARE, subsets=subsets)
         self.lb = max(self.lb, self.decomposed["decomposition_bound"])
+        # proved: a root abandoned mid-SDP at the stop keeps it (the rounds report only
+        # their own bounds)
+        self.ctx.report("decomposition bound", bound=self.lb)
         return True
 
     def too_large(self, need: float) -> NodeOutcome:

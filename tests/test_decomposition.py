@@ -419,6 +419,33 @@ def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
     assert "decomposition bound" not in res.message
 
 
+def test_a_large_root_reports_its_decomposition_bound_as_proved(monkeypatch):
+    """The decomposition bound is handed to the tree as proved the moment it exists: a
+    root abandoned mid-SDP at the stop keeps it (an 1 800 s run at n = 2 000, k = 5 lost
+    0.29 % to 0.88 % this way), where its rounds report only their own, lower bounds."""
+    import pcsos.node
+    import pcsos.tree
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
+    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    calls = []
+    report = pcsos.tree.Context.report
+
+    def spy(self, stage, **info):
+        calls.append((self.node_id, stage, info.get("bound")))
+        return report(self, stage, **info)
+
+    monkeypatch.setattr(pcsos.tree.Context, "report", spy)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    root = res.log[0]
+    proved = [b for node, stage, b in calls if node == 0 and stage == "decomposition bound"
+              and b is not None]
+    assert proved == [root["decomposition_bound"]]
+
+
 def test_a_large_root_skips_a_decomposition_that_cannot_prune(monkeypatch):
     """The subsets' restrictions of the clustering cap what their bounds can add up to; when
     that ceiling misses what prunes the root, no subset is bounded and the SDP runs."""
