@@ -192,8 +192,8 @@ def partition(instance: Instance, labels: np.ndarray, size: int,
         sub_of[g] = placed[b] = t
         load[t] += bcnt[b]
         t = (t + 1) % T
-    # only a point in no pair moves: a swap must not split a block
-    free = (cnt == 1) & (bcnt[block] == 1)
+    # only a point in no pair moves (a block of one point): a swap must not split a block
+    free = bcnt[block] == 1
     for h in np.unique(glabel):
         _balance(means, e, sub_of, np.flatnonzero(glabel == h), rng, sweeps,
                  cnt if instance.weights is not None else None, free)

@@ -290,9 +290,9 @@ class _NodeRun:
         labels, ub = self.best_labels, min(self.ctx.incumbent, self.best_val)
         if labels is None or not math.isfinite(ub):
             return False
-        k = self.problem.k
-        if _decomposition_size(k) < DECOMPOSITION_FIRST_PER_CLUSTER * k:
-            self.row_note = {"decomposition_per_cluster": _decomposition_size(k) / k}
+        k, size = self.problem.k, _decomposition_size(self.problem.k)
+        if size < DECOMPOSITION_FIRST_PER_CLUSTER * k:
+            self.row_note = {"decomposition_per_cluster": size / k}
             return False
         subsets = _decomposition_subsets(self.problem, labels)
         ceiling = _decomposition_ceiling(self.problem, labels, subsets)

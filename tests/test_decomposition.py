@@ -421,8 +421,8 @@ def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
 
 def test_a_large_root_reports_its_decomposition_bound_as_proved(monkeypatch):
     """The decomposition bound is handed to the tree as proved the moment it exists: a
-    root abandoned mid-SDP at the stop keeps it (an 1 800 s run at n = 2 000, k = 5 lost
-    0.29 % to 0.88 % this way), where its rounds report only their own, lower bounds."""
+    root abandoned mid-SDP at the stop keeps it, where its rounds report only their own,
+    lower bounds."""
     import pcsos.node
     import pcsos.tree
 
