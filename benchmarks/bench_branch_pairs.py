@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     problem, ub = data.problem, state.incumbent
     st = SolverOptions(seed=0).checked().cp_settings
     common = {"instance": args.instance, "child": args.child, "incumbent": ub,
-              "code": code_version(pathlib.Path(__file__).parent),
+              "code": code_version(),
               "command": " ".join(["python", "benchmarks/bench_branch_pairs.py",
                                    *(argv if argv is not None else sys.argv[1:])])}
 

@@ -73,9 +73,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     dataset, stem = args.instance.split("/")
     inst = load_instance(dataset, constraint_path(dataset, stem))
-    import pcsos
 
-    code = code_version(pathlib.Path(pcsos.__file__).parent)
+    code = code_version()
     # one root per code version: a root of other code would start every policy elsewhere
     root = args.root or pathlib.Path(f"/tmp/{dataset}_{stem}_{code}_root.ckpt")
     if not root.exists():

@@ -160,9 +160,8 @@ def main(argv=None) -> int:
         print(report(done_rows(args.out)))
         return 0
     args.argv = list(argv if argv is not None else sys.argv[1:])
-    import pcsos
 
-    args.code = code_version(pathlib.Path(pcsos.__file__).parent)
+    args.code = code_version()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = done_rows(args.out)
     for part in args.part.split(","):

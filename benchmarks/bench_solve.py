@@ -274,10 +274,9 @@ def main(argv=None) -> int:
 
     args.cp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.cp)}
     args.sdp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.sdp)}
-    import pcsos
 
     # once, before any solve: the code loaded now is the code every instance runs
-    args.code = code_version(pathlib.Path(pcsos.__file__).parent)
+    args.code = code_version()
     seeds = {int(s) for s in args.seeds.split(",")}
     mixes = set(args.mixes.split(",")) if args.mixes else None
     names = set(args.instances.split(",")) if args.instances else None

@@ -236,10 +236,22 @@ def merge_json(path, key: str, value, default=None) -> None:
         write_json(path, data, default)
 
 
-def code_version(where: pathlib.Path = ROOT) -> str:
-    """The commit of the checkout at ``where`` (``git describe --always --dirty``)."""
+def code_version(where: pathlib.Path | None = None) -> str:
+    """The commit (``git describe --always --dirty``) of the checkout at ``where``; by
+    default that of the ``pcsos`` this process imports, which is the code measured: an
+    editable install may point at another checkout than this script's (a CI clone), and
+    then the path is added."""
+    if where is None:
+        import pcsos
+
+        where = pathlib.Path(pcsos.__file__).resolve().parent
     try:
-        return subprocess.run(["git", "-C", str(where), "describe", "--always", "--dirty"],
+        desc = subprocess.run(["git", "-C", str(where), "describe", "--always", "--dirty"],
                               capture_output=True, text=True, timeout=10).stdout.strip()
+        top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
     except OSError:
         return "unknown"
+    if top and pathlib.Path(top).resolve() != ROOT:
+        desc += f" (pcsos from {top})"
+    return desc or "unknown"
