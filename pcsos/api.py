@@ -424,14 +424,34 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                            "left, so it was not started")
         else:
             res.message = f"{tr.message} before the root node finished"
-        nsub = rows[0].get("decomposition_subsets") if rows else None
-        if nsub and res.lower_bound > 0:
+        source, nsub = _root_bound_source(rows, tr.unfinished.get(0), res.lower_bound)
+        if source == "decomposition":
             res.message += (f"; the lower bound is a decomposition bound: {nsub} subsets of "
                             "the data bounded apart and added (docs/decomposition.md)")
-        elif res.lower_bound <= 0:
+        elif source == "sdp":
+            res.message += ("; the lower bound is the root SDP's last safe bound "
+                            f"(docs/safe_bound.md), its cutting-plane loop stopped{nsub}")
+        else:
             res.message += ("; no lower bound but 0, so the clustering is the best "
                             "heuristic one, uncertified")
     return res
+
+
+def _root_bound_source(rows: list[dict], unfinished: dict | None, lower: float):
+    """Which bound a root that never finished left: ``("decomposition", subsets)``,
+    ``("sdp", " in round r")`` or ``(None, None)`` (none above 0), from its log row (a root
+    refused its SDP), from the row of the outcome it handed back at the stop, or from the
+    last report of its abandoned job (the best bound reported is the one the tree kept)."""
+    if lower <= 0:
+        return None, None
+    entry = unfinished or {}
+    row = rows[0] if rows else entry.get("row") or {}
+    if row.get("decomposition_subsets") and row.get("decomposition_bound", -math.inf) >= lower:
+        return "decomposition", row["decomposition_subsets"]
+    by = entry.get("proved_by") or {}
+    if by.get("stage") == "decomposition bound" and by.get("bound", -math.inf) >= lower:
+        return "decomposition", by.get("subsets")
+    return "sdp", f" in round {by['round']}" if by.get("stage") == "bound" else ""
 
 
 def _root_gap(rows: list[dict]) -> float:

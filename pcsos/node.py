@@ -305,7 +305,8 @@ class _NodeRun:
         self.lb = max(self.lb, self.decomposed["decomposition_bound"])
         # proved: a root abandoned mid-SDP at the stop keeps it (the rounds report only
         # their own bounds)
-        self.ctx.report("decomposition bound", bound=self.lb)
+        self.ctx.report("decomposition bound", bound=self.lb,
+                        subsets=self.decomposed["decomposition_subsets"])
         return True
 
     def too_large(self, need: float) -> NodeOutcome:

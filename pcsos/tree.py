@@ -151,16 +151,17 @@ class Context:
         ``bound``, when given, must be a valid lower bound of the node's subproblem: a job
         that has not handed in its outcome when the search stops (abandoned after the grace
         period, or cancelled) keeps the best such bound in the certified gap, in the tree's
-        result and in its checkpoint (``proved`` in the report)."""
+        result and in its checkpoint (``proved`` in the report, and ``proved_by``: the stage
+        and info of the report that gave it)."""
         if self._reports is not None:
             old = self._reports.get(self.node_id) or {}
-            proved = float(old.get("proved", -INF))
+            proved, by = float(old.get("proved", -INF)), old.get("proved_by")
             bound = info.get("bound")
             if bound is not None and float(bound) > proved:  # False for NaN
-                proved = float(bound)
+                proved, by = float(bound), {"stage": stage, **info}
             entry = {"stage": stage, "time": time.time(), **info}
             if proved > -INF:
-                entry["proved"] = proved
+                entry.update(proved=proved, proved_by=by)
             self._reports[self.node_id] = entry
 
     def cancelled(self) -> bool:
@@ -252,6 +253,11 @@ class TreeResult:
     open_nodes: int
     log: list[NodeEvent]
     message: str = ""
+    #: each node a stop left unfinished, by id, with no log row: its job's last report
+    #: (:meth:`Context.report`; the node's bound in the result is at least its ``proved``)
+    #: and, when the job handed the node back rather than being abandoned, the outcome's
+    #: ``row``
+    unfinished: dict[int, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -385,6 +391,7 @@ class _Search:
         self.heap: list[_Open] = []
         self.running: dict[Future, _Open] = {}
         self.reports: dict[int, dict] = {}  # what running jobs say they are doing
+        self.unfinished: dict[int, dict] = {}  # TreeResult.unfinished, of jobs handed back
         self.unresolved: list[_Open] = []  # nodes closed without proof (bound updated)
         self.closed = INF  # smallest bound of a node pruned within the tolerance
         self.log: list[NodeEvent] = []
@@ -485,10 +492,12 @@ class _Search:
         """Merge a finished node: incumbent, children, log event."""
         # never below its parent's bound, nor below one its job reported on the way
         bound = max(float(out.bound), self.proved(node))
-        self.reports.pop(node.node_id, None)
+        report = self.reports.pop(node.node_id, None) or {}
+        self.unfinished.pop(node.node_id, None)
         self.inc.offer(float(out.objective), out.solution, node.node_id)
         if not out.finished:
             # stopped before it could bound or branch: still open, not a processed node
+            self.unfinished[node.node_id] = {**report, "row": dict(out.row)}
             self.submitted -= 1
             if self.prunable(bound):
                 self.close(bound)
@@ -750,4 +759,7 @@ def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> Tree
     return TreeResult(status=status, solution=st.inc.solution, objective=ub, lower_bound=lb,
                       gap=gap, nodes=st.processed, seconds=st.elapsed(),
                       root_bound=st.root_bound, root_objective=st.root_objective,
-                      open_nodes=left, log=st.log, message=messages[status])
+                      open_nodes=left, log=st.log, message=messages[status],
+                      unfinished={**st.unfinished,
+                                  **{o.node_id: dict(st.reports.get(o.node_id, {}))
+                                     for o in st.running.values()}})

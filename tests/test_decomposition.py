@@ -446,6 +446,49 @@ def test_a_large_root_reports_its_decomposition_bound_as_proved(monkeypatch):
     assert proved == [root["decomposition_bound"]]
 
 
+def _stopped_after_decomposition(monkeypatch, hand_back: bool):
+    """A root bounded by its decomposition whose SDP loop is stopped at once by an
+    interrupt: the loop hands the node back (``hand_back``) or outlives the tree's grace
+    period (the job is abandoned)."""
+    import threading
+    import types
+
+    import pcsos.node
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
+    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    stop = threading.Event()
+
+    def loop(*args, **kwargs):
+        stop.set()
+        if not hand_back:
+            time.sleep(3.0)  # past branch_and_bound's 1 s grace: the job is abandoned
+        t0 = time.perf_counter()  # the tree's cancellation follows the stop event's
+        while not kwargs["sdp_options"]["should_stop"]() and time.perf_counter() - t0 < 30:
+            time.sleep(0.01)
+        return types.SimpleNamespace(lower_bound=0.0, sdp=None, rounds=[], flag=0, cuts=None,
+                                     iterations=0, avg_added={})
+
+    monkeypatch.setattr(pcsos.node, "cutting_plane_loop", loop)
+    return pcsos.solve(X, 3, workers=1, seed=0, stop_event=stop)
+
+
+@pytest.mark.parametrize("hand_back", [True, False])
+def test_a_root_stopped_after_its_decomposition_says_its_bound_is_that(monkeypatch,
+                                                                       hand_back):
+    """The result of a root stopped mid-SDP keeps the decomposition's bound and says so,
+    whether the job handed the node back or was abandoned (no log row either way)."""
+    res = _stopped_after_decomposition(monkeypatch, hand_back)
+    assert res.status == "interrupted" and res.log == []
+    assert 0 < res.lower_bound < res.objective
+    assert "before the root node finished" in res.message
+    assert "the lower bound is a decomposition bound" in res.message
+    assert "subsets of the data" in res.message and "None subsets" not in res.message
+
+
 def test_a_large_root_skips_a_decomposition_that_cannot_prune(monkeypatch):
     """The subsets' restrictions of the clustering cap what their bounds can add up to; when
     that ceiling misses what prunes the root, no subset is bounded and the SDP runs."""
