@@ -60,7 +60,8 @@ from pcsos.options import resolve_workers
 from pcsos.problem import Instance, Problem, make_instance, sse
 
 __all__ = ["spectral_floor", "partition", "decomposition_bound", "SubsetBound",
-           "subset_size_for", "subset_count", "subset_settings", "restricted_value"]
+           "subset_size_for", "subset_count", "subset_seconds", "largest_subset_size",
+           "subset_settings", "restricted_value"]
 
 #: points per subset per cluster by default, within [SUBSET_MIN, SUBSET_MAX]. A subset's own
 #: optimum falls below its share of the whole clustering by more the fewer points each
@@ -101,8 +102,31 @@ def subset_size_for(k: int, n: int | None = None, time_limit: float | None = Non
     size, large = clip(SUBSET_PER_CLUSTER), clip(SUBSET_PER_CLUSTER_LONG)
     if n is None or time_limit is None or large <= size:
         return size
-    share = workers * time_limit / subset_count(n, large, workers)
-    return large if share >= SUBSET_MAX_SECONDS * (large / SUBSET_MAX) ** 3 else size
+    return large if _fits(n, large, time_limit, workers) else size
+
+
+def subset_seconds(size: int) -> float:
+    """Core-seconds a subset of ``size`` points needs: ``SUBSET_MAX_SECONDS`` scaled by
+    (size / ``SUBSET_MAX``)^3, the eigendecompositions' cost."""
+    return SUBSET_MAX_SECONDS * (size / SUBSET_MAX) ** 3
+
+
+def _fits(n: int, size: int, seconds: float, workers: int) -> bool:
+    return workers * seconds / subset_count(n, size, workers) >= subset_seconds(size)
+
+
+def largest_subset_size(n: int, seconds: float, workers: int = 1, lo: int = SUBSET_MIN,
+                        hi: int = SUBSET_MAX, step: int = 50) -> int | None:
+    """The largest size in [lo, hi], ``hi`` less a multiple of ``step``, at which n points
+    in :func:`subset_count` subsets on ``workers`` workers give each subset the
+    :func:`subset_seconds` its size needs within ``seconds``; None when not even ``lo``
+    fits (or lo > hi)."""
+    if not math.isfinite(seconds) or lo > hi:
+        return None
+    for size in range(hi, lo - 1, -step):
+        if _fits(n, size, seconds, workers):
+            return size
+    return None
 
 
 def subset_count(n: int, size: int, workers: int = 1) -> int:

@@ -39,7 +39,9 @@ from pcsos._kernels import branching_score
 from pcsos.bounds.result import WarmStart
 from pcsos.cuts.loop import cutting_plane_loop, inherit_cuts_map, inherited_selection
 from pcsos.decomposition import (
+    SUBSET_MAX,
     decomposition_bound,
+    largest_subset_size,
     partition,
     restricted_value,
     spectral_floor,
@@ -282,27 +284,48 @@ class _NodeRun:
 
     def decomposition_first(self) -> bool:
         """A large root is first bounded by subsets of its data (seconds, where its own SDP
-        takes many minutes); the SDP runs only if that bound does not prune it. Skipped
-        (False) without a clustering, when the subsets would hold fewer than
-        ``DECOMPOSITION_FIRST_PER_CLUSTER`` points per cluster, or when the subsets'
-        restrictions of it, which the bound cannot pass, already miss what prunes the root
-        (docs/decomposition.md)."""
+        takes many minutes); the SDP runs only if that bound does not prune it. A first
+        pass on small subsets (``_decomposition_size``) within
+        ``DECOMPOSITION_FIRST_SHARE`` of the time left; if it does not prune, a second on
+        subsets as large as ``DECOMPOSITION_SECOND_SHARE`` of the time left affords
+        (:func:`largest_subset_size`, at least twice the first's). A pass is skipped when
+        its subsets would hold fewer than ``DECOMPOSITION_FIRST_PER_CLUSTER`` points per
+        cluster, or when the subsets' restrictions of the clustering, which the bound cannot
+        pass, already miss what prunes the root (docs/decomposition.md). True when a pass
+        ran."""
         labels, ub = self.best_labels, min(self.ctx.incumbent, self.best_val)
         if labels is None or not math.isfinite(ub):
             return False
-        k, size = self.problem.k, _decomposition_size(self.problem.k)
-        if size < DECOMPOSITION_FIRST_PER_CLUSTER * k:
+        k, n = self.problem.k, self.problem.instance.n
+        least = DECOMPOSITION_FIRST_PER_CLUSTER * k
+        size = _decomposition_size(k)
+        ran = False
+        if size >= least:
+            ran = self.decompose(labels, size, DECOMPOSITION_FIRST_SHARE)
+        else:
             self.row_note = {"decomposition_per_cluster": size / k}
-            return False
-        subsets = _decomposition_subsets(self.problem, labels)
+        if self.ctx.cancelled() or self.closed(self.lb):
+            return ran
+        wider = largest_subset_size(n, DECOMPOSITION_SECOND_SHARE * self.ctx.remaining(),
+                                    lo=max(2 * size, least), hi=min(SUBSET_MAX, n // 2))
+        if wider is not None:
+            ran = self.decompose(labels, wider, DECOMPOSITION_SECOND_SHARE) or ran
+        return ran
+
+    def decompose(self, labels, size: int, share: float) -> bool:
+        """One pass of :meth:`decomposition_first` on subsets of at most ``size`` points
+        within ``share`` of the time left; False when its ceiling skips it."""
+        subsets = partition(self.problem.instance, labels, size)
         ceiling = _decomposition_ceiling(self.problem, labels, subsets)
         if not self.closed(ceiling):
             self.row_note = {"decomposition_ceiling": ceiling}
             return False
-        self.ctx.report("decomposition bound")
-        self.decomposed = _decomposition(self.problem, labels, self.ctx, self.options,
-                                         share=DECOMPOSITION_FIRST_SHARE, subsets=subsets)
-        self.lb = max(self.lb, self.decomposed["decomposition_bound"])
+        self.ctx.report("decomposition bound", size=size)
+        out = _decomposition(self.problem, labels, self.ctx, self.options, share=share,
+                             subsets=subsets)
+        if out["decomposition_bound"] > self.decomposed.get("decomposition_bound", -math.inf):
+            self.decomposed = out
+        self.lb = max(self.lb, out["decomposition_bound"])
         # proved: a root abandoned mid-SDP at the stop keeps it (the rounds report only
         # their own bounds)
         self.ctx.report("decomposition bound", bound=self.lb,
@@ -391,6 +414,11 @@ DECOMPOSITION_FIRST_SHARE = 0.25
 #: subsets of 300: 4 %; of 1 000: 0.25 %; docs/decomposition.md, "Subset size"), so the
 #: decomposition cannot prune the root and its time is the SDP's loss
 DECOMPOSITION_FIRST_PER_CLUSTER = 50
+#: ... and a second pass, on larger subsets, gets this share of the time left when the first
+#: does not prune: n = 2 000, k = 5, 500 pairs (s = 1 908): subsets of 300 points 0.27 %
+#: below the incumbent after 344 s, of 700 points 0.070 % after 900 s on one core, where
+#: the root's SDP stood at 0.88 % after 30 minutes (docs/decomposition.md)
+DECOMPOSITION_SECOND_SHARE = 0.5
 #: points per subset at most in the decomposition bound of a root too large for its SDP:
 #: the fallback runs because an SDP of this root's size cannot finish in the time left, so
 #: its subsets stay far below that size (certify's default, up to 1 000, is not capped)
@@ -441,7 +469,8 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOption
         stop_event=_Cancelled(ctx))
     floor = spectral_floor(problem)
     return {"decomposition_bound": max(lb, floor), "decomposition_subsets": len(parts),
-            "decomposition_sdp": sum(b.method == "sdp" for b in parts)}
+            "decomposition_sdp": sum(b.method == "sdp" for b in parts),
+            "decomposition_size": max((len(pts) for pts in subsets), default=0)}
 
 
 def _heuristic(options: SolverOptions, problem: Problem, Z, ctx: Context, best_labels,

@@ -20,6 +20,7 @@ from pcsos.certification import certify
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.decomposition import (
     decomposition_bound,
+    largest_subset_size,
     partition,
     spectral_floor,
     subset_count,
@@ -331,6 +332,24 @@ def test_certify_takes_larger_subsets_when_the_time_allows(monkeypatch):
     assert sizes == [[500, 500], [250] * 4]
 
 
+def test_largest_subset_size_is_the_largest_that_fits():
+    # n = 2 000 in 725 s on one core: 3 subsets of 700 need 3 * 600 * 0.7^3 = 617 s, of
+    # 750 (still 3) 759 s
+    assert largest_subset_size(2000, 725.0) == 700
+    assert largest_subset_size(2000, 617.4) == 700
+    assert largest_subset_size(2000, 617.3) == 600  # 650 makes 4 subsets: 659 s
+    assert largest_subset_size(2000, 1200.0) == 1000  # 2 subsets of 1 000
+    assert largest_subset_size(2000, 1e9, hi=800) == 800
+    assert largest_subset_size(2000, 10.0) is None  # not even 300 fits
+    assert largest_subset_size(2000, 725.0, lo=800) is None
+    assert largest_subset_size(2000, float("inf")) is None  # no time limit: no size by time
+    for n, t, w in [(2000, 300.0, 1), (10000, 3000.0, 2), (5000, 400.0, 2)]:
+        size = largest_subset_size(n, t, w)
+        need = subset_count(n, size, w) / w * 600 * (size / 1000) ** 3
+        assert need <= t and subset_count(n, size + 50, w) / w * 600 * (
+            (size + 50) / 1000) ** 3 > t
+
+
 def test_default_subset_size_and_subset_settings():
     assert [subset_size_for(k) for k in (2, 10, 20, 30, 100)] == [300, 300, 600, 900, 1000]
     # k = 20, n = 10 000: 60 minutes on 2 workers give 10 subsets of 1 000 points 710 s
@@ -444,6 +463,39 @@ def test_a_large_root_reports_its_decomposition_bound_as_proved(monkeypatch):
     proved = [b for node, stage, b in calls if node == 0 and stage == "decomposition bound"
               and b is not None]
     assert proved == [root["decomposition_bound"]]
+
+
+def test_a_large_root_tries_larger_subsets_when_the_first_pass_does_not_prune(monkeypatch):
+    """A first pass on small subsets that does not prune is followed, under a time limit, by
+    one on the largest subsets the time left affords (here half the points each), whose
+    bound the root keeps when it is higher; without a time limit there is no second pass
+    (its size cannot be chosen by time)."""
+    import pcsos.node
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
+    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    passes = []
+    run = pcsos.node._decomposition
+
+    def spy(problem, labels, ctx, options, share=1.0, subsets=None):
+        out = run(problem, labels, ctx, options, share=share, subsets=subsets)
+        passes.append((share, out["decomposition_size"], out["decomposition_bound"]))
+        return out
+
+    monkeypatch.setattr(pcsos.node, "_decomposition", spy)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, time_limit=600)
+    root = res.log[0]
+    assert [(sh, size) for sh, size, _ in passes] == [
+        (pcsos.node.DECOMPOSITION_FIRST_SHARE, 10), (pcsos.node.DECOMPOSITION_SECOND_SHARE, 30)]
+    assert passes[1][2] > passes[0][2]  # 2 subsets of 30 keep more than 6 of 10
+    assert root["decomposition_size"] == 30
+    assert root["decomposition_bound"] == passes[1][2] <= root["lb"] <= res.objective
+    passes.clear()
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    assert [size for _, size, _ in passes] == [10] and res.log[0]["decomposition_size"] == 10
 
 
 def _stopped_after_decomposition(monkeypatch, hand_back: bool):
