@@ -22,13 +22,11 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import platform
-import subprocess
 import sys
 import time
 
-from bench_scale import overlapping, synthetic
+from bench_scale import child_row, overlapping, print_row, synthetic
 from instances import RESULTS, append_jsonl, code_version, load, read_jsonl
 
 
@@ -215,7 +213,7 @@ def main() -> int:
     ap.add_argument("--k-one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.n_one is not None:  # the child process of one case
-        print(json.dumps(one_case(args)))
+        print_row(one_case(args))
         return 0
     if args.shared_results:
         shared_part(args)
@@ -233,11 +231,7 @@ def main() -> int:
                    "--heuristic", args.heuristic, "--seed", str(args.seed)]
             if args.subset_size is not None:
                 cmd += ["--subset-size", str(args.subset_size)]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode != 0:
-                row = {"n": n, "k": k, "error": p.stderr.strip().splitlines()[-1:]}
-            else:
-                row = json.loads(p.stdout.strip().splitlines()[-1])
+            row = child_row(cmd, {"n": n, "k": k})
             row.update(code=code, command="python " + " ".join(sys.argv),
                        machine={"python": platform.python_version(),
                                 "platform": platform.platform()})

@@ -23,7 +23,7 @@ import resource
 import sys
 import time
 
-from bench_scale import overlapping, run_child, synthetic
+from bench_scale import overlapping, print_row, run_child, synthetic
 from instances import RESULTS, append_jsonl, code_version
 
 GENERATORS = {"bench": synthetic, "overlap": overlapping}
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a case, in its own process
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(one_case(json.loads(args.one))))
+        print_row(one_case(json.loads(args.one)))
         return 0
     code = code_version()  # at the start: the cases take long, and commits may land meanwhile
     for gen in args.gen:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import pathlib
 import platform
 import resource
@@ -93,12 +94,37 @@ def _pairs(rng, y, pairs: int):
 
 def run_child(spec: dict, script: str = __file__, flag: str = "_one") -> dict:
     """Run one case in a fresh process (``script flag SPEC_JSON``, which prints the row as
-    its last line); its peak RSS is the process's own. Default: one heuristic run here."""
-    cmd = [sys.executable, script, flag, json.dumps(spec)]
+    its last line: :func:`print_row`); its peak RSS is the process's own. Default: one
+    heuristic run here."""
+    return child_row([sys.executable, script, flag, json.dumps(spec)], spec)
+
+
+def child_row(cmd: list[str], base: dict) -> dict:
+    """The row a child process ``cmd`` printed last, with ``exit`` and the end of its stderr
+    added when it did not exit 0; ``base`` with ``status`` "error" when it printed none."""
     p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return {**spec, "status": "error", "error": p.stderr[-2000:]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    lines = p.stdout.strip().splitlines()
+    try:
+        row = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        row = None
+    if row is None:
+        return {**base, "status": "error", "exit": p.returncode, "error": p.stderr[-2000:]}
+    if p.returncode != 0:  # the row was written: keep it, and say how the process ended
+        row.update(exit=p.returncode, stderr=p.stderr[-2000:])
+    return row
+
+
+def print_row(row: dict) -> None:
+    """A child's last act: its row as one JSON line, flushed; the process then ends at once
+    when a stopped solve left a job running (:func:`pcsos.tree.jobs_running`), whose
+    finalisation could fail the exit (a 30-minute case once lost its row that way)."""
+    print(json.dumps(row), flush=True)
+    from pcsos.tree import jobs_running
+
+    if jobs_running():
+        sys.stderr.flush()
+        os._exit(0)
 
 
 def one(spec: dict) -> dict:
@@ -286,7 +312,7 @@ def cmd_compare(args) -> None:
 
 def main(argv=None) -> None:
     if argv is None and len(sys.argv) > 2 and sys.argv[1] == "_one":
-        print(json.dumps(one(json.loads(sys.argv[2]))))
+        print_row(one(json.loads(sys.argv[2])))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)

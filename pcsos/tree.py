@@ -302,6 +302,9 @@ class _Open:
     data: Any = field(compare=False)
 
 
+WORKER_PREFIX = "pcsos-worker-"  # the names of WorkerPool's threads
+
+
 class WorkerPool(Executor):
     """A thread pool whose workers are daemon threads.
 
@@ -329,7 +332,7 @@ class WorkerPool(Executor):
             self._queue.put((fut, fn, args, kwargs))
             if len(self._threads) < self._n:
                 t = threading.Thread(target=_worker, args=(weakref.ref(self), self._queue),
-                                     name=f"pcsos-worker-{len(self._threads)}", daemon=True)
+                                     name=f"{WORKER_PREFIX}{len(self._threads)}", daemon=True)
                 t.start()
                 self._threads.append(t)
             return fut
@@ -350,6 +353,15 @@ class WorkerPool(Executor):
         if wait:
             for t in self._threads:
                 t.join()
+
+
+def jobs_running() -> bool:
+    """True while a :class:`WorkerPool` thread is alive, as one is after a stop that left a
+    job running (inside LAPACK or HiGHS, it may take a while to notice). A process that
+    ends then should flush its output and leave by ``os._exit``: finalising the interpreter
+    under such a thread can abort it ("terminate called without an active exception") or
+    fail the last flush of stdout."""
+    return any(t.name.startswith(WORKER_PREFIX) and t.is_alive() for t in threading.enumerate())
 
 
 def _worker(pool_ref, q: queue.SimpleQueue) -> None:

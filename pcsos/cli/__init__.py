@@ -229,9 +229,9 @@ def entry() -> None:
     intr = Interrupts().install()
     code = main(interrupts=intr)
     intr.finish()
-    busy = any(t.name.startswith("pcsos-worker") and t.is_alive()
-               for t in threading.enumerate())
-    if busy:
+    from pcsos.tree import jobs_running  # lazy: numpy is imported under _signals_held
+
+    if jobs_running():
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
