@@ -10,7 +10,14 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from pcsos.tree import Context, NodeOutcome, WorkerPool, branch_and_bound, relative_gap
+from pcsos.tree import (
+    Context,
+    NodeOutcome,
+    WorkerPool,
+    branch_and_bound,
+    jobs_running,
+    relative_gap,
+)
 
 
 def _knapsack(seed: int, n: int = 12):
@@ -244,3 +251,26 @@ def test_a_job_abandoned_at_the_stop_keeps_the_bound_it_reported():
     assert res.status == "interrupted" and res.objective == 5.0
     assert res.lower_bound == 3.0
     assert [row[3] for row in saved[-1].open] == [3.0]
+
+
+def test_jobs_running_while_a_worker_thread_lives(monkeypatch):
+    """What the CLI and the benchmarks' children ask before exiting: a stop can leave a job
+    running in a worker thread, and finalising the interpreter under it can abort."""
+    import pcsos.tree
+
+    # this test's threads only: other tests' pools may still be winding down
+    monkeypatch.setattr(pcsos.tree, "WORKER_PREFIX", "pcsos-worker-jobs-running-test-")
+    assert not jobs_running()
+    release = threading.Event()
+    pool = WorkerPool(1)
+    fut = pool.submit(release.wait, 30)
+    assert jobs_running()
+    pool.shutdown(wait=False)  # as a stopped search does: the job goes on
+    assert jobs_running()
+    release.set()
+    fut.result(timeout=30)
+    pool.shutdown(wait=True)
+    deadline = time.monotonic() + 30
+    while jobs_running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not jobs_running()
