@@ -231,6 +231,8 @@ class _NodeRun:
             if self.closed(self.lb):
                 self.row = _row(data, lb=self.lb, cp_flag=CP_FLAG_PRUNED, **self.decomposed)
                 return self.done("pruned")
+            if need > ctx.remaining():  # the passes left the SDP too little time
+                return self.too_large(need)
         br = self.bound()
         sdp = br.sdp
         if ctx.cancelled() and not self.closed(self.lb) and getattr(sdp, "status", "") not in (

@@ -498,6 +498,39 @@ def test_a_large_root_tries_larger_subsets_when_the_first_pass_does_not_prune(mo
     assert [size for _, size, _ in passes] == [10] and res.log[0]["decomposition_size"] == 10
 
 
+def test_a_root_whose_passes_leave_its_sdp_too_little_time_does_not_start_it(monkeypatch):
+    """After the decomposition passes, a root whose SDP no longer fits the time left is
+    closed as too large, with the passes' bound, and the result says why."""
+    import pcsos.node
+    import pcsos.tree
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
+    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 10.0)
+    left = {"s": 1000.0, "passes": 0}  # the time left as the node sees it
+    monkeypatch.setattr(pcsos.tree.Context, "remaining", lambda self: left["s"])
+    run = pcsos.node._decomposition
+
+    def spy(*args, **kwargs):
+        out = run(*args, **kwargs)
+        left["passes"] += 1
+        if left["passes"] == 2:
+            left["s"] = 5.0  # under the SDP's 10 s
+        return out
+
+    monkeypatch.setattr(pcsos.node, "_decomposition", spy)
+    res = pcsos.solve(X, 3, workers=1, seed=0, time_limit=600)
+    root = res.log[0]
+    assert left["passes"] == 2 and "sdp_iterations" not in root
+    assert root["closed"] == "sdp_too_large" and root["sdp_estimate"] == 10.0
+    assert root["decomposition_size"] == 30 and root["lb"] == root["decomposition_bound"]
+    assert res.status == "time_limit" and "was not started" in res.message
+    assert "decomposition bound: 2 subsets" in res.message
+
+
 def _stopped_after_decomposition(monkeypatch, hand_back: bool):
     """A root bounded by its decomposition whose SDP loop is stopped at once by an
     interrupt: the loop hands the node back (``hand_back``) or outlives the tree's grace
