@@ -350,6 +350,46 @@ def test_largest_subset_size_is_the_largest_that_fits():
             (size + 50) / 1000) ** 3 > t
 
 
+def test_certify_tries_larger_subsets_when_its_first_pass_leaves_a_gap(monkeypatch):
+    """With the default size and a time limit, a first pass that leaves a gap gets a second
+    on the largest subsets the time left affords, the first pass leaving it half the time
+    when those could fit; the better pass is kept. No second pass without a time limit,
+    with a size given, or once the gap is closed."""
+    import pcsos.certification as cert
+    from pcsos.problem import sse
+
+    X = np.random.default_rng(5).normal(size=(1000, 2))
+    labels = np.arange(1000) % 2
+    objective = sse(X, labels)
+    calls = []
+    closed = {"first": False}
+
+    def fake(instance, subsets, time_limit=None, **kw):
+        size = max(len(s) for s in subsets)
+        calls.append((size, time_limit))
+        # a valid-looking bound that grows with the subsets (closed at once if asked)
+        lb = objective * (1 - (1e-6 if closed["first"] else 0.1 / size))
+        return lb, []
+
+    monkeypatch.setattr(cert, "decomposition_bound", fake)
+    monkeypatch.setattr(cert, "subset_size_for", lambda *a: 100)
+    res = cert.certify(X, 2, labels=labels, workers=1, time_limit=1400)
+    assert [size for size, _ in calls] == [100, 500]  # 2 x 500 need 2 x 75 s of 700 s
+    assert calls[0][1] <= 0.5 * 1400 and calls[1][1] > calls[0][1]
+    assert res.subset_size == 500 and res.message.startswith("the better of two passes")
+    assert res.lower_bound == pytest.approx(objective * (1 - 0.1 / 500))
+    for kwargs in ({"time_limit": None}, {"time_limit": 1400, "subset_size": 100}):
+        calls.clear()
+        res = cert.certify(X, 2, labels=labels, workers=1, **kwargs)
+        assert [size for size, _ in calls] == [100]
+        assert calls[0][1] is None or calls[0][1] > 0.5 * 1400  # the whole time left
+        assert not res.message.startswith("the better")
+    calls.clear()
+    closed["first"] = True
+    cert.certify(X, 2, labels=labels, workers=1, time_limit=1400)
+    assert [size for size, _ in calls] == [100]
+
+
 def test_default_subset_size_and_subset_settings():
     assert [subset_size_for(k) for k in (2, 10, 20, 30, 100)] == [300, 300, 600, 900, 1000]
     # k = 20, n = 10 000: 60 minutes on 2 workers give 10 subsets of 1 000 points 710 s

@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"pcsos certify: clustering of objective {bound:.10g}; bounding {total} "
                   f"subsets ({time.perf_counter() - t0:.1f} s)", file=sys.stderr,
                   flush=True)
+        elif stage == "wider":
+            print(f"pcsos certify: a second pass on {total} larger subsets "
+                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
         else:
             print(f"pcsos certify: {done} of {total} subsets bounded, sum {bound:.6g} "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
