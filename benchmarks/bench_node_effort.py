@@ -76,7 +76,7 @@ def main(argv=None) -> int:
 
     code = code_version()
     # one root per code version: a root of other code would start every policy elsewhere
-    root = args.root or pathlib.Path(f"/tmp/{dataset}_{stem}_{code}_root.ckpt")
+    root = args.root or pathlib.Path(f"/tmp/{dataset}_{stem}_{code.split()[0]}_root.ckpt")
     if not root.exists():
         res, _rows, sec = solve(inst, args, None, max_nodes=1, checkpoint=str(root))
         print(f"root: bound {res.lower_bound:.6f}, incumbent {res.objective:.6f}, "

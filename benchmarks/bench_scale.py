@@ -108,7 +108,7 @@ def child_row(cmd: list[str], base: dict) -> dict:
         row = json.loads(lines[-1]) if lines else None
     except ValueError:
         row = None
-    if row is None:
+    if not isinstance(row, dict):
         return {**base, "status": "error", "exit": p.returncode, "error": p.stderr[-2000:]}
     if p.returncode != 0:  # the row was written: keep it, and say how the process ended
         row.update(exit=p.returncode, stderr=p.stderr[-2000:])

@@ -237,21 +237,28 @@ def merge_json(path, key: str, value, default=None) -> None:
 
 
 def code_version(where: pathlib.Path | None = None) -> str:
-    """The commit (``git describe --always --dirty``) of the checkout at ``where``; by
-    default that of the ``pcsos`` this process imports, which is the code measured: an
-    editable install may point at another checkout than this script's (a CI clone), and
-    then the path is added."""
+    """The commit (``git describe --always --dirty``) of the checkout whose ``pcsos``
+    package is the folder ``where``; by default the ``pcsos`` this process imports, which
+    is the code measured: an editable install may point at another checkout than this
+    script's (a CI clone), and then the path is added. "unknown" when ``where`` is no
+    checkout's package (an installed copy: git would name an enclosing repository's
+    commit)."""
     if where is None:
         import pcsos
 
         where = pathlib.Path(pcsos.__file__).resolve().parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(where), *args], capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+
     try:
-        desc = subprocess.run(["git", "-C", str(where), "describe", "--always", "--dirty"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-    except OSError:
+        top = git("rev-parse", "--show-toplevel")
+        if not top or (pathlib.Path(top) / "pcsos").resolve() != pathlib.Path(where).resolve():
+            return f"unknown (pcsos from {where})"
+        desc = git("describe", "--always", "--dirty")
+    except (OSError, subprocess.SubprocessError):
         return "unknown"
-    if top and pathlib.Path(top).resolve() != ROOT:
+    if pathlib.Path(top).resolve() != ROOT:
         desc += f" (pcsos from {top})"
     return desc or "unknown"

@@ -430,7 +430,7 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                             "the data bounded apart and added (docs/decomposition.md)")
         elif source == "sdp":
             res.message += ("; the lower bound is the root SDP's last safe bound "
-                            f"(docs/safe_bound.md), its cutting-plane loop stopped{nsub}")
+                            f"(docs/safe_bound.md){nsub}")
         else:
             res.message += ("; no lower bound but 0, so the clustering is the best "
                             "heuristic one, uncertified")
@@ -439,7 +439,7 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
 
 def _root_bound_source(rows: list[dict], unfinished: dict | None, lower: float):
     """Which bound a root that never finished left: ``("decomposition", subsets)``,
-    ``("sdp", " in round r")`` or ``(None, None)`` (none above 0), from its log row (a root
+    ``("sdp", ", ... in round r")`` or ``(None, None)`` (none above 0), from its log row (a root
     refused its SDP), from the row of the outcome it handed back at the stop, or from the
     last report of its abandoned job (the best bound reported is the one the tree kept)."""
     if lower <= 0:
@@ -451,7 +451,8 @@ def _root_bound_source(rows: list[dict], unfinished: dict | None, lower: float):
     by = entry.get("proved_by") or {}
     if by.get("stage") == "decomposition bound" and by.get("bound", -math.inf) >= lower:
         return "decomposition", by.get("subsets")
-    return "sdp", f" in round {by['round']}" if by.get("stage") == "bound" else ""
+    return "sdp", (f", its cutting-plane loop stopped in round {by['round']}"
+                   if by.get("stage") == "bound" and "round" in by else "")
 
 
 def _root_gap(rows: list[dict]) -> float:

@@ -171,11 +171,12 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
     auto = subset_size is None
     if auto:
         subset_size = subset_size_for(inst.k, inst.n, left(), workers)
+    first_size = int(subset_size)
 
     def wider_size(seconds):  # a second pass's size, when the time allows one
         if not auto or seconds is None:
             return None
-        return largest_subset_size(inst.n, seconds, workers, lo=2 * int(subset_size),
+        return largest_subset_size(inst.n, seconds, workers, lo=2 * first_size,
                                    hi=min(SUBSET_MAX, inst.n // 2))
 
     # the first pass leaves time for a second on larger subsets when one could fit
@@ -204,14 +205,16 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
         return lb, parts, size
 
     lb, parts, subset_size = bound_pass(subset_size, first_share, "clustering")
-    passes = 1
+    passes, second_cut = 1, 0
     wider = wider_size(left())
     if wider is not None and not (stop_event is not None and stop_event.is_set()) and \
             (objective - max(lb, floor)) > WIDER_GAP * objective:
         lb2, parts2, size2 = bound_pass(wider, 1.0, "wider")
         passes = 2
+        second_cut = sum(b.cut_short for b in parts2)
         if lb2 > lb:
             lb, parts, subset_size = lb2, parts2, size2
+            second_cut = 0  # counted below, with the parts kept
     lower = max(lb, floor)
     gap = (objective - lower) / objective if objective > 0 else 0.0
     sdp = sum(b.method == "sdp" for b in parts)
@@ -223,6 +226,8 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
     if cut:
         msg += (f"; stopped: {cut} cut short (the safe bound of their SDP's last iterate, "
                 "or their spectral floor)")
+    if passes == 2 and second_cut:
+        msg += (f"; the second pass, weaker, had {second_cut} subsets cut short by the stop")
     if floor >= lb:
         msg += "; the spectral floor of the whole is the larger bound"
     interrupted = stop_event is not None and stop_event.is_set()

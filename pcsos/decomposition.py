@@ -117,13 +117,13 @@ def _fits(n: int, size: int, seconds: float, workers: int) -> bool:
 
 def largest_subset_size(n: int, seconds: float, workers: int = 1, lo: int = SUBSET_MIN,
                         hi: int = SUBSET_MAX, step: int = 50) -> int | None:
-    """The largest size in [lo, hi], ``hi`` less a multiple of ``step``, at which n points
+    """The largest size in [lo, hi], ``hi`` less a multiple of ``step`` or ``lo``, at which n points
     in :func:`subset_count` subsets on ``workers`` workers give each subset the
     :func:`subset_seconds` its size needs within ``seconds``; None when not even ``lo``
     fits (or lo > hi)."""
     if not math.isfinite(seconds) or lo > hi:
         return None
-    for size in range(hi, lo - 1, -step):
+    for size in [*range(hi, lo, -step), lo]:
         if _fits(n, size, seconds, workers):
             return size
     return None

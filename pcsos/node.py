@@ -225,13 +225,13 @@ class _NodeRun:
         # the decomposition gets all the time there is when the SDP cannot run after it
         if need > ctx.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first else 1.0):
             return self.too_large(need)
-        if first and self.decomposition_first():
+        if first and self.decomposition_first(need):
             if ctx.cancelled():
                 return self.unfinished(self.lb)
             if self.closed(self.lb):
                 self.row = _row(data, lb=self.lb, cp_flag=CP_FLAG_PRUNED, **self.decomposed)
                 return self.done("pruned")
-            if need > ctx.remaining():  # the passes left the SDP too little time
+            if need > ctx.remaining():  # the passes overran what they left the SDP
                 return self.too_large(need)
         br = self.bound()
         sdp = br.sdp
@@ -284,13 +284,14 @@ class _NodeRun:
         if h0.status == "found":
             self.consider(h0.labels)
 
-    def decomposition_first(self) -> bool:
+    def decomposition_first(self, need: float) -> bool:
         """A large root is first bounded by subsets of its data (seconds, where its own SDP
         takes many minutes); the SDP runs only if that bound does not prune it. A first
         pass on small subsets (``_decomposition_size``) within
         ``DECOMPOSITION_FIRST_SHARE`` of the time left; if it does not prune, a second on
-        subsets as large as ``DECOMPOSITION_SECOND_SHARE`` of the time left affords
-        (:func:`largest_subset_size`, at least twice the first's). A pass is skipped when
+        subsets as large as ``DECOMPOSITION_SECOND_SHARE`` of the time left affords, less
+        what leaves the SDP its estimated ``need`` (:func:`largest_subset_size`, at least
+        twice the first's). A pass is skipped when
         its subsets would hold fewer than ``DECOMPOSITION_FIRST_PER_CLUSTER`` points per
         cluster, or when the subsets' restrictions of the clustering, which the bound cannot
         pass, already miss what prunes the root (docs/decomposition.md). True when a pass
@@ -308,10 +309,12 @@ class _NodeRun:
             self.row_note = {"decomposition_per_cluster": size / k}
         if self.ctx.cancelled() or self.closed(self.lb):
             return ran
-        wider = largest_subset_size(n, DECOMPOSITION_SECOND_SHARE * self.ctx.remaining(),
-                                    lo=max(2 * size, least), hi=min(SUBSET_MAX, n // 2))
+        left = self.ctx.remaining()
+        share = min(DECOMPOSITION_SECOND_SHARE, 1.0 - need / left) if left > 0 else 0.0
+        wider = largest_subset_size(n, share * left, lo=max(2 * size, least),
+                                    hi=min(SUBSET_MAX, n // 2)) if share > 0 else None
         if wider is not None:
-            ran = self.decompose(labels, wider, DECOMPOSITION_SECOND_SHARE) or ran
+            ran = self.decompose(labels, wider, share) or ran
         return ran
 
     def decompose(self, labels, size: int, share: float) -> bool:

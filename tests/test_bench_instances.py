@@ -22,7 +22,8 @@ def test_code_version_names_a_checkout_other_than_the_benchmarks(tmp_path):
     # an editable install left pointing at a CI clone once made a benchmark row name the
     # wrong commit: the row must say which checkout's code ran
     inst = _instances()
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "-c",
+           "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
     subprocess.run(git[:3] + ["init", "-q"], check=True)
     (tmp_path / "pcsos").mkdir()
     (tmp_path / "pcsos" / "x.py").write_text("")

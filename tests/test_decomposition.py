@@ -571,6 +571,31 @@ def test_a_root_whose_passes_leave_its_sdp_too_little_time_does_not_start_it(mon
     assert "decomposition bound: 2 subsets" in res.message
 
 
+def test_the_second_pass_leaves_the_sdp_its_estimated_time(monkeypatch):
+    """The second pass takes at most what the time left less the SDP's estimate allows."""
+    import pcsos.node
+    import pcsos.tree
+
+    X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
+    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 700.0)
+    monkeypatch.setattr(pcsos.tree.Context, "remaining", lambda self: 1000.0)
+    shares = []
+    run = pcsos.node._decomposition
+
+    def spy(*args, share=1.0, **kwargs):
+        shares.append(share)
+        return run(*args, share=share, **kwargs)
+
+    monkeypatch.setattr(pcsos.node, "_decomposition", spy)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, time_limit=600)
+    assert shares == [pcsos.node.DECOMPOSITION_FIRST_SHARE, pytest.approx(0.3)]
+    assert res.log[0]["sdp_iterations"] > 0  # the SDP ran after both
+
+
 def _stopped_after_decomposition(monkeypatch, hand_back: bool):
     """A root bounded by its decomposition whose SDP loop is stopped at once by an
     interrupt: the loop hands the node back (``hand_back``) or outlives the tree's grace
