@@ -439,6 +439,19 @@ def _blobs(n_per, centres, scale, seed):
     return np.vstack([rng.normal(c, scale, size=(n_per, 2)) for c in centres])
 
 
+def _large_root(monkeypatch, subset: int, per_cluster: int, bound_all: bool = False):
+    """A root of 50 points or more is bounded by its decomposition first, on subsets of at
+    most ``subset`` points with at least ``per_cluster`` points per cluster; ``bound_all``:
+    the ceiling test never skips a pass."""
+    import pcsos.node
+
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", subset)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", per_cluster)
+    if bound_all:
+        monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+
+
 def test_a_large_root_closed_by_its_decomposition_skips_its_sdp(monkeypatch):
     """Well-separated blobs: the subsets' bounds add up to a closed root, so the root's
     own SDP never runs; the optimum is the one the SDP path finds."""
@@ -446,9 +459,7 @@ def test_a_large_root_closed_by_its_decomposition_skips_its_sdp(monkeypatch):
 
     X = _blobs(30, [(0, 0), (20, 0), (0, 20)], 1.0, 0)
     ref = pcsos.solve(X, 3, workers=1, seed=0)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 30)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 10)
+    _large_root(monkeypatch, 30, 10)
     res = pcsos.solve(X, 3, workers=1, seed=0)
     root = res.log[0]
     assert res.status == "optimal" and res.nodes == 1
@@ -464,11 +475,8 @@ def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
     import pcsos.node
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
     # the ceiling test would skip these subsets (below); here they are bounded anyway
-    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    _large_root(monkeypatch, 10, 3, bound_all=True)
     res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
     root = res.log[0]
     assert root["sdp_iterations"] > 0 and root["decomposition_subsets"] >= 6
@@ -486,10 +494,7 @@ def test_a_large_root_reports_its_decomposition_bound_as_proved(monkeypatch):
     import pcsos.tree
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
-    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    _large_root(monkeypatch, 10, 3, bound_all=True)
     calls = []
     report = pcsos.tree.Context.report
 
@@ -513,10 +518,7 @@ def test_a_large_root_tries_larger_subsets_when_the_first_pass_does_not_prune(mo
     import pcsos.node
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
-    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    _large_root(monkeypatch, 10, 3, bound_all=True)
     passes = []
     run = pcsos.node._decomposition
 
@@ -545,10 +547,7 @@ def test_a_root_whose_passes_leave_its_sdp_too_little_time_does_not_start_it(mon
     import pcsos.tree
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
-    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    _large_root(monkeypatch, 10, 3, bound_all=True)
     monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 10.0)
     left = {"s": 1000.0, "passes": 0}  # the time left as the node sees it
     monkeypatch.setattr(pcsos.tree.Context, "remaining", lambda self: left["s"])
@@ -577,10 +576,7 @@ def test_the_second_pass_leaves_the_sdp_its_estimated_time(monkeypatch):
     import pcsos.tree
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
-    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    _large_root(monkeypatch, 10, 3, bound_all=True)
     monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 700.0)
     monkeypatch.setattr(pcsos.tree.Context, "remaining", lambda self: 1000.0)
     shares = []
@@ -606,10 +602,7 @@ def _stopped_after_decomposition(monkeypatch, hand_back: bool):
     import pcsos.node
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
-    monkeypatch.setattr(pcsos.node, "_decomposition_ceiling", lambda *a: float("inf"))
+    _large_root(monkeypatch, 10, 3, bound_all=True)
     stop = threading.Event()
 
     def loop(*args, **kwargs):
@@ -645,9 +638,7 @@ def test_a_large_root_skips_a_decomposition_that_cannot_prune(monkeypatch):
     import pcsos.node
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 10)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 3)
+    _large_root(monkeypatch, 10, 3)
     res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
     root = res.log[0]
     assert "decomposition_subsets" not in root and root["sdp_iterations"] > 0
@@ -663,9 +654,7 @@ def test_a_large_root_skips_a_decomposition_with_few_points_per_cluster(monkeypa
     import pcsos.node
 
     X = _blobs(30, [(0, 0), (20, 0), (0, 20)], 1.0, 0)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_SIZE", 50)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 30)
-    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_FIRST_PER_CLUSTER", 11)  # 30 / 3 = 10
+    _large_root(monkeypatch, 30, 11)  # 30 / 3 = 10
     res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
     root = res.log[0]
     assert "decomposition_subsets" not in root and root["sdp_iterations"] > 0
