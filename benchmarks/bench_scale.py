@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pathlib
 import platform
 import resource
@@ -117,14 +116,12 @@ def child_row(cmd: list[str], base: dict) -> dict:
 
 def print_row(row: dict) -> None:
     """A child's last act: its row as one JSON line, flushed; the process then ends at once
-    when a stopped solve left a job running (:func:`pcsos.tree.jobs_running`), whose
+    when a stopped solve left a job running (:func:`pcsos.tree.exit_if_jobs_running`), whose
     finalisation could fail the exit (a 30-minute case once lost its row that way)."""
     print(json.dumps(row), flush=True)
-    from pcsos.tree import jobs_running
+    from pcsos.tree import exit_if_jobs_running
 
-    if jobs_running():
-        sys.stderr.flush()
-        os._exit(0)
+    exit_if_jobs_running(0)
 
 
 def one(spec: dict) -> dict:

@@ -205,16 +205,16 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
         return lb, parts, size
 
     lb, parts, subset_size = bound_pass(subset_size, first_share, "clustering")
-    passes, second_cut = 1, 0
+    passes, dropped = 1, []  # dropped: the parts of a second pass weaker than the first
     wider = wider_size(left())
     if wider is not None and not (stop_event is not None and stop_event.is_set()) and \
             (objective - max(lb, floor)) > WIDER_GAP * objective:
         lb2, parts2, size2 = bound_pass(wider, 1.0, "wider")
         passes = 2
-        second_cut = sum(b.cut_short for b in parts2)
         if lb2 > lb:
             lb, parts, subset_size = lb2, parts2, size2
-            second_cut = 0  # counted below, with the parts kept
+        else:
+            dropped = parts2
     lower = max(lb, floor)
     gap = (objective - lower) / objective if objective > 0 else 0.0
     sdp = sum(b.method == "sdp" for b in parts)
@@ -226,8 +226,9 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
     if cut:
         msg += (f"; stopped: {cut} cut short (the safe bound of their SDP's last iterate, "
                 "or their spectral floor)")
-    if passes == 2 and second_cut:
-        msg += (f"; the second pass, weaker, had {second_cut} subsets cut short by the stop")
+    cut2 = sum(b.cut_short for b in dropped)
+    if cut2:
+        msg += f"; the second pass, weaker, had {cut2} subsets cut short by the stop"
     if floor >= lb:
         msg += "; the spectral floor of the whole is the larger bound"
     interrupted = stop_event is not None and stop_event.is_set()

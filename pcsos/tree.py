@@ -18,6 +18,7 @@ import heapq
 import math
 import os
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -362,6 +363,19 @@ def jobs_running() -> bool:
     under such a thread can abort it ("terminate called without an active exception") or
     fail the last flush of stdout."""
     return any(t.name.startswith(WORKER_PREFIX) and t.is_alive() for t in threading.enumerate())
+
+
+def exit_if_jobs_running(code: int) -> None:
+    """End the process at once with exit status ``code``, stdout and stderr flushed, when
+    :func:`jobs_running`; else return (the interpreter may finalise safely)."""
+    if not jobs_running():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or a broken pipe: nothing more to write
+            pass
+    os._exit(code)
 
 
 def _worker(pool_ref, q: queue.SimpleQueue) -> None:

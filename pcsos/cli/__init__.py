@@ -229,15 +229,9 @@ def entry() -> None:
     intr = Interrupts().install()
     code = main(interrupts=intr)
     intr.finish()
-    from pcsos.tree import jobs_running  # lazy: numpy is imported under _signals_held
+    from pcsos.tree import exit_if_jobs_running  # lazy: numpy is imported under _signals_held
 
-    if jobs_running():
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+    exit_if_jobs_running(code)
     sys.exit(code)
 
 
