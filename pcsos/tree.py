@@ -304,6 +304,10 @@ class _Open:
 
 
 WORKER_PREFIX = "pcsos-worker-"  # the names of WorkerPool's threads
+# names of the WorkerPool threads running a job now: a pool may be collected while its
+# abandoned job still runs, so the record cannot live on the pool
+_BUSY: dict[int, str] = {}  # thread ident -> name
+_BUSY_LOCK = threading.Lock()
 
 
 class WorkerPool(Executor):
@@ -357,12 +361,13 @@ class WorkerPool(Executor):
 
 
 def jobs_running() -> bool:
-    """True while a :class:`WorkerPool` thread is alive, as one is after a stop that left a
-    job running (inside LAPACK or HiGHS, it may take a while to notice). A process that
+    """True while a :class:`WorkerPool` thread runs a job, as one does after a stop that left
+    a job running (inside LAPACK or HiGHS, it may take a while to notice). A process that
     ends then should flush its output and leave by ``os._exit``: finalising the interpreter
     under such a thread can abort it ("terminate called without an active exception") or
-    fail the last flush of stdout."""
-    return any(t.name.startswith(WORKER_PREFIX) and t.is_alive() for t in threading.enumerate())
+    fail the last flush of stdout. An idle worker waiting for work does not count."""
+    with _BUSY_LOCK:
+        return any(name.startswith(WORKER_PREFIX) for name in _BUSY.values())
 
 
 def exit_if_jobs_running(code: int) -> None:
@@ -386,10 +391,16 @@ def _worker(pool_ref, q: queue.SimpleQueue) -> None:
         fut, fn, args, kwargs = item
         if not fut.set_running_or_notify_cancel():
             continue
+        me = threading.current_thread()
+        with _BUSY_LOCK:
+            _BUSY[me.ident] = me.name
         try:
             fut.set_result(fn(*args, **kwargs))
         except BaseException as exc:  # noqa: B036 - hand every failure to the manager
             fut.set_exception(exc)
+        finally:
+            with _BUSY_LOCK:
+                _BUSY.pop(me.ident, None)
         del item, fut
 
 

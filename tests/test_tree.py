@@ -253,24 +253,39 @@ def test_a_job_abandoned_at_the_stop_keeps_the_bound_it_reported():
     assert [row[3] for row in saved[-1].open] == [3.0]
 
 
-def test_jobs_running_while_a_worker_thread_lives(monkeypatch):
+def test_jobs_running_while_a_worker_thread_runs_a_job(monkeypatch):
     """What the CLI and the benchmarks' children ask before exiting: a stop can leave a job
-    running in a worker thread, and finalising the interpreter under it can abort."""
+    running in a worker thread, and finalising the interpreter under it can abort. An idle
+    worker thread is no such job."""
     import pcsos.tree
 
     # this test's threads only: other tests' pools may still be winding down
     monkeypatch.setattr(pcsos.tree, "WORKER_PREFIX", "pcsos-worker-jobs-running-test-")
+
+    def settled(want: bool) -> bool:
+        # a job's end wakes its future a moment before its thread is recorded idle
+        deadline = time.monotonic() + 30
+        while jobs_running() != want and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return jobs_running() == want
+
     assert not jobs_running()
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def job():
+        started.set()
+        return release.wait(30)
+
     pool = WorkerPool(1)
-    fut = pool.submit(release.wait, 30)
+    assert pool.submit(lambda: None).result(timeout=30) is None
+    assert settled(False)  # its thread lives on, waiting for work
+    fut = pool.submit(job)
+    assert started.wait(30)
     assert jobs_running()
     pool.shutdown(wait=False)  # as a stopped search does: the job goes on
     assert jobs_running()
     release.set()
-    fut.result(timeout=30)
+    assert fut.result(timeout=30) is True
+    assert settled(False)
     pool.shutdown(wait=True)
-    deadline = time.monotonic() + 30
-    while jobs_running() and time.monotonic() < deadline:
-        time.sleep(0.01)
     assert not jobs_running()
