@@ -24,10 +24,8 @@ import math
 import sys
 import time
 
-from bench_scale import overlapping, synthetic
+from bench_scale import GENERATORS
 from instances import RESULTS, append_jsonl, code_version
-
-GENERATORS = {"bench": synthetic, "overlap": overlapping}
 
 
 def main(argv=None) -> int:

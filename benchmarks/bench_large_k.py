@@ -23,10 +23,8 @@ import resource
 import sys
 import time
 
-from bench_scale import overlapping, print_row, run_child, synthetic
+from bench_scale import GENERATORS, print_row, run_child
 from instances import RESULTS, append_jsonl, code_version
-
-GENERATORS = {"bench": synthetic, "overlap": overlapping}
 
 
 def one_case(spec: dict) -> dict:
