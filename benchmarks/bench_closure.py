@@ -18,14 +18,13 @@ violation threshold, whatever the time.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import math
 import sys
 import time
 
 from bench_scale import GENERATORS
-from instances import RESULTS, append_jsonl, code_version
+from instances import RESULTS, append_jsonl, code_version, literal_settings
 
 
 def main(argv=None) -> int:
@@ -47,10 +46,7 @@ def main(argv=None) -> int:
     from pcsos.cuts.loop import CuttingPlaneSettings, cutting_plane_loop
     from pcsos.problem import Problem, make_instance
 
-    changes = {}
-    for item in args.set:
-        key, _, value = item.partition("=")
-        changes[key] = ast.literal_eval(value)
+    changes = literal_settings(args.set)
     X, _, ml, cl = GENERATORS[args.gen](args.n, args.k, args.pairs, args.seed)
     prob = Problem.from_instance(make_instance(X, args.k, ml, cl))
     case = {"gen": args.gen, "n": args.n, "k": args.k, "pairs": args.pairs,

@@ -19,13 +19,19 @@ options prefixed ``sdp_`` (``sdp_tol``, ``sdp_polish``).
 from __future__ import annotations
 
 import argparse
-import ast
 import pathlib
 import sys
 import threading
 import time
 
-from instances import RESULTS, append_jsonl, code_version, constraint_path, load_instance
+from instances import (
+    RESULTS,
+    append_jsonl,
+    code_version,
+    constraint_path,
+    literal_settings,
+    load_instance,
+)
 
 from pcsos.api import solve_instance
 
@@ -35,12 +41,11 @@ def parse_policy(text: str) -> tuple[str, dict, dict]:
     prefixed ``sdp_``, without the prefix)."""
     name, _, rest = text.partition(":")
     cp, sdp = {}, {}
-    for item in filter(None, rest.split(",")):
-        key, _, value = item.partition("=")
+    for key, value in literal_settings(filter(None, rest.split(","))).items():
         if key.startswith("sdp_"):
-            sdp[key.removeprefix("sdp_")] = ast.literal_eval(value)
+            sdp[key.removeprefix("sdp_")] = value
         else:
-            cp[key] = ast.literal_eval(value)
+            cp[key] = value
     return name, cp, sdp
 
 

@@ -78,6 +78,7 @@ def overlapping(n: int, k: int, pairs: int, seed: int = 0):
 # the generators by the name the scripts take on their command lines (--gen)
 GENERATORS = {"bench": synthetic, "overlap": overlapping}
 
+
 def _pairs(rng, y, pairs: int):
     """``pairs`` distinct point pairs drawn uniformly, ML where the labels agree, else CL."""
     n = len(y)

@@ -38,6 +38,7 @@ from instances import (
     code_version,
     done_rows,
     instances,
+    literal_settings,
     load_instance,
     mix_of,
     paper_table,
@@ -270,10 +271,7 @@ def main(argv=None) -> int:
                     help="stop starting new instances after this many seconds in all")
     args = ap.parse_args(argv)
     args.max_nodes = args.max_nodes or None
-    import ast
-
-    args.cp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.cp)}
-    args.sdp = {k: ast.literal_eval(v) for k, v in (item.split("=", 1) for item in args.sdp)}
+    args.cp, args.sdp = literal_settings(args.cp), literal_settings(args.sdp)
 
     # once, before any solve: the code loaded now is the code every instance runs
     args.code = code_version()

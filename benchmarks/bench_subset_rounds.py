@@ -20,12 +20,11 @@ Example (the two loose tolerances compared in docs/decomposition.md, run side by
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 import time
 
 from bench_certify import kmeans_best, reference_instance
-from instances import RESULTS, append_jsonl
+from instances import RESULTS, append_jsonl, literal_settings
 
 
 def main() -> int:
@@ -48,9 +47,7 @@ def main() -> int:
                     help="an option of solve_sdp (e.g. eig='auto32'); repeatable")
     ap.add_argument("--out", default=str(RESULTS / "bench_subset_rounds.jsonl"))
     args = ap.parse_args()
-    fields, sdp = ({key: ast.literal_eval(value)
-                    for key, value in (item.split("=", 1) for item in items)}
-                   for items in (args.set, args.sdp))
+    fields, sdp = literal_settings(args.set), literal_settings(args.sdp)
     X, inst, ref = reference_instance(args.n, args.k, args.pairs, args.seed)
     pts = partition(inst, ref, args.subset_size, seed=args.seed)[args.subset]
     share = sse(X[pts], ref[pts])

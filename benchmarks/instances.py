@@ -17,6 +17,7 @@ is then on the import path), so this module imports as ``instances``.
 
 from __future__ import annotations
 
+import ast
 import fcntl
 import json
 import os
@@ -234,6 +235,18 @@ def merge_json(path, key: str, value, default=None) -> None:
         data = json.loads(path.read_text()) if path.exists() else {}
         data[key] = value
         write_json(path, data, default)
+
+
+def literal_settings(items) -> dict:
+    """``["KEY=VALUE", ...]`` (the scripts' repeatable ``--set`` / ``--cp`` / ``--sdp``
+    options) -> {KEY: VALUE}, each VALUE read as a Python literal."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        out[key] = ast.literal_eval(value)
+    return out
 
 
 def code_version(where: pathlib.Path | None = None) -> str:
