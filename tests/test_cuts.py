@@ -507,6 +507,41 @@ def test_loop_separates_with_its_collect_setting(monkeypatch, collect):
     assert seen and set(seen) == {collect}
 
 
+def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypatch):
+    from bruteforce import brute_force
+
+    import pcsos.cuts.loop as loop
+
+    X, k, ml, cl = _tiny(0)
+    opt, _ = brute_force(X, k, ml, cl)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    seen = []
+    real = loop.separate
+
+    def spy(Z, **kw):
+        seen.append(kw["eps"])
+        return real(Z, **kw)
+
+    monkeypatch.setattr(loop, "separate", spy)
+    kw = {"seed": 0, "time_limit": 20, "sdp_options": FAST}
+    # no cut is violated by 10: the coarse loop stops after its (tightened) first round
+    coarse = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(eps_violation=10.0),
+                                     **kw)
+    assert coarse.flag == loop.NO_CUT and coarse.cuts.m == 0 and set(seen) == {10.0}
+    seen.clear()
+    fine = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(
+        eps_violation=10.0, eps_violation_fine=1e-4), **kw)
+    # the loose rounds' stalls are re-solved tighter first; once tight, the loop goes on
+    # at the fine threshold and never goes back
+    assert seen[0] == 10.0 and seen[-1] == 1e-4 and seen == sorted(seen, reverse=True)
+    assert fine.cuts.m > 0 and fine.rounds[-1].eps_violation == 1e-4
+    assert all(r.lower_bound <= opt + 1e-9 * opt for r in fine.rounds)
+    # the cuts close this instance's gap (3-11 %, test above) at least 90 %
+    assert opt - fine.lower_bound <= 0.1 * (opt - coarse.lower_bound)
+    with pytest.raises(ValueError, match="eps_violation_fine"):
+        CuttingPlaneSettings(eps_violation_fine=float("nan"))
+
+
 def test_tail_off_stops_a_child_loop_that_closes_little_of_its_gap():
     """``tail_off``: a child stops after a round that closed less than that share of its gap
     (flag TAILING_OFF), whatever share it closed with the rule off; the root never does."""

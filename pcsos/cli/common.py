@@ -117,6 +117,11 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                         f"0 = --loose-tol alone)")
     g.add_argument("--cut-violation", type=float, default=d.eps_violation, metavar="EPS",
                    help=f"separate cuts violated by more than this (default {d.eps_violation:g})")
+    g.add_argument("--cut-violation-fine", type=float, default=d.eps_violation_fine,
+                   metavar="EPS",
+                   help=f"when the loop would stop for lack of progress, separate at this "
+                        f"smaller threshold and go on (default {d.eps_violation_fine}; "
+                        f"0 = off)")
     g.add_argument("--eps-active", type=float, default=d.eps_active, metavar="EPS",
                    help=f"keep a cut while its slack is at most this (default {d.eps_active:g})")
     g.add_argument("--cut-fraction", type=float, default=d.fraction["triangle"], metavar="F",
@@ -143,7 +148,8 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
         kw["inherit_min_u"] = args.inherit_min_u
     try:
         return CuttingPlaneSettings(
-            families=families, eps_violation=args.cut_violation, eps_active=args.eps_active,
+            families=families, eps_violation=args.cut_violation,
+            eps_violation_fine=args.cut_violation_fine or None, eps_active=args.eps_active,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
             collect=args.cut_collect, max_cuts=args.max_cuts,

@@ -46,6 +46,10 @@ class CuttingPlaneSettings:
 
     ``families``: which cuts to separate ("all", "none", a name or a comma list).
     ``eps_violation``: a cut is violated when rhs - <B, Z> > this (SDP_SOLVER_EPS_INEQ).
+    ``eps_violation_fine``: when a tight round would end the loop for lack of progress (no
+    violated cut, an improvement below ``cp_tol``, a worse bound) and the node is not
+    pruned, the loop separates at this smaller threshold instead and goes on; it stops for
+    lack of progress only at that one. ``None``: off.
     ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ).
     ``fraction``: per family, the share of the collected cuts (most violated first) added.
     ``collect``: which violated triangles fill ``max_collected``: "most", the most violated
@@ -106,6 +110,7 @@ class CuttingPlaneSettings:
 
     families: str | tuple[str, ...] = "all"
     eps_violation: float = 1e-4
+    eps_violation_fine: float | None = None
     max_collected: dict[str, int] = field(
         default_factory=lambda: {"pair": 100_000, "triangle": 100_000, "clique": 100_000})
     fraction: dict[str, float] = field(
@@ -151,6 +156,9 @@ class CuttingPlaneSettings:
         for name in ("eps_violation", "eps_active", "cp_tol", "prune_tol", "prune_abs_tol"):
             if not getattr(self, name) >= 0:  # also rejects NaN
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.eps_violation_fine is not None and not self.eps_violation_fine >= 0:
+            raise ValueError(f"eps_violation_fine must be >= 0 or None, "
+                             f"got {self.eps_violation_fine}")
 
 
 @dataclass
@@ -158,6 +166,7 @@ class RoundStats:
     """One SDP solve of the loop (round 1 solves with the inherited cuts only).
 
     ``added``/``removed``: cuts added / dropped *after* this solve, per family for added.
+    ``eps_violation``: the violation threshold of the separation after this solve.
     """
 
     round: int
@@ -170,6 +179,7 @@ class RoundStats:
     found: dict[str, int] = field(default_factory=dict)
     added: dict[str, int] = field(default_factory=dict)
     removed: int = 0
+    eps_violation: float = math.nan
 
 
 @dataclass
@@ -317,6 +327,9 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     # the loosest tolerance the next rounds may use; it only ever decreases (_round_tol
     # keeps every round at or above the SDP tolerance)
     cap = st.loose_tol if st.families and st.loose_tol is not None else tight_tol
+    eps = st.eps_violation
+    # the threshold a stalled loop falls back to before it stops (itself when off)
+    fine = min(eps, st.eps_violation_fine) if st.eps_violation_fine is not None else eps
     while True:
         left = deadline - time.perf_counter()
         if left <= 0:
@@ -348,7 +361,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         stop = _stop_rule(st, upper_bound, best, before, improvement, len(rounds), max_rounds,
                           root, res.status == "time_limit" or time.perf_counter() >= deadline)
         if stop is None:
-            stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats)
+            stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats, eps)
         if loose and stop in (NO_CUT, CUT_LIMIT, TOLERANCE, BOUND_WORSE):
             # a loose round would end the loop: re-solve this model warm at a tighter
             # tolerance (at the SDP tolerance in the end) and let those rounds decide
@@ -359,6 +372,12 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
                 flag = CALLBACK_STOP
                 break
             continue
+        if stop in (NO_CUT, TOLERANCE, BOUND_WORSE) and st.families and eps > fine:
+            # the cuts violated by more than eps have stopped moving the bound: those
+            # violated by less may still (docs/solver.md, "The root's cuts at a finer
+            # violation threshold")
+            eps = fine
+            stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats, eps)
         if stop is None:
             n_sep += 1
             for f, a in stats.added.items():
@@ -418,15 +437,17 @@ def _stop_rule(st: CuttingPlaneSettings, upper_bound: float, best: float, before
 
 
 def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng,
-                     stats: RoundStats):
-    """Separate at ``res.Z`` and drop the inactive cuts; fills ``stats`` in.
+                     stats: RoundStats, eps: float):
+    """Separate at ``res.Z`` the cuts violated by more than ``eps`` and drop the inactive
+    cuts; fills ``stats`` in.
 
     Returns ``(stop_flag, None)`` (NO_CUT, CUT_LIMIT) or ``(None, (cuts, keep, n_new))``:
     the next cut list, the indices of the old cuts it keeps (a prefix) and the number of
     cuts appended, as ``WarmStart.for_cuts`` takes them.
     """
     Z = np.asarray(res.Z, dtype=np.float64)
-    sep = separate(Z, k=problem.k, n=problem.n, families=st.families, eps=st.eps_violation,
+    stats.eps_violation = eps
+    sep = separate(Z, k=problem.k, n=problem.n, families=st.families, eps=eps,
                    caps=st.max_collected, fracs=st.fraction, seed=rng, collect=st.collect,
                    max_weight=problem.instance.max_cluster_weight)
     stats.found = dict(sep.found)
@@ -440,7 +461,7 @@ def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng
     else:
         active = np.zeros(0, dtype=bool)
     # a cut already in the model (solved inexactly) is not added twice
-    new = drop_known(sep.cuts.concat(separate_sizes(Z, problem, eps=st.eps_violation)), old)
+    new = drop_known(sep.cuts.concat(separate_sizes(Z, problem, eps=eps)), old)
     if new.m == 0:
         stats.added = {f: 0 for f in sep.found}
         return NO_CUT, None
