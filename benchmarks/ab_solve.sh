@@ -7,14 +7,21 @@
 #   python benchmarks/compare_solve.py benchmarks/results/bench_regression_base.jsonl \
 #       benchmarks/results/bench_regression_head.jsonl
 #
-# Arguments: the "before" tree (a built checkout of another commit), the datasets, the
-# constraint draw, and a name for the results (default bench_regression). "after" is this
+# Two settings of this checkout, the same way (base tree "."):
+#
+#   benchmarks/ab_solve.sh . glass 0 fine "--cp eps_violation_fine=None" "--cp eps_violation_fine=1e-5"
+#
+# Arguments: the "before" tree (a built checkout of another commit, or "."), the datasets,
+# the constraint draw, a name for the results (default bench_regression), and options of
+# bench_solve.py for the before and the after side (default none). "after" is this
 # checkout. Rows go to benchmarks/results/NAME_{base,head}.jsonl (bench_solve.py's format).
 set -u
 base=$1
 datasets=$2
 draw=${3:-0}
 name=${4:-bench_regression}
+base_opts=${5:-}
+head_opts=${6:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 i=0
@@ -23,9 +30,11 @@ for ds in $datasets; do
     inst=$ds/$(basename "$f" .txt)
     if [ $((i % 2)) -eq 0 ]; then order="base head"; else order="head base"; fi
     for side in $order; do
-      if [ "$side" = base ]; then tree=$base; else tree=$here; fi
+      if [ "$side" = base ]; then tree=$base; opts=$base_opts
+      else tree=$here; opts=$head_opts; fi
+      # shellcheck disable=SC2086  # the options are words
       PYTHONPATH=$tree python benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 \
-        --max-nodes 200 --workers 2 --out benchmarks/results/"$name"_"$side".jsonl \
+        --max-nodes 200 --workers 2 $opts --out benchmarks/results/"$name"_"$side".jsonl \
         | grep -E "^$inst"
     done
     i=$((i + 1))

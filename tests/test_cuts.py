@@ -525,8 +525,8 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
     monkeypatch.setattr(loop, "separate", spy)
     kw = {"seed": 0, "time_limit": 20, "sdp_options": FAST}
     # no cut is violated by 10: the coarse loop stops after its (tightened) first round
-    coarse = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(eps_violation=10.0),
-                                     **kw)
+    coarse = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(
+        eps_violation=10.0, eps_violation_fine=None), **kw)
     assert coarse.flag == loop.NO_CUT and coarse.cuts.m == 0 and set(seen) == {10.0}
     seen.clear()
     fine = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(

@@ -110,7 +110,7 @@ class CuttingPlaneSettings:
 
     families: str | tuple[str, ...] = "all"
     eps_violation: float = 1e-4
-    eps_violation_fine: float | None = None
+    eps_violation_fine: float | None = 1e-5
     max_collected: dict[str, int] = field(
         default_factory=lambda: {"pair": 100_000, "triangle": 100_000, "clique": 100_000})
     fraction: dict[str, float] = field(
