@@ -522,15 +522,17 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
         seen.append(kw["eps"])
         return real(Z, **kw)
 
+    def run(upper_bound=math.inf, **settings):
+        seen.clear()
+        return loop.cutting_plane_loop(
+            prob, settings=CuttingPlaneSettings(eps_violation=10.0, **settings),
+            upper_bound=upper_bound, seed=0, time_limit=20, sdp_options=FAST)
+
     monkeypatch.setattr(loop, "separate", spy)
-    kw = {"seed": 0, "time_limit": 20, "sdp_options": FAST}
     # no cut is violated by 10: the coarse loop stops after its (tightened) first round
-    coarse = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(
-        eps_violation=10.0, eps_violation_fine=None), **kw)
+    coarse = run(eps_violation_fine=None)
     assert coarse.flag == loop.NO_CUT and coarse.cuts.m == 0 and set(seen) == {10.0}
-    seen.clear()
-    fine = loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(
-        eps_violation=10.0, eps_violation_fine=1e-4), **kw)
+    fine = run(eps_violation_fine=1e-4, fine_gap=math.inf)
     # the loose rounds' stalls are re-solved tighter first; once tight, the loop goes on
     # at the fine threshold and never goes back
     assert seen[0] == 10.0 and seen[-1] == 1e-4 and seen == sorted(seen, reverse=True)
@@ -538,8 +540,14 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
     assert all(r.lower_bound <= opt + 1e-9 * opt for r in fine.rounds)
     # the cuts close this instance's gap (3-11 %, test above) at least 90 %
     assert opt - fine.lower_bound <= 0.1 * (opt - coarse.lower_bound)
-    with pytest.raises(ValueError, match="eps_violation_fine"):
-        CuttingPlaneSettings(eps_violation_fine=float("nan"))
+    # the fallback waits for a node within fine_gap of its pruning target: here over 1 %
+    # away with the optimum as incumbent, and infinitely far without one
+    for ub, gap, falls_back in [(math.inf, 1.0, False), (opt, 1e-3, False), (opt, 1.0, True)]:
+        run(ub, eps_violation_fine=1e-4, fine_gap=gap)
+        assert (1e-4 in seen) == falls_back, (ub, gap)
+    for bad in ({"eps_violation_fine": float("nan")}, {"fine_gap": -1.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            CuttingPlaneSettings(**bad)
 
 
 def test_tail_off_stops_a_child_loop_that_closes_little_of_its_gap():

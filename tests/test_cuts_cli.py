@@ -51,6 +51,8 @@ def test_bound_cli_rejects_bad_cut_settings(tiny_files):
                                                  ("--cut-violation", "nan", "eps_violation"),
                                                  ("--cut-violation-fine", "-1",
                                                   "eps_violation_fine"),
+                                                 ("--cut-violation-fine-gap", "nan",
+                                                  "fine_gap"),
                                                  ("--loose-tol", "-1", "loose_tol"),
                                                  ("--loose-gap-factor", "-1",
                                                   "loose_gap_factor"),
@@ -68,9 +70,10 @@ def test_solve_cli_passes_cut_settings_to_the_loop(tiny_files, tmp_path):
     assert main(["solve", str(data), "-c", str(cons), "-k", "3", "-q", "--json", str(out),
                  "--eps-active", "1e-3", "--max-rounds-child", "7", "--max-cuts", "500",
                  "--cut-violation", "2e-4", "--cut-violation-fine", "3e-5", "--loose-tol", "0",
+                 "--cut-violation-fine-gap", "5e-4",
                  "--loose-gap-factor", "0.5", "--cut-collect", "first"]) == 0
     cp = json.loads(out.read_text())["cp_settings"]
     assert cp["loose_gap_factor"] == 0.5 and cp["collect"] == "first"
     assert cp["eps_active"] == 1e-3 and cp["max_rounds_child"] == 7
     assert cp["max_cuts"] == 500 and cp["eps_violation"] == 2e-4 and cp["loose_tol"] is None
-    assert cp["eps_violation_fine"] == 3e-5
+    assert cp["eps_violation_fine"] == 3e-5 and cp["fine_gap"] == 5e-4

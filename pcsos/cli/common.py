@@ -122,6 +122,9 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                    help=f"when the loop would stop for lack of progress, separate at this "
                         f"smaller threshold and go on (default {d.eps_violation_fine}; "
                         f"0 = off)")
+    g.add_argument("--cut-violation-fine-gap", type=float, default=d.fine_gap, metavar="G",
+                   help=f"... only while the node's bound is within G of pruning it, relative "
+                        f"to the incumbent (default {d.fine_gap:g}; inf = always)")
     g.add_argument("--eps-active", type=float, default=d.eps_active, metavar="EPS",
                    help=f"keep a cut while its slack is at most this (default {d.eps_active:g})")
     g.add_argument("--cut-fraction", type=float, default=d.fraction["triangle"], metavar="F",
@@ -149,7 +152,8 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
     try:
         return CuttingPlaneSettings(
             families=families, eps_violation=args.cut_violation,
-            eps_violation_fine=args.cut_violation_fine or None, eps_active=args.eps_active,
+            eps_violation_fine=args.cut_violation_fine or None,
+            fine_gap=args.cut_violation_fine_gap, eps_active=args.eps_active,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
             collect=args.cut_collect, max_cuts=args.max_cuts,
