@@ -545,6 +545,12 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
     for ub, gap, falls_back in [(math.inf, 1.0, False), (opt, 1e-3, False), (opt, 1.0, True)]:
         run(ub, eps_violation_fine=1e-4, fine_gap=gap)
         assert (1e-4 in seen) == falls_back, (ub, gap)
+    # the fallback never runs a round past the limit, even when the last round stalls
+    real_rule = loop._stop_rule
+    monkeypatch.setattr(loop, "_stop_rule", lambda *a: (
+        loop.TOLERANCE if real_rule(*a) == loop.ROUND_LIMIT else real_rule(*a)))
+    capped = run(eps_violation_fine=1e-4, fine_gap=math.inf, max_rounds_root=3)
+    assert capped.n_rounds <= 3
     for bad in ({"eps_violation_fine": float("nan")}, {"fine_gap": -1.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             CuttingPlaneSettings(**bad)

@@ -50,8 +50,8 @@ class CuttingPlaneSettings:
     violated cut, an improvement below ``cp_tol``, a worse bound) and the node is not
     pruned but within ``fine_gap`` of it, the loop separates at this smaller threshold
     from then on and goes on; it stops for lack of progress only at that one. ``None``:
-    off. ``fine_gap``: the most the node's bound may still have to rise to prune it
-    (relative to the incumbent; none: infinite) for that fallback. The cuts violated by
+    off. ``fine_gap``: the most the node's bound may still have to rise to prune it,
+    relative to the incumbent, for that fallback (never without an incumbent). The cuts violated by
     1e-5 to 1e-4 raised a root by 5e-5 of the incumbent on ECG5000 ml_0_cl_150_3 (0.615 of
     the 1.52 to its target; that draw then closed in 21 nodes instead of 200 unfinished)
     and by 3-4e-5 on glass, whose roots stand 6e-4 to 5e-3 from their targets: there the
@@ -382,7 +382,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
                 break
             continue
         if (stop in (NO_CUT, TOLERANCE, BOUND_WORSE) and st.families and eps > fine
-                and _prune_gap(st, upper_bound, best) <= st.fine_gap):
+                and len(rounds) < max_rounds and _prune_gap(st, upper_bound, best) <= st.fine_gap):
             # the cuts violated by more than eps have stopped moving the bound: those
             # violated by less may still (docs/solver.md, "The root's cuts at a finer
             # violation threshold")
