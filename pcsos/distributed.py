@@ -6,10 +6,12 @@
 tree manager stays in the calling process and knows nothing of Dask: it gets an
 ``Executor`` (:class:`DaskExecutor`) and a ``remote`` signal object (:class:`DaskSignals`).
 
-* The data travels once: the instance is scattered to every worker
-  (``Client.scatter(..., broadcast=True)``); a node travels as a pickle of its data in
-  which the instance is a reference (``persistent_id``), and so do the children that come
-  back. The rest of a node (its branching decisions as a super-point problem, its cut set,
+* The data travels once: the instance is the result of one task that every job depends
+  on, so a worker fetches it once while it holds it. It is not scattered: Dask's memory
+  manager drops the extra replicas of scattered data, and scattered data whose last
+  holder dies is lost, where a task's result is computed again. A node travels as a
+  pickle of its data in which the instance is a reference (``persistent_id``), and so do
+  the children that come back. The rest of a node (its branching decisions as a super-point problem, its cut set,
   its warm start) is compact arrays.
 * Ctrl-C, a stop event and the time limit reach running nodes through a Dask ``Event``
   that their :class:`~pcsos.tree.Context` polls (at most every ``poll`` seconds), so remote
@@ -186,6 +188,11 @@ def loads(blob: bytes, instance):
     return _Unpickler(io.BytesIO(blob), instance).load()
 
 
+def _identity(obj):
+    """The instance's task (module doc)."""
+    return obj
+
+
 def _run_remote(process, blob: bytes, ctx, instance) -> bytes:
     """A node's job on a worker: unpickle its data, process it, pickle the outcome."""
     data = loads(blob, instance)
@@ -200,7 +207,7 @@ class DaskExecutor(Executor):
     def __init__(self, client, instance):
         self.client = client
         self.instance = instance
-        [self._ref] = client.scatter([instance], broadcast=True, hash=False)
+        self._ref = client.submit(_identity, instance, pure=False)
         self.bytes_sent = self.bytes_back = self.jobs = 0
         self._pending: set = set()
 

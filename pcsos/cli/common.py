@@ -123,8 +123,9 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                         f"smaller threshold and go on (default {d.eps_violation_fine}; "
                         f"0 = off)")
     g.add_argument("--cut-violation-fine-gap", type=float, default=d.fine_gap, metavar="G",
-                   help=f"... only while the node's bound is within G of pruning it, relative "
-                        f"to the incumbent (default {d.fine_gap:g}; inf = always)")
+                   help=f"--cut-violation-fine applies only while the node's bound is within "
+                        f"G of pruning it, relative to the incumbent (default {d.fine_gap:g}; "
+                        f"inf = whatever the gap)")
     g.add_argument("--eps-active", type=float, default=d.eps_active, metavar="EPS",
                    help=f"keep a cut while its slack is at most this (default {d.eps_active:g})")
     g.add_argument("--cut-fraction", type=float, default=d.fraction["triangle"], metavar="F",

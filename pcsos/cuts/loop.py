@@ -47,16 +47,16 @@ class CuttingPlaneSettings:
     ``families``: which cuts to separate ("all", "none", a name or a comma list).
     ``eps_violation``: a cut is violated when rhs - <B, Z> > this (SDP_SOLVER_EPS_INEQ).
     ``eps_violation_fine``: when a tight round would end the loop for lack of progress (no
-    violated cut, an improvement below ``cp_tol``, a worse bound) and the node is not
-    pruned but within ``fine_gap`` of it, the loop separates at this smaller threshold
-    from then on and goes on; it stops for lack of progress only at that one. ``None``:
-    off. ``fine_gap``: the most the node's bound may still have to rise to prune it,
-    relative to the incumbent, for that fallback (never without an incumbent). The cuts violated by
-    1e-5 to 1e-4 raised a root by 5e-5 of the incumbent on ECG5000 ml_0_cl_150_3 (0.615 of
-    the 1.52 to its target; that draw then closed in 21 nodes instead of 200 unfinished)
-    and by 3-4e-5 on glass, whose roots stand 6e-4 to 5e-3 from their targets: there the
-    fallback doubled the root's time, cut the nodes by 0-25 % and slowed the trees by a
-    median 1.19x (docs/solver.md, "The root's cuts at a finer violation threshold").
+    violated cut, an improvement below ``cp_tol``, a worse bound) and the node is not pruned
+    but within ``fine_gap`` of it, the loop separates at this smaller threshold from then on
+    and goes on; it stops for lack of progress only at that one. ``None``: off.
+    ``fine_gap``: the most the node's bound may still have to rise to prune it, relative to
+    the incumbent, for that fallback (never without an incumbent). The cuts violated by 1e-5
+    to 1e-4 raised a root by 5e-5 of the incumbent on ECG5000 ml_0_cl_150_3 (0.615 of the
+    1.52 to its target; that draw then closed in 21 nodes instead of 200 unfinished) and by
+    3-4e-5 on glass, whose roots stand 6e-4 to 5e-3 from their targets: there the fallback
+    doubled the root's time, cut the nodes by 0-25 % and slowed the trees by a median 1.19x
+    (docs/solver.md, "The root's cuts at a finer violation threshold").
     ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ).
     ``fraction``: per family, the share of the collected cuts (most violated first) added.
     ``collect``: which violated triangles fill ``max_collected``: "most", the most violated
