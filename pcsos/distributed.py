@@ -11,8 +11,8 @@ tree manager stays in the calling process and knows nothing of Dask: it gets an
   manager drops the extra replicas of scattered data, and scattered data whose last
   holder dies is lost, where a task's result is computed again. A node travels as a
   pickle of its data in which the instance is a reference (``persistent_id``), and so do
-  the children that come back. The rest of a node (its branching decisions as a super-point problem, its cut set,
-  its warm start) is compact arrays.
+  the children that come back. The rest of a node (its branching decisions as a
+  super-point problem, its cut set, its warm start) is compact arrays.
 * Ctrl-C, a stop event and the time limit reach running nodes through a Dask ``Event``
   that their :class:`~pcsos.tree.Context` polls (at most every ``poll`` seconds), so remote
   SDP solves stop within about a second; the incumbent reaches them through a Dask
