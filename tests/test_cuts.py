@@ -488,20 +488,28 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
     assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
 
 
+def _spy_on_separate(monkeypatch, key: str) -> list:
+    """The list to which every call of the loop's ``separate`` appends its keyword ``key``."""
+    import pcsos.cuts.loop as loop
+
+    seen = []
+    real = loop.separate
+
+    def spy(Z, **kw):
+        seen.append(kw[key])
+        return real(Z, **kw)
+
+    monkeypatch.setattr(loop, "separate", spy)
+    return seen
+
+
 @pytest.mark.parametrize("collect", ["most", "first"])
 def test_loop_separates_with_its_collect_setting(monkeypatch, collect):
     import pcsos.cuts.loop as loop
 
     X, k, ml, cl = _tiny(3, n=10, n_ml=0, n_cl=1)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
-    seen = []
-    real = loop.separate
-
-    def spy(Z, **kw):
-        seen.append(kw["collect"])
-        return real(Z, **kw)
-
-    monkeypatch.setattr(loop, "separate", spy)
+    seen = _spy_on_separate(monkeypatch, "collect")
     loop.cutting_plane_loop(prob, settings=CuttingPlaneSettings(collect=collect,
                                                                 max_rounds_root=3), seed=0)
     assert seen and set(seen) == {collect}
@@ -515,12 +523,7 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
     X, k, ml, cl = _tiny(0)
     opt, _ = brute_force(X, k, ml, cl)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
-    seen = []
-    real = loop.separate
-
-    def spy(Z, **kw):
-        seen.append(kw["eps"])
-        return real(Z, **kw)
+    seen = _spy_on_separate(monkeypatch, "eps")
 
     def run(upper_bound=math.inf, **settings):
         seen.clear()
@@ -528,7 +531,6 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
             prob, settings=CuttingPlaneSettings(eps_violation=10.0, **settings),
             upper_bound=upper_bound, seed=0, time_limit=20, sdp_options=FAST)
 
-    monkeypatch.setattr(loop, "separate", spy)
     # no cut is violated by 10: the coarse loop stops after its (tightened) first round
     coarse = run(eps_violation_fine=None)
     assert coarse.flag == loop.NO_CUT and coarse.cuts.m == 0 and set(seen) == {10.0}
