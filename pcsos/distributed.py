@@ -207,7 +207,12 @@ class DaskExecutor(Executor):
     def __init__(self, client, instance):
         self.client = client
         self.instance = instance
-        self._ref = client.submit(_identity, instance, pure=False)
+        import dask
+
+        # Dask warns of a large graph from 10 MB on and advises futures, which is what
+        # this task is: the one place the data enters a graph (module doc)
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": 2**62}):
+            self._ref = client.submit(_identity, instance, pure=False)
         self.bytes_sent = self.bytes_back = self.jobs = 0
         self._pending: set = set()
 

@@ -128,3 +128,24 @@ def test_certify_bounds_the_subsets_on_dask(client):
     assert [b.lower_bound for b in remote.subsets] == pytest.approx(
         [b.lower_bound for b in here.subsets], rel=1e-9)
     assert remote.lower_bound == pytest.approx(here.lower_bound, rel=1e-9)
+
+
+def test_the_instance_enters_the_graph_without_a_large_graph_warning(client):
+    import warnings
+
+    import dask
+
+    from pcsos.distributed import DaskExecutor
+    from pcsos.problem import Instance
+
+    inst = Instance(_uniform(200), 3, np.empty((0, 2), int), np.empty((0, 2), int))
+    # a threshold below the instance's size stands for a large instance
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1kB"}):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ex = DaskExecutor(client, inst)
+            assert ex._ref.result() is not None
+            client.submit(len, inst.X, pure=False).result()  # the same size warns here
+    assert dask.config.get("distributed.admin.large-graph-warning-threshold") == "10MB"
+    large = [w for w in seen if "large graph" in str(w.message)]
+    assert len(large) == 1
