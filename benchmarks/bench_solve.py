@@ -1,13 +1,14 @@
 """Benchmark the exact solver on the shared PC-SOS-SDP instances (acceptance 2-3 of the tree issue).
 
 Runs ``pcsos.solve`` on a chosen set of ``../shared/instances/<dataset>/constraints/*.txt``
-files with a time limit and appends one JSON line per instance to a results file (default
-``benchmarks/results/bench_solve.jsonl``); instances already in the file are skipped, so an
-interrupted run resumes where it stopped. Then it prints (and with ``--summary FILE``
-writes as Markdown) the per-instance table and the summary aggregated like the paper's
-Tables 2-4 (mean over the chosen draws of each dataset and mix), side by side with the
-paper's figures parsed from ``../shared/docs/benchmarks.md``, plus the ratio of our time to
-the paper's 16-core time. When the heuristics benchmark's results exist
+files (``--folder``: another folder of datasets laid out the same way, e.g. the study's
+accent, ecoli or gene) with a time limit and appends one JSON line per instance to a
+results file (default ``benchmarks/results/bench_solve.jsonl``); instances already in the
+file are skipped, so an interrupted run resumes where it stopped. Then it prints (and with
+``--summary FILE`` writes as Markdown) the per-instance table and the summary aggregated
+like the paper's Tables 2-4 (mean over the chosen draws of each dataset and mix), side by
+side with the paper's figures parsed from ``../shared/docs/benchmarks.md``, plus the ratio
+of our time to the paper's 16-core time. When the heuristics benchmark's results exist
 (``benchmarks/results/bench_heuristics.json``, seed-0 draws, and
 ``bench_heuristics_draws.json``, the other draws), every certified lower bound is checked
 against the best feasible value found there: a bound above a feasible value is a bug and
@@ -16,6 +17,7 @@ is flagged ``BOUND>UB``.
 Examples::
 
     python benchmarks/bench_solve.py --datasets iris,wine --seeds 0 --time-limit 600
+    python benchmarks/bench_solve.py --datasets ecoli --seeds 0,1,2,3,4 --folder /data/pcsos
     python benchmarks/bench_solve.py --summary-only
 """
 
@@ -32,6 +34,7 @@ import sys
 import time
 
 from instances import (
+    INSTANCES,
     RESULTS,
     ROOT,
     append_jsonl,
@@ -54,7 +57,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
     """Solve one instance and return its result row."""
     from pcsos.api import solve_instance
 
-    inst = load_instance(ds, path)
+    inst = load_instance(ds, path, args.folder)
     t0 = time.time()
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
                          time_limit=args.time_limit, workers=args.workers, seed=args.seed,
@@ -251,6 +254,9 @@ def main(argv=None) -> int:
     ap.add_argument("--instances", default=None,
                     help="comma list of 'dataset/ml_A_cl_B_S' names (default: every one chosen "
                          "by --datasets, --seeds and --mixes)")
+    ap.add_argument("--folder", type=pathlib.Path, default=INSTANCES,
+                    help="the folder of datasets, each DATASET/data.txt and "
+                         "DATASET/constraints/ml_A_cl_B_S.txt (default: ../shared/instances)")
     ap.add_argument("--time-limit", type=float, default=600.0, help="per instance (s)")
     ap.add_argument("--max-nodes", type=int, default=200, help="paper: 200 (0 = none)")
     ap.add_argument("--tol", type=float, default=1e-4)
@@ -280,7 +286,8 @@ def main(argv=None) -> int:
     names = set(args.instances.split(",")) if args.instances else None
     if names:  # the datasets of the named instances, in the order named
         args.datasets = ",".join(dict.fromkeys(n.split("/")[0] for n in args.instances.split(",")))
-    chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names)
+    chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names,
+                       folder=args.folder)
     done = done_rows(args.out)
     if not args.summary_only:
         args.out.parent.mkdir(parents=True, exist_ok=True)
