@@ -145,7 +145,7 @@ def test_the_instance_enters_the_graph_without_a_large_graph_warning(client):
             warnings.simplefilter("always")
             ex = DaskExecutor(client, inst)
             assert ex._ref.result() is not None
-            client.submit(len, inst.X, pure=False).result()  # the same size warns here
-    assert dask.config.get("distributed.admin.large-graph-warning-threshold") == "10MB"
+            # the same data warns here: the executor left the threshold as it found it
+            client.submit(len, inst.X, pure=False).result()
     large = [w for w in seen if "large graph" in str(w.message)]
     assert len(large) == 1
