@@ -668,14 +668,14 @@ def test_in_place_adjoint_matches_the_operators(medium):
 def test_rank_one_update_in_place():
     """_ger adds alpha x y^T (x != y, so a transposed update would show) into C- and
     Fortran-ordered arrays alike."""
-    import pcsos.bounds.admm as admm
+    import pcsos.bounds.arrays as arrays
 
     rng = np.random.default_rng(304)
     x, y = rng.normal(size=7), rng.normal(size=7)
     for order in ("C", "F"):
         X0 = np.asarray(rng.normal(size=(7, 7)), order=order)
         X = X0.copy(order=order)
-        admm._ger(-1.5, x, y, X)
+        arrays._ger(-1.5, x, y, X)
         np.testing.assert_allclose(X, X0 - 1.5 * np.outer(x, y), rtol=0, atol=1e-13)
 
 

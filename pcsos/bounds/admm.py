@@ -45,12 +45,13 @@ import time
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from scipy.linalg.blas import dger as _dger
 
 from pcsos.bounds import eig as eigmod
+from pcsos.bounds.arrays import ArrayBackend, get_backend
 from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import POLISH_EVALS, polished_bound
+from pcsos.errors import InputError
 
 __all__ = ["solve_admm"]
 
@@ -95,9 +96,14 @@ EIG_TOL = 5e-4
 
 
 class _Scaled:
-    """The model in M-space: scaled objective, normalised cuts, the (y, u) linear solver."""
+    """The model in M-space: scaled objective, normalised cuts, the (y, u) linear solver.
 
-    def __init__(self, model: SDPModel):
+    Built on the host (numpy, scipy.sparse, the factorisations); the arrays the iteration
+    reads are copied once to the backend's device (``Cx``, ``fx``, ``bx``, ``lx``, the cut
+    operators), and the operators take and return device arrays."""
+
+    def __init__(self, model: SDPModel, be: ArrayBackend | None = None):
+        self.be = be = be if be is not None else get_backend("cpu")
         s = model.s
         self.s, self.k = s, model.k
         self.f = np.sqrt(model.e)
@@ -146,19 +152,34 @@ class _Scaled:
             self.BT_touched = self.B[:, self.touched].T.tocsr()
             self.l = cuts.rhs / nrm
             self._factor_cuts()
+            self.Bx = be.sparse(self.B)
+            if be.is_numpy or be.is_torch:
+                self.BTx = be.sparse(self.BT_touched)
+                self.touched_x = be.index(self.touched)
+            else:  # no scatter in the standard: B* as a dense s^2 x m operator (tests)
+                self.BTx = be.sparse(self.B.T)
         else:
             self.cut_norm = np.ones(0)
             self.l = np.zeros(0)
             self.ksolver = "none"
+        # what the iteration reads, on the device (the same arrays on numpy)
+        self.Cx, self.fx, self.bx, self.lx = (be.asarray(a) for a in (self.C, self.f, self.b,
+                                                                        self.l))
+        self.cl_flat_x = be.index(self.cl_flat) if self.cl_flat is not None else None
+        self.free_x = None if be.is_numpy or be.is_torch or not q else be.mask(~self.nonneg)
+        self.eye_x = None if be.is_numpy or be.is_torch else be.asarray(np.eye(s))
 
     @property
     def direct(self) -> bool:
         """Whether the (y, u) system is factored (every solver but CG)."""
         return self.ksolver != "cg"
 
-    # ---------------------------------------------------------------- operators
-    def A(self, M: np.ndarray) -> np.ndarray:
-        return np.concatenate([M @ self.f, [np.trace(M)]])
+    # ------------------------------------------------------- operators (device arrays)
+    def A(self, M):
+        be = self.be
+        if be.is_numpy:
+            return np.concatenate([M @ self.f, [np.trace(M)]])
+        return be.concat([M @ self.fx, be.xp.reshape(be.trace(M), (1,))])
 
     def A_adj(self, y: np.ndarray) -> np.ndarray:
         T = np.outer(y[:-1], 0.5 * self.f)
@@ -166,8 +187,10 @@ class _Scaled:
         out.flat[:: self.s + 1] += y[-1]
         return out
 
-    def Bop(self, M: np.ndarray) -> np.ndarray:
-        return self.B @ M.ravel() if self.m else np.zeros(0)
+    def Bop(self, M):
+        if not self.m:
+            return self.be.zeros(0)
+        return self.be.spmv(self.Bx, self.be.xp.reshape(M, (-1,)))
 
     def B_adj(self, u: np.ndarray) -> np.ndarray:
         out = np.zeros((self.s, self.s))
@@ -175,24 +198,34 @@ class _Scaled:
             out.ravel()[self.touched] = self.BT_touched @ u
         return out
 
-    def add_adj(self, X: np.ndarray, y: np.ndarray, u: np.ndarray, alpha: float) -> None:
-        """X += alpha (A*y + B*u) in place (X C-contiguous): two rank-one updates, the
-        diagonal, and the entries the cuts touch; no s x s temporary."""
-        _ger(0.5 * alpha, y[:-1], self.f, X)
-        _ger(0.5 * alpha, self.f, y[:-1], X)
-        X.flat[:: self.s + 1] += alpha * y[-1]
+    def add_adj(self, X, y, u, alpha: float):
+        """X + alpha (A*y + B*u), in place where the backend can (X C-contiguous): two
+        rank-one updates, the diagonal, and the entries the cuts touch; no s x s temporary
+        on numpy and torch. Returns the result."""
+        be = self.be
+        X = be.add_sym_outer(X, alpha, y[:-1], self.fx)
+        X = be.add_diag(X, alpha * y[-1], self.eye_x)
         if self.m:
-            X.ravel()[self.touched] += alpha * (self.BT_touched @ u)
+            if be.is_numpy or be.is_torch:
+                X = be.scatter_add(X, self.touched_x, alpha * be.spmv(self.BTx, u))
+            else:
+                dense = be.xp.reshape(alpha * be.spmv(self.BTx, u), (self.s, self.s))
+                X = be.scatter_add(X, None, None, dense)
+        return X
 
-    def _AAinv(self, r: np.ndarray) -> np.ndarray:
-        """Solve A A* y = r in closed form (A A* = [[n/2 I + f f^T/2, f], [f^T, s]])."""
-        f, n, s = self.f, self.n, self.s
+    def _AAinv(self, r, f=None):
+        """Solve A A* y = r in closed form (A A* = [[n/2 I + f f^T/2, f], [f^T, s]]); r and
+        ``f`` (default: the host f) on one device."""
+        f = self.f if f is None else f
+        n, s = self.n, self.s
         rr, r0 = r[:-1], r[-1]
-        ftr = float(f @ rr)
+        ftr = f @ rr
         y0 = (r0 - ftr / n) / (s - 1)
         phi = ftr / n - y0
         yr = (rr - f * y0 - f * (0.5 * phi)) / (0.5 * n)
-        return np.concatenate([yr, [y0]])
+        if isinstance(r, np.ndarray):
+            return np.concatenate([yr, [y0]])
+        return self.be.concat([yr, self.be.xp.reshape(y0, (1,))])
 
     def _factor_cuts(self):
         """Prepare the (y, u) solve: H = B̂ A* (m x (s+1), sparse) and the solver of
@@ -276,10 +309,19 @@ class _Scaled:
         w = self.BE @ (self.BET @ u) + u
         return w - self.Hs @ self._AAinv(self.HsT @ u)
 
-    def solve_yu(self, r1: np.ndarray, r2: np.ndarray):
-        """Solve [AA*, H^T; H, K] [y; u] = [r1; r2]."""
+    def solve_yu(self, r1, r2):
+        """Solve [AA*, H^T; H, K] [y; u] = [r1; r2] (device vectors)."""
+        be = self.be
         if not self.m:
-            return self._AAinv(r1), np.zeros(0)
+            return self._AAinv(r1, self.fx), be.zeros(0)
+        if not be.is_numpy:
+            # the cut system is factored on the host (scipy's sparse LU and Cholesky): its
+            # right-hand sides, s + 1 + m numbers, cross there and back
+            y, u = self._solve_yu_host(be.to_numpy(r1), be.to_numpy(r2))
+            return be.asarray(y), be.asarray(u)
+        return self._solve_yu_host(r1, r2)
+
+    def _solve_yu_host(self, r1: np.ndarray, r2: np.ndarray):
         if self.direct:
             # Schur complement on y: (AA* - H^T K^-1 H) y = r1 - H^T K^-1 r2
             Kr2 = self._Ksolve(r2)
@@ -303,17 +345,24 @@ class _Pool:
     """Spare float arrays of one shape, handed out again instead of allocating. From s of
     about 2 000 on, every new s x s array is a fresh mapping whose page faults cost more
     than the arithmetic done in it (2-core VM, s = 2 000: 9-23 ms for an addition into a new
-    array, with and without huge pages, against 2 ms into a reused one)."""
+    array, with and without huge pages, against 2 ms into a reused one). numpy only: torch's
+    caching allocator already reuses device memory, and the other namespaces write nothing
+    in place (``take`` gives None: the operation allocates)."""
 
-    def __init__(self, shape: tuple[int, ...]):
+    def __init__(self, shape: tuple[int, ...], active: bool = True):
         self.shape = shape
+        self.active = active
         self.spare: list[np.ndarray] = []
 
-    def take(self) -> np.ndarray:
+    def take(self) -> np.ndarray | None:
+        if not self.active:
+            return None
         return self.spare.pop() if self.spare else np.empty(self.shape)
 
     def give(self, *arrays, keep=()) -> None:
         """Return arrays nothing uses any more (None, ``keep``, views and repeats skipped)."""
+        if not self.active:
+            return
         seen = {id(a) for a in keep} | {id(a) for a in self.spare}
         for a in arrays:
             if (a is None or id(a) in seen or a.shape != self.shape or not a.flags.owndata
@@ -321,14 +370,6 @@ class _Pool:
                 continue
             seen.add(id(a))
             self.spare.append(a)
-
-
-def _ger(alpha: float, x: np.ndarray, y: np.ndarray, X: np.ndarray) -> None:
-    """X += alpha x y^T in place by BLAS dger (on X^T, the Fortran view of a C array)."""
-    XT = X.T
-    out = _dger(alpha, y, x, a=XT, overwrite_a=True)
-    if not np.shares_memory(out, X):  # f2py made a copy (X not contiguous)
-        X[...] = out.T
 
 
 def _cg(op, b: np.ndarray, x0: np.ndarray, rtol: float, maxiter: int) -> np.ndarray:
@@ -368,7 +409,9 @@ def _cho_solve(c, b):
 
 
 def _to_Z_space(sc: _Scaled, model: SDPModel, M, y, u, N, S):
-    """Unscale a scaled (M-space) point to Z-space duals in SSE units."""
+    """Unscale a scaled (M-space) point, brought to the host, to Z-space duals in SSE
+    units."""
+    M, y, u, N, S = (sc.be.to_numpy(a) for a in (M, y, u, N, S))
     f, d, scale = sc.f, sc.d, sc.scale
     Z = M * d[:, None] * d[None, :]
     yz = np.concatenate([scale * y[:-1] * f, [scale * y[-1]]])
@@ -420,13 +463,15 @@ class _Anderson:
     the last plain step, clears the memory and hands back that plain iterate instead.
     """
 
-    def __init__(self, mem: int, n: int):
+    def __init__(self, mem: int, n: int, be: ArrayBackend):
         self.mem = mem
-        self.dG = np.empty((mem, n))
-        self.dF = np.empty((mem, n))
-        self.gram = np.zeros((mem, mem))
-        # the last pair (g, f), copied: the caller reuses its arrays
-        self.owned = (np.empty(n), np.empty(n))
+        self.be = be
+        self.dG = be.empty((mem, n))
+        self.dF = be.empty((mem, n))
+        self.gram = np.zeros((mem, mem))  # on the host: mem x mem
+        # the last pair (g, f), copied on numpy, whose caller reuses its arrays (elsewhere
+        # nothing writes into them: they are kept as they are)
+        self.owned = (np.empty(n), np.empty(n)) if be.is_numpy else ()
         self.rejected = 0
         self.reset()
 
@@ -447,30 +492,37 @@ class _Anderson:
             return g
         return None
 
-    def _remember(self, g: np.ndarray, f: np.ndarray) -> None:
+    def _remember(self, g, f) -> None:
+        if not self.owned:
+            self.g_prev, self.f_prev = g, f
+            return
         self.g_prev, self.f_prev = self.owned
         np.copyto(self.g_prev, g)
         np.copyto(self.f_prev, f)
 
-    def propose(self, z: np.ndarray, g: np.ndarray, f: np.ndarray | None = None,
-                out: np.ndarray | None = None) -> np.ndarray:
+    def propose(self, z, g, f=None, out=None):
         """The next input after the pair (z, g = F(z)): g itself or a new array (in ``out``
         when given); ``f``: g - z if already formed. The fallback that :meth:`check` may
-        return later is one of the arrays in ``owned``."""
+        return later is one of the arrays in ``owned`` (numpy) or a kept g."""
+        be = self.be
         f = g - z if f is None else f
         if self.g_prev is None:
             self._remember(g, f)
             return g
         j = self.pos
-        np.subtract(g, self.g_prev, out=self.dG[j])
-        np.subtract(f, self.f_prev, out=self.dF[j])
+        if be.is_numpy:
+            np.subtract(g, self.g_prev, out=self.dG[j])
+            np.subtract(f, self.f_prev, out=self.dF[j])
+        else:
+            self.dG[j, :] = g - self.g_prev
+            self.dF[j, :] = f - self.f_prev
         self.pos = (j + 1) % self.mem
         self.count = k = min(self.count + 1, self.mem)
         self._remember(g, f)
         # the new Gram row and the right-hand side: two products with the memory (stacking
-        # the two vectors first would copy 2 s^2 doubles)
-        row = self.dF[:k] @ self.dF[j]
-        rhs = self.dF[:k] @ f
+        # the two vectors first would copy 2 s^2 doubles); k numbers each to the host
+        row = be.to_numpy(self.dF[:k, :] @ self.dF[j, :])
+        rhs = be.to_numpy(self.dF[:k, :] @ f)
         self.gram[j, :k] = row
         self.gram[:k, j] = row
         gram = self.gram[:k, :k]
@@ -483,9 +535,9 @@ class _Anderson:
         if not np.all(np.isfinite(gamma)) or float(np.abs(gamma).max()) > AA_MAX_COEF:
             self.reset()
             return g
-        self.base = (self.g_prev, float(np.linalg.norm(f)))
-        step = np.matmul(gamma, self.dG[:k], out=out)
-        return np.subtract(g, step, out=step)
+        self.base = (self.g_prev, be.norm(f))
+        step = be.matmul(be.asarray(gamma), self.dG[:k, :], out=out)
+        return be.sub(g, step, out=step)
 
 
 def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = None,
@@ -494,7 +546,8 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
                eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,
                check_every: int = 10, sigma0: float | None = None,
                anderson: int | None = None, sigma_ratio: float | None = None,
-               bound_target: float | None = None, polish: int = POLISH_EVALS) -> SDPResult:
+               bound_target: float | None = None, polish: int = POLISH_EVALS,
+               device="cpu") -> SDPResult:
     """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
 
     Stops with status 'solved' when the relative primal residual, the relative dual
@@ -512,10 +565,18 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     ``check_every`` iterations, once the dual objective has passed the target.
     ``polish``: eigen-solves of :func:`~pcsos.bounds.safe.polish_duals` before each safe
     bound (0: none); the result's duals are the polished ones, so its ``lower_bound`` is
-    still ``safe_lower_bound`` of them.
+    still ``safe_lower_bound`` of them. ``device``: where the iteration runs, 'cpu',
+    'cuda' or 'auto' (:func:`pcsos.bounds.arrays.get_backend`; an array namespace module
+    such as ``array_api_strict`` is accepted too); off the CPU, ``eig`` must be 'auto' or
+    'full' (a dense eigendecomposition on the device). The safe bound is computed on the
+    host from the iterate brought back.
     """
     t_start = time.perf_counter()
+    be = get_backend(device)
     eig = eigmod.resolve(eig)
+    if not be.is_numpy and eig not in ("auto", "full"):
+        raise InputError(f"eig={eig!r} runs on the CPU only; with device {be.label} use "
+                         "'auto' or 'full'", source="eig")
     max_iter = 20000 if max_iter is None else int(max_iter)
     gap_tol = tol if gap_tol is None else gap_tol
     if anderson is None:
@@ -523,34 +584,35 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     else:
         mem = int(anderson)
     log_ratio = math.log(SIGMA_RATIO if sigma_ratio is None else float(sigma_ratio))
-    sc = _Scaled(model)
+    sc = _Scaled(model, be)
     s, m = sc.s, sc.m
     ws = warm_start.check(s, m, len(model.cl)) if warm_start is not None else WarmStart()
-    M, y, u, N, S = _from_warm(sc, model, ws)
-    M = np.zeros((s, s)) if M is None else M
-    y = np.zeros(s + 1) if y is None else y
-    u = np.zeros(m) if u is None else u
-    N = np.zeros((s, s)) if N is None else N
-    S = np.zeros((s, s)) if S is None else S
-    t = np.maximum(sc.Bop(M) - sc.l, 0.0) if m else np.zeros(0)
-    v = u.copy()
+    M, y, u, N, S = (None if a is None else be.asarray(a) for a in _from_warm(sc, model, ws))
+    M = be.zeros((s, s)) if M is None else M
+    y = be.zeros(s + 1) if y is None else y
+    u = be.zeros(m) if u is None else u
+    N = be.zeros((s, s)) if N is None else N
+    S = be.zeros((s, s)) if S is None else S
+    C, b, l = sc.Cx, sc.bx, sc.lx
+    t = be.clip0(sc.Bop(M) - l, upper=False) if m else be.zeros(0)
+    v = be.copy(u)
     sigma = float(ws.sigma) if ws.sigma else (sigma0 if sigma0 else 1.0)
-    C, b, l = sc.C, sc.b, sc.l
-    normb = 1.0 + float(np.linalg.norm(b))
-    norml = 1.0 + float(np.linalg.norm(l))
-    normC = 1.0 + float(np.linalg.norm(C))
+    normb = 1.0 + float(np.linalg.norm(sc.b))
+    norml = 1.0 + float(np.linalg.norm(sc.l))
+    normC = 1.0 + float(np.linalg.norm(sc.C))
     rank = s
-    project = eigmod.projector(eig)  # one per solve: a stateful method keeps its block
+    # one per solve: a stateful method keeps its block
+    project = eigmod.projector(eig) if be.is_numpy else _DeviceProjector(be)
 
     def last_vecs():
         # the range of M, i.e. about the near-null space of the dual slack: where the safe
         # bound's iterative eigenvalue certificate (large s only) starts
-        return None if project.last is None else project.last[1]
+        return None if project.last is None else be.to_numpy(project.last[1])
 
     # (iteration, Z, y, y_cl, u, N, S, bound) of the last iterate whose safe bound was taken
     certified = None
 
-    def certify(evaluations: int = polish) -> float:
+    def bound_here(evaluations: int = polish) -> float:
         # the safe bound of the current iterate, from its polished duals
         nonlocal certified
         Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
@@ -569,17 +631,10 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     next_target = 0
     # the target in the scaled objective, for the cheap test on the dual objective
     target_sc = None if bound_target is None else float(bound_target) / sc.scale
-    cl_flat = sc.cl_flat
-    iu, ju = np.triu_indices(s)
-    tri = iu * s + ju
-    tri_t = ju * s + iu  # the same entries, mirrored
-    tri_w = np.where(iu == ju, 1.0, math.sqrt(2.0))
-    del iu, ju
-    nt = len(tri)
-    nz = 2 * nt + s + 1 + 2 * m
-    aa = _Anderson(mem, nz) if mem > 0 else None
-    mats, vecs_z = _Pool((s, s)), _Pool((nz,))
-    tri_buf = np.empty(nt)
+    cl_flat, free = sc.cl_flat_x, sc.free_x
+    pack, unpack, nz = _packing(be, s, m)
+    aa = _Anderson(mem, nz, be) if mem > 0 else None
+    mats, vecs_z = _Pool((s, s), be.is_numpy), _Pool((nz,), be.is_numpy)
     # the evaluated point (output of the last ADMM step), returned whatever the extrapolation
     out = (M, y, u, N, S, t)
     # A(C) and B(C): the (y, u) right-hand sides take A and B of S and N only (matrix-vector
@@ -587,56 +642,10 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     AC = sc.A(C)
     BC = sc.Bop(C)
 
-    def clip(X, fn):
-        # X = fn(X, 0) in place, except on the cannot-link entries (free multipliers)
-        assert X.flags.c_contiguous  # X.ravel() must be a view
-        if cl_flat is None:
-            return fn(X, 0.0, out=X)
-        keep = X.ravel()[cl_flat]
-        fn(X, 0.0, out=X)
-        X.ravel()[cl_flat] = keep
-        return X
-
-    weights = {}
-
-    def tri_weights():
-        # (weight of M, weight of S) on the packed triangles at the current sigma
-        if weights.get("sigma") != sigma:
-            r = math.sqrt(sigma)
-            weights.update(sigma=sigma, M=tri_w / r, S=tri_w * r)
-        return weights["M"], weights["S"]
-
-    def pack(M, S, y, u, t):
-        # the ADMM's natural metric ||M||^2 / sigma + sigma ||dual||^2, on the upper triangles
-        # of the symmetric M and S (off-diagonal entries weighted by sqrt 2): half the memory
-        # traffic of the acceleration
-        r = math.sqrt(sigma)
-        wM, wS = tri_weights()
-        z = vecs_z.take()
-        for X, w, part in ((M, wM, z[:nt]), (S, wS, z[nt:2 * nt])):
-            np.take(X.ravel(), tri, out=part)
-            part *= w
-        np.multiply(y, r, out=z[2 * nt:2 * nt + s + 1])
-        np.multiply(u, r, out=z[2 * nt + s + 1:2 * nt + s + 1 + m])
-        np.divide(t, r, out=z[2 * nt + s + 1 + m:])
-        return z
-
-    def unsym(v, w):
-        X = mats.take()
-        np.divide(v, w, out=tri_buf)
-        X.ravel()[tri] = tri_buf
-        X.ravel()[tri_t] = tri_buf
-        return X
-
-    def unpack(z):
-        r = math.sqrt(sigma)
-        wM, wS = tri_weights()
-        M = unsym(z[:nt], wM)
-        S = unsym(z[nt:2 * nt], wS)
-        y = z[2 * nt:2 * nt + s + 1] / r
-        u = z[2 * nt + s + 1:2 * nt + s + 1 + m] / r
-        t = z[2 * nt + s + 1 + m:] * r
-        return M, S, y, u, t
+    def clip(X, upper):
+        # min or max of X and 0, in place where the backend can, except on the cannot-link
+        # entries (free multipliers)
+        return be.clip0(X, upper, cl_flat, free)
 
     # M (and t) only change at the multiplier step: A(M), B(M) and K = C - M / sigma are
     # computed once per iteration (pre_b, pre_l, K)
@@ -646,32 +655,31 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         if m:
             r2 = pre_l + BC - sc.Bop(S) - sc.Bop(N) + v
         else:
-            r2 = np.zeros(0)
+            r2 = be.zeros(0)
         return sc.solve_yu(r1, r2)
 
     def n_block(y, u, S):
         # N = Π_P*(C - A*y - B*u - S - M / sigma)
-        N = np.subtract(K, S, out=mats.take())
-        sc.add_adj(N, y, u, -1.0)
-        clip(N, np.maximum)
-        v = np.maximum(u - t / sigma, 0.0) if m else u
+        N = be.sub(K, S, out=mats.take())
+        N = clip(sc.add_adj(N, y, u, -1.0), upper=False)
+        v = be.clip0(u - t / sigma, upper=False) if m else u
         return N, v
 
     def s_block(y, u, N):
         # S = Π_PSD(W) = W + Π_PSD(-W) for W = C - A*y - B*u - N - M / sigma, the second
         # part low rank (about k); -W is built directly
-        Wn = np.subtract(N, K, out=mats.take())
-        sc.add_adj(Wn, y, u, 1.0)
+        Wn = be.sub(N, K, out=mats.take())
+        Wn = sc.add_adj(Wn, y, u, 1.0)
         eig_tol = EIG_TOL * min(dinf * normC, pinf * normM / sigma)
         vals, vecs = project(Wn, rank, eig_tol if math.isfinite(eig_tol) else None)
-        P = np.matmul(vecs * vals, vecs.T, out=mats.take())
-        return np.subtract(P, Wn, out=Wn), P, len(vals)
+        P = be.matmul(vecs * vals, vecs.T, out=mats.take())
+        return be.sub(P, Wn, out=Wn), P, vals.shape[0]
 
-    z_in = pack(M, S, y, u, t) if aa is not None else None
+    z_in = pack(M, S, y, u, t, sigma, vecs_z.take()) if aa is not None else None
     for it in range(1, max_iter + 1):
         inputs = (M, S, N)
-        K = np.multiply(M, -1.0 / sigma, out=mats.take())
-        K += C
+        K = be.scale(M, -1.0 / sigma, out=mats.take())
+        K = be.add(K, C, out=K if be.is_numpy or be.is_torch else None)
         pre_b = (b - sc.A(M)) / sigma
         pre_l = (l - sc.Bop(M) + t) / sigma if m else None
         if ORDER == "NS":
@@ -686,16 +694,16 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         K = None
         # (y, u) full step
         y, u = yu_step(S, N)
-        R = np.add(S, N, out=mats.take())
-        R -= C
-        sc.add_adj(R, y, u, 1.0)
-        M_new = np.multiply(R, TAU * sigma, out=mats.take())
-        M_new += inputs[0]
+        R = be.add(S, N, out=mats.take())
+        R = be.sub(R, C, out=_inplace(be, R))
+        R = sc.add_adj(R, y, u, 1.0)
+        M_new = be.scale(R, TAU * sigma, out=mats.take())
+        M_new = be.add(M_new, inputs[0], out=_inplace(be, M_new))
         if it % SIGMA_EVERY == 0:
             # nothing above symmetrises: rounding would let M drift from its transpose by
             # about one ulp an iteration (S and N are formed anew from it)
-            M = np.add(M_new, M_new.T, out=mats.take())
-            M *= 0.5
+            M = be.add(M_new, M_new.T, out=mats.take())
+            M = be.scale(M, 0.5, out=_inplace(be, M))
             mats.give(M_new)
         else:
             M = M_new
@@ -707,27 +715,26 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
 
         # ---- residuals
         AM = sc.A(M)
-        pres = float(np.linalg.norm(AM - b)) / normb
+        pres = be.norm(AM - b) / normb
         if m:
-            pres = max(pres, float(np.linalg.norm(sc.Bop(M) - t - l)) / norml)
+            pres = max(pres, be.norm(sc.Bop(M) - t - l) / norml)
         # distance of M to P and to the PSD cone (the latter from the last projection:
         # sigma * P is the PSD part of M's estimate M_half = sigma (S - W))
-        normM = 1.0 + float(np.linalg.norm(M))
-        negM = mats.take()
-        np.copyto(negM, M)
-        clip(negM, np.minimum)
-        kinf1 = float(np.linalg.norm(negM)) / normM
-        P *= -sigma
-        P += M
-        kinf2 = float(np.linalg.norm(P)) / normM
+        normM = 1.0 + be.norm(M)
+        negM = clip(be.copy(M, out=mats.take()), upper=True)
+        kinf1 = be.norm(negM) / normM
+        P = be.scale(P, -sigma, out=_inplace(be, P))
+        P = be.add(P, M, out=_inplace(be, P))
+        kinf2 = be.norm(P) / normM
         mats.give(P, negM)
         P = negM = None
         kinf = max(kinf1, kinf2)
         pinf = max(pres, kinf)
-        dinf = float(np.sqrt(np.vdot(R, R) + (float(np.dot(v - u, v - u)) if m else 0.0))) / normC
+        vu = be.vdot(v - u, v - u) if m else 0.0
+        dinf = math.sqrt(be.vdot(R, R) + vu) / normC
         mats.give(R)
         R = None
-        pobj = sc.c0 + float(np.vdot(C, M))
+        pobj = sc.c0 + be.vdot(C, M)
         dobj = sc.c0 + float(b @ y) + (float(l @ u) if m else 0.0)
         relgap = abs(pobj - dobj) / (1.0 + abs(pobj) + abs(dobj))
         if verbose and (it % 50 == 0 or it == 1):
@@ -738,7 +745,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         if max(pinf, dinf, relgap) < tol and it >= next_check:
             # the safe bound costs an eigendecomposition: checked as soon as the KKT test
             # passes, then at most every check_every iterations while its gap is too wide
-            lb = lb_now = certify()
+            lb = lb_now = bound_here()
             val = model.objective(certified[1])
             # one-sided: a (polished) bound above the primal objective of an iterate that
             # is feasible only to tol is as close as that objective can tell
@@ -749,7 +756,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         if target_sc is not None and dobj >= target_sc and it >= next_target:
             # the dual objective says the bound may prune: the safe bound decides
             if lb_now is None:
-                lb = lb_now = certify()
+                lb = lb_now = bound_here()
             if lb >= bound_target:
                 status, message = "target", f"safe bound reached the target {bound_target:.10g}"
                 break
@@ -780,12 +787,12 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
             if sigma != sigma_old:
                 # a new sigma is a new map: the memory no longer applies
                 aa.reset()
-                z_in = pack(M, S, y, u, t)
+                z_in = pack(M, S, y, u, t, sigma, vecs_z.take())
                 vecs_z.give(z_old, keep=aa.owned)
                 continue
-            g = pack(M, S, y, u, t)
-            fz = np.subtract(g, z_in, out=vecs_z.take())
-            fallback = aa.check(float(np.linalg.norm(fz)))
+            g = pack(M, S, y, u, t, sigma, vecs_z.take())
+            fz = be.sub(g, z_in, out=vecs_z.take())
+            fallback = aa.check(be.norm(fz))
             step = None
             if fallback is not None:
                 z_in = fallback
@@ -794,7 +801,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
                 z_in = aa.propose(z_old, g, fz, out=step)
             vecs_z.give(z_old, g, fz, step, keep=(z_in, *aa.owned))
             if z_in is not g:
-                M, S, y, u, t = unpack(z_in)
+                M, S, y, u, t = unpack(z_in, sigma, mats)
 
     M, y, u, N, S, t = out
     # the spare arrays and the acceleration's history (2 x memory vectors of about s^2
@@ -805,12 +812,106 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     if certified is None or certified[0] != it:
         # out of time (or asked to stop): the bound as it is, without the eigen-solves of
         # polishing (at s = 2 000 they took longer than the grace a stopping search gives)
-        certify(0 if status == "time_limit" else polish)
+        bound_here(0 if status == "time_limit" else polish)
     _, Z, yz, y_cl, uz, Nz, Sz, lb = certified
     val = model.objective(Z)
     dual_value = math.fsum([model.c0, *(model.b * yz), *(model.l * uz)])
+    t = be.to_numpy(t)
     return SDPResult(Z=Z, y=yz, y_cl=y_cl, u=uz, N=Nz, sdp_value=val, dual_value=dual_value,
                      lower_bound=lb, primal_residual=pinf, dual_residual=dinf, iterations=it,
                      seconds=time.perf_counter() - t_start, status=status, backend="admm",
                      message=message, S=Sz, gap=relgap, sigma=sigma,
-                     t=t * sc.cut_norm if m else np.zeros(0))
+                     t=t * sc.cut_norm if m else np.zeros(0), device=be.label)
+
+
+def _inplace(be: ArrayBackend, X):
+    """``X`` as the ``out`` of an operation whose result replaces it, where the backend
+    writes in place (numpy, torch); None elsewhere."""
+    return X if be.is_numpy or be.is_torch else None
+
+
+class _DeviceProjector:
+    """The positive part on a device backend: a dense eigendecomposition there (``last``
+    holds the last result, as :func:`pcsos.bounds.eig.projector`'s callables do)."""
+
+    def __init__(self, be: ArrayBackend):
+        self.be = be
+        self.last = None
+
+    def __call__(self, W, rank_hint=None, tol=None):
+        self.last = self.be.positive_part(W)
+        return self.last
+
+
+def _packing(be: ArrayBackend, s: int, m: int):
+    """(pack, unpack, length) of the iterate (M, S, y, u, t) as one vector in the ADMM's
+    natural metric ||M||^2 / sigma + sigma ||dual||^2.
+
+    On numpy the upper triangles of the symmetric M and S, off-diagonal entries weighted by
+    sqrt 2 (half the memory traffic of the acceleration, by a gather and a scatter); on the
+    other backends the whole matrices, which have the same inner products and need neither.
+    """
+    xp = be.xp
+    if not be.is_numpy:
+        ss = s * s
+
+        def pack(M, S, y, u, t, sigma, out=None):
+            r = math.sqrt(sigma)
+            return be.concat([xp.reshape(M, (-1,)) / r, xp.reshape(S, (-1,)) * r, y * r,
+                              u * r, t / r])
+
+        def unpack(z, sigma, mats=None):
+            r = math.sqrt(sigma)
+            M = xp.reshape(z[:ss] * r, (s, s))
+            S = xp.reshape(z[ss:2 * ss] / r, (s, s))
+            return (M, S, z[2 * ss:2 * ss + s + 1] / r, z[2 * ss + s + 1:2 * ss + s + 1 + m] / r,
+                    z[2 * ss + s + 1 + m:] * r)
+
+        return pack, unpack, 2 * ss + s + 1 + 2 * m
+
+    iu, ju = np.triu_indices(s)
+    tri = iu * s + ju
+    tri_t = ju * s + iu  # the same entries, mirrored
+    tri_w = np.where(iu == ju, 1.0, math.sqrt(2.0))
+    del iu, ju
+    nt = len(tri)
+    tri_buf = np.empty(nt)
+    weights = {}
+
+    def tri_weights(sigma):
+        # (weight of M, weight of S) on the packed triangles at the current sigma
+        if weights.get("sigma") != sigma:
+            r = math.sqrt(sigma)
+            weights.update(sigma=sigma, M=tri_w / r, S=tri_w * r)
+        return weights["M"], weights["S"]
+
+    def pack(M, S, y, u, t, sigma, out=None):
+        r = math.sqrt(sigma)
+        wM, wS = tri_weights(sigma)
+        z = out if out is not None else np.empty(2 * nt + s + 1 + 2 * m)
+        for X, w, part in ((M, wM, z[:nt]), (S, wS, z[nt:2 * nt])):
+            np.take(X.ravel(), tri, out=part)
+            part *= w
+        np.multiply(y, r, out=z[2 * nt:2 * nt + s + 1])
+        np.multiply(u, r, out=z[2 * nt + s + 1:2 * nt + s + 1 + m])
+        np.divide(t, r, out=z[2 * nt + s + 1 + m:])
+        return z
+
+    def unsym(v, w, mats):
+        X = mats.take()
+        np.divide(v, w, out=tri_buf)
+        X.ravel()[tri] = tri_buf
+        X.ravel()[tri_t] = tri_buf
+        return X
+
+    def unpack(z, sigma, mats):
+        r = math.sqrt(sigma)
+        wM, wS = tri_weights(sigma)
+        M = unsym(z[:nt], wM, mats)
+        S = unsym(z[nt:2 * nt], wS, mats)
+        y = z[2 * nt:2 * nt + s + 1] / r
+        u = z[2 * nt + s + 1:2 * nt + s + 1 + m] / r
+        t = z[2 * nt + s + 1 + m:] * r
+        return M, S, y, u, t
+
+    return pack, unpack, 2 * nt + s + 1 + 2 * m

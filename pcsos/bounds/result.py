@@ -25,7 +25,8 @@ class SDPResult:
     entries); ``S``: the dual slack ``C - A*y - B*u - N - y_cl`` of the solver (PSD up to the
     dual residual). ``sdp_value = c0 + <C, Z>``; ``dual_value = c0 + b^T y + l^T u``;
     ``lower_bound`` = :func:`~pcsos.bounds.safe.safe_lower_bound` of these duals, valid
-    whatever the status. Residuals are relative (see the backend).
+    whatever the status. Residuals are relative (see the backend). ``device``: where the
+    iteration ran ('cpu', or the GPU's name; the safe bound is always taken on the host).
     """
 
     Z: np.ndarray
@@ -47,6 +48,7 @@ class SDPResult:
     gap: float = float("nan")
     sigma: float | None = None
     t: np.ndarray | None = field(default=None, repr=False)
+    device: str = "cpu"
 
     @property
     def success(self) -> bool:
@@ -59,7 +61,7 @@ class SDPResult:
                 "lower_bound": self.lower_bound, "primal_residual": self.primal_residual,
                 "dual_residual": self.dual_residual, "gap": self.gap,
                 "iterations": self.iterations, "seconds": self.seconds, "status": self.status,
-                "backend": self.backend, "message": self.message}
+                "backend": self.backend, "device": self.device, "message": self.message}
 
 
 @dataclass(eq=False)

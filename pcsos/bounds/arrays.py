@@ -1,0 +1,335 @@
+"""Where the ADMM's arrays live: one array namespace per solve, chosen by ``device``.
+
+The ADMM (:mod:`pcsos.bounds.admm`) is written once over an :class:`ArrayBackend`: numpy on
+the CPU, torch on CUDA (through ``array-api-compat``), and any other namespace of the array
+API standard, such as ``array-api-strict``, which CI uses so that the device path is the
+tested path. What the standard leaves out (writing into a matrix in place, a sparse product,
+the BLAS rank-one update) is a method here, with a fast form for numpy and torch and a plain
+one for the rest; the iteration itself only calls these methods and standard functions.
+
+The backend's methods that take ``out`` write into it where the namespace can (numpy and
+torch) and return the result either way: the caller always uses the returned array.
+
+Host data (the model, the factorisations of the cut system, the safe bound's inputs) stays
+in numpy; it crosses to the device once per solve through :meth:`ArrayBackend.asarray` and
+back through :meth:`ArrayBackend.to_numpy`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg.blas import dger as _dger
+
+from pcsos.errors import BackendUnavailableError, InputError
+
+__all__ = ["DEVICES", "ArrayBackend", "get_backend", "cuda_available"]
+
+#: the values of ``device``: 'auto' takes a visible CUDA GPU, else the CPU
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA device (False when torch is missing)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def get_backend(device: str | Any = "cpu") -> ArrayBackend:
+    """The backend for ``device``: 'cpu' (numpy), 'cuda' (torch on the current GPU), 'auto'
+    (cuda where :func:`cuda_available`, else cpu), or an array namespace module itself (for
+    tests: ``array_api_strict``). Raises :class:`InputError` for an unknown name and
+    :class:`BackendUnavailableError` for 'cuda' without torch or a GPU."""
+    if not isinstance(device, str):
+        return _namespace_backend(device)
+    if device not in DEVICES:
+        raise InputError(f"device must be one of {', '.join(DEVICES)}, got {device!r}",
+                         source="device")
+    if device == "auto":
+        device = "cuda" if cuda_available() else "cpu"
+    if device == "cpu":
+        return ArrayBackend("numpy", np, None, "cpu")
+    try:
+        import torch
+    except ImportError:
+        raise BackendUnavailableError("device='cuda' needs PyTorch (pip install "
+                                      "'pcsos[gpu]')") from None
+    if not torch.cuda.is_available():
+        raise BackendUnavailableError("device='cuda': PyTorch sees no CUDA device")
+    try:
+        from array_api_compat import array_namespace
+    except ImportError:
+        raise BackendUnavailableError("device='cuda' needs array-api-compat (pip install "
+                                      "'pcsos[gpu]')") from None
+    dev = torch.device("cuda", torch.cuda.current_device())
+    xp = array_namespace(torch.empty(0, device=dev))
+    return ArrayBackend("torch", xp, dev, f"cuda:{dev.index} ({torch.cuda.get_device_name(dev)})")
+
+
+def _namespace_backend(xp) -> ArrayBackend:
+    name = getattr(xp, "__name__", type(xp).__name__)
+    if xp is np:
+        return ArrayBackend("numpy", np, None, "cpu")
+    if not hasattr(xp, "linalg") or not hasattr(xp, "asarray"):
+        raise InputError(f"{name} is not an array namespace", source="device")
+    return ArrayBackend(name, xp, None, f"{name} (cpu)")
+
+
+@dataclass(frozen=True)
+class ArrayBackend:
+    """An array namespace and its device, with the few operations the standard lacks.
+
+    name : 'numpy', 'torch' or the namespace's module name.
+    xp : the namespace (numpy itself, array-api-compat's torch, or the module).
+    device : the namespace's device object (None: its default).
+    label : what the solve's result reports as its device.
+    """
+
+    name: str
+    xp: Any
+    device: Any
+    label: str
+
+    @property
+    def is_numpy(self) -> bool:
+        return self.name == "numpy"
+
+    @property
+    def is_torch(self) -> bool:
+        return self.name == "torch"
+
+    # ------------------------------------------------------------- host <-> device
+    def asarray(self, a) -> Any:
+        """A float64 copy of the host array ``a`` on the device (numpy: ``a`` itself when it
+        is already float64)."""
+        if self.is_numpy:
+            return np.asarray(a, dtype=np.float64)
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        if self.is_torch:
+            import torch
+            return torch.as_tensor(a, device=self.device)
+        return self.xp.asarray(a, dtype=self.xp.float64)
+
+    def index(self, a) -> Any:
+        """An integer index array on the device."""
+        if self.is_numpy:
+            return np.asarray(a, dtype=np.intp)
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        if self.is_torch:
+            import torch
+            return torch.as_tensor(a, device=self.device)
+        return self.xp.asarray(a, dtype=self.xp.int64)
+
+    def mask(self, a) -> Any:
+        """A boolean array on the device."""
+        if self.is_numpy:
+            return np.asarray(a, dtype=bool)
+        a = np.ascontiguousarray(a, dtype=bool)
+        if self.is_torch:
+            import torch
+            return torch.as_tensor(a, device=self.device)
+        return self.xp.asarray(a, dtype=self.xp.bool)
+
+    def to_numpy(self, x) -> np.ndarray:
+        """The host copy of a device array (numpy arrays pass through)."""
+        if isinstance(x, np.ndarray):
+            return x
+        if self.is_torch:
+            return x.detach().cpu().numpy()
+        return np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
+
+    def zeros(self, shape) -> Any:
+        if self.is_numpy:
+            return np.zeros(shape)
+        return self.xp.zeros(shape, dtype=self.xp.float64, device=self.device)
+
+    def empty(self, shape) -> Any:
+        if self.is_numpy:
+            return np.empty(shape)
+        return self.xp.empty(shape, dtype=self.xp.float64, device=self.device)
+
+    def concat(self, parts):
+        """The vectors ``parts`` end to end."""
+        if self.is_numpy:
+            return np.concatenate(parts)
+        return self.xp.concat(parts)
+
+    def copy(self, a, out=None):
+        """A copy of ``a`` (into ``out`` where given and writable)."""
+        if self.is_numpy:
+            if out is None:
+                return a.copy()
+            np.copyto(out, a)
+            return out
+        if self.is_torch:
+            return a.clone() if out is None else out.copy_(a)
+        return self.xp.asarray(a, copy=True)
+
+    def synchronize(self) -> None:
+        """Wait for the device's queued work (a no-op off CUDA): for timings."""
+        if self.is_torch:
+            import torch
+            torch.cuda.synchronize(self.device)
+
+    # -------------------------------------------------------------- elementwise
+    def sub(self, a, b, out=None):
+        """a - b (into ``out`` where the namespace can write in place)."""
+        if self.is_numpy:
+            return np.subtract(a, b, out=out)
+        if self.is_torch and out is not None:
+            import torch
+            return torch.sub(a, b, out=out)
+        return a - b
+
+    def add(self, a, b, out=None):
+        """a + b."""
+        if self.is_numpy:
+            return np.add(a, b, out=out)
+        if self.is_torch and out is not None:
+            import torch
+            return torch.add(a, b, out=out)
+        return a + b
+
+    def scale(self, a, c: float, out=None):
+        """c a for a Python float c."""
+        if self.is_numpy:
+            return np.multiply(a, c, out=out)
+        if self.is_torch and out is not None:
+            import torch
+            return torch.mul(a, c, out=out)
+        return a * c
+
+    def matmul(self, a, b, out=None):
+        if self.is_numpy:
+            return np.matmul(a, b, out=out)
+        if self.is_torch and out is not None:
+            import torch
+            return torch.matmul(a, b, out=out)
+        return a @ b
+
+    def clip0(self, X, upper: bool, keep=None, keep_mask=None):
+        """min(X, 0) (``upper``) or max(X, 0) entrywise, in place where possible, except on
+        the entries that stay as they are: flat indices ``keep`` (numpy, torch) or, for the
+        other namespaces, where ``keep_mask`` is True. Returns the result."""
+        if self.is_numpy or self.is_torch:
+            flat = X.reshape(-1)  # a view: X is contiguous
+            saved = flat[keep] if keep is not None else None
+            if self.is_numpy:
+                (np.minimum if upper else np.maximum)(X, 0.0, out=X)
+            else:
+                X.clamp_(max=0.0) if upper else X.clamp_(min=0.0)
+            if keep is not None:
+                flat[keep] = saved
+            return X
+        xp = self.xp
+        zero = xp.zeros((), dtype=X.dtype, device=self.device)
+        Y = xp.minimum(X, zero) if upper else xp.maximum(X, zero)
+        return Y if keep_mask is None else xp.where(keep_mask, X, Y)
+
+    def add_diag(self, X, a: float, eye=None):
+        """X + a I, in place where possible (``eye``: the identity, for the other
+        namespaces)."""
+        if self.is_numpy:
+            X.flat[:: X.shape[0] + 1] += a
+            return X
+        if self.is_torch:
+            X.diagonal().add_(a)
+            return X
+        return X + a * eye
+
+    def add_sym_outer(self, X, alpha: float, x, f):
+        """X + alpha (x f^T + f x^T) / 2: two BLAS rank-one updates in place on numpy."""
+        if self.is_numpy:
+            _ger(0.5 * alpha, x, f, X)
+            _ger(0.5 * alpha, f, x, X)
+            return X
+        xp = self.xp
+        T = xp.reshape(x, (-1, 1)) * xp.reshape(f, (1, -1))
+        if self.is_torch:
+            T.add_(T.T)
+            return X.add_(T, alpha=0.5 * alpha)
+        return X + (0.5 * alpha) * (T + T.T)
+
+    # ------------------------------------------------------------------ scalars
+    def norm(self, x) -> float:
+        """The 2-norm of a vector or the Frobenius norm of a matrix, as a float."""
+        if self.is_numpy:
+            return float(np.linalg.norm(x))
+        return float(self.xp.linalg.vector_norm(x))
+
+    def vdot(self, a, b) -> float:
+        """sum(a * b) over all entries, as a float."""
+        if self.is_numpy:
+            return float(np.vdot(a, b))
+        if self.is_torch:
+            return float((a * b).sum())
+        return float(self.xp.sum(a * b))
+
+    def trace(self, X):
+        """tr X as a 0-d array."""
+        if self.is_numpy:
+            return np.trace(X)
+        return self.xp.linalg.trace(X)
+
+    # ------------------------------------------------------------------- sparse
+    def sparse(self, A: sp.spmatrix) -> Any:
+        """The host sparse matrix ``A`` prepared for :meth:`spmv` on the device (scipy CSR on
+        numpy, a torch CSR tensor, else a dense array: namespaces without sparse arrays are
+        for tests)."""
+        A = sp.csr_matrix(A)
+        if self.is_numpy:
+            return A
+        if self.is_torch:
+            import torch
+            return torch.sparse_csr_tensor(
+                torch.as_tensor(A.indptr.astype(np.int64), device=self.device),
+                torch.as_tensor(A.indices.astype(np.int64), device=self.device),
+                torch.as_tensor(A.data.astype(np.float64), device=self.device),
+                size=A.shape)
+        return self.asarray(A.toarray())
+
+    def spmv(self, A, x):
+        """A @ x for A from :meth:`sparse` and a device vector x."""
+        if self.is_numpy:
+            return A @ x
+        if self.is_torch:
+            return (A @ x.reshape(-1, 1)).reshape(-1)
+        return A @ x
+
+    def scatter_add(self, X, idx, vals, dense=None):
+        """X + vals placed at the flat indices ``idx`` (distinct), in place where possible;
+        the other namespaces take ``dense``, vals already spread over an s x s array."""
+        if self.is_numpy:
+            X.ravel()[idx] += vals
+            return X
+        if self.is_torch:
+            X.view(-1).index_add_(0, idx, vals)
+            return X
+        return X + dense
+
+    # ------------------------------------------------------------------- linalg
+    def eigh(self, W):
+        """Eigenvalues (ascending) and eigenvectors of the symmetric W, on the device."""
+        return self.xp.linalg.eigh(W)
+
+    def positive_part(self, W):
+        """(positive eigenvalues, their eigenvectors) of the symmetric W by a dense
+        eigendecomposition on the device; the count crosses to the host."""
+        vals, vecs = self.eigh(W)
+        npos = int(self.xp.count_nonzero(vals > 0))
+        s = vals.shape[0]
+        return vals[s - npos:], vecs[:, s - npos:]
+
+
+def _ger(alpha: float, x: np.ndarray, y: np.ndarray, X: np.ndarray) -> None:
+    """X += alpha x y^T in place by BLAS dger (on X^T, the Fortran view of a C array)."""
+    XT = X.T
+    out = _dger(alpha, y, x, a=XT, overwrite_a=True)
+    if not np.shares_memory(out, X):  # f2py made a copy (X not contiguous)
+        X[...] = out.T
