@@ -51,7 +51,6 @@ from pcsos.bounds.arrays import ArrayBackend, get_backend
 from pcsos.bounds.model import SDP_TOL, SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import POLISH_EVALS, polished_bound
-from pcsos.errors import InputError
 
 __all__ = ["solve_admm"]
 
@@ -547,7 +546,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
                check_every: int = 10, sigma0: float | None = None,
                anderson: int | None = None, sigma_ratio: float | None = None,
                bound_target: float | None = None, polish: int = POLISH_EVALS,
-               device="cpu") -> SDPResult:
+               device="cpu", progress=None) -> SDPResult:
     """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
 
     Stops with status 'solved' when the relative primal residual, the relative dual
@@ -567,16 +566,14 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     bound (0: none); the result's duals are the polished ones, so its ``lower_bound`` is
     still ``safe_lower_bound`` of them. ``device``: where the iteration runs, 'cpu',
     'cuda' or 'auto' (:func:`pcsos.bounds.arrays.get_backend`; an array namespace module
-    such as ``array_api_strict`` is accepted too); off the CPU, ``eig`` must be 'auto' or
-    'full' (a dense eigendecomposition on the device). The safe bound is computed on the
-    host from the iterate brought back.
+    such as ``array_api_strict`` is accepted too); off the CPU, ``eig`` is one of 'auto',
+    'full', 'partial' and 'krylov', run there (:func:`pcsos.bounds.eig.projector`). The
+    safe bound is computed on the host from the iterate brought back. ``progress``: a
+    callable given, after every iteration, a dict of its number and residuals ('it', 'pinf',
+    'dinf', 'gap', 'sigma', 'rank'); what it raises ends the solve.
     """
     t_start = time.perf_counter()
     be = get_backend(device)
-    eig = eigmod.resolve(eig)
-    if not be.is_numpy and eig not in ("auto", "full"):
-        raise InputError(f"eig={eig!r} runs on the CPU only; with device {be.label} use "
-                         "'auto' or 'full'", source="eig")
     max_iter = 20000 if max_iter is None else int(max_iter)
     gap_tol = tol if gap_tol is None else gap_tol
     if anderson is None:
@@ -602,7 +599,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     normC = 1.0 + float(np.linalg.norm(sc.C))
     rank = s
     # one per solve: a stateful method keeps its block
-    project = eigmod.projector(eig) if be.is_numpy else _DeviceProjector(be)
+    project = eigmod.projector(eig, be)
 
     def last_vecs():
         # the range of M, i.e. about the near-null space of the dual slack: where the safe
@@ -741,6 +738,9 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
             print(f"it {it:5d}  pobj {pobj * sc.scale:.8e}  dobj {dobj * sc.scale:.8e}  "
                   f"pinf {pinf:.2e}  dinf {dinf:.2e}  gap {relgap:.2e}  sigma {sigma:.2e}  "
                   f"rank {rank}" + (f"  aa_rej {aa.rejected}" if aa is not None else ""))
+        if progress is not None:
+            progress({"it": it, "pinf": pinf, "dinf": dinf, "gap": relgap, "sigma": sigma,
+                      "rank": rank})
         lb_now = None  # the safe bound of this iterate, when one of the tests computed it
         if max(pinf, dinf, relgap) < tol and it >= next_check:
             # the safe bound costs an eigendecomposition: checked as soon as the KKT test
@@ -828,19 +828,6 @@ def _inplace(be: ArrayBackend, X):
     """``X`` as the ``out`` of an operation whose result replaces it, where the backend
     writes in place (numpy, torch); None elsewhere."""
     return X if be.is_numpy or be.is_torch else None
-
-
-class _DeviceProjector:
-    """The positive part on a device backend: a dense eigendecomposition there (``last``
-    holds the last result, as :func:`pcsos.bounds.eig.projector`'s callables do)."""
-
-    def __init__(self, be: ArrayBackend):
-        self.be = be
-        self.last = None
-
-    def __call__(self, W, rank_hint=None, tol=None):
-        self.last = self.be.positive_part(W)
-        return self.last
 
 
 def _packing(be: ArrayBackend, s: int, m: int):

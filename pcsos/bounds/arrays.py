@@ -17,6 +17,7 @@ back through :meth:`ArrayBackend.to_numpy`.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,11 @@ def _namespace_backend(xp) -> ArrayBackend:
         return ArrayBackend("numpy", np, None, "cpu")
     if not hasattr(xp, "linalg") or not hasattr(xp, "asarray"):
         raise InputError(f"{name} is not an array namespace", source="device")
+    if "torch" in name:  # torch (or array-api-compat's torch) on the CPU: the CUDA code path
+        import torch
+        from array_api_compat import array_namespace
+        cpu = torch.device("cpu")
+        return ArrayBackend("torch", array_namespace(torch.empty(0)), cpu, "torch (cpu)")
     return ArrayBackend(name, xp, None, f"{name} (cpu)")
 
 
@@ -249,11 +255,10 @@ class ArrayBackend:
             _ger(0.5 * alpha, x, f, X)
             _ger(0.5 * alpha, f, x, X)
             return X
+        if self.is_torch:
+            return X.addr_(x, f, alpha=0.5 * alpha).addr_(f, x, alpha=0.5 * alpha)
         xp = self.xp
         T = xp.reshape(x, (-1, 1)) * xp.reshape(f, (1, -1))
-        if self.is_torch:
-            T.add_(T.T)
-            return X.add_(T, alpha=0.5 * alpha)
         return X + (0.5 * alpha) * (T + T.T)
 
     # ------------------------------------------------------------------ scalars
@@ -287,11 +292,13 @@ class ArrayBackend:
             return A
         if self.is_torch:
             import torch
-            return torch.sparse_csr_tensor(
-                torch.as_tensor(A.indptr.astype(np.int64), device=self.device),
-                torch.as_tensor(A.indices.astype(np.int64), device=self.device),
-                torch.as_tensor(A.data.astype(np.float64), device=self.device),
-                size=A.shape)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                return torch.sparse_csr_tensor(
+                    torch.as_tensor(A.indptr.astype(np.int64), device=self.device),
+                    torch.as_tensor(A.indices.astype(np.int64), device=self.device),
+                    torch.as_tensor(A.data.astype(np.float64), device=self.device),
+                    size=A.shape, check_invariants=False)
         return self.asarray(A.toarray())
 
     def spmv(self, A, x):

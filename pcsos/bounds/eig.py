@@ -44,6 +44,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.linalg as sla
 
+from pcsos.bounds.arrays import ArrayBackend, get_backend
 from pcsos.errors import BackendUnavailableError, InputError
 
 __all__ = ["positive_part", "register_eig", "eig_methods", "projector", "KrylovProjector"]
@@ -68,6 +69,7 @@ KRYLOV_MAXITER = 40  # block steps before giving up for the dense top-r eigh
 KRYLOV_ROOM = 16
 # with no tolerance from the caller: relative to ||W||_F (about what a dense eigh gives)
 KRYLOV_TIGHT = 1e-11
+_NUMPY = get_backend("cpu")
 
 
 def register_eig(name: str, fn: Callable, *, stateful: bool = False) -> None:
@@ -92,9 +94,16 @@ def _full(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
     return vals[pos], vecs[:, pos]
 
 
-def _top(W: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top r eigenpairs, doubling r until the window reaches a non-positive value."""
+def _top(W: np.ndarray, r: int, be: ArrayBackend | None = None):
+    """The top r eigenpairs, doubling r until the window reaches a non-positive value (off
+    numpy, where no windowed eigensolver is standard: the top r of a full one)."""
     s = W.shape[0]
+    if be is not None and not be.is_numpy:
+        vals, vecs = be.eigh(W)
+        npos = _count_positive(be, vals)
+        while r < min(s, npos + 1):  # the window must reach a non-positive value
+            r = min(s, 2 * r)
+        return vals[s - r:], vecs[:, s - r:]
     while True:
         vals, vecs = sla.eigh(W, driver="evr", check_finite=False,
                               subset_by_index=[s - r, s - 1])
@@ -155,65 +164,80 @@ class KrylovProjector:
     ``s / KRYLOV_ROOM`` columns, or when the steps do not converge in ``KRYLOV_MAXITER``, the
     top-r eigh of ``'partial'``; each dense result seeds the next block. ``stats`` counts
     what each call did ('dense', 'partial', 'krylov', 'steps', 'grown').
+
+    ``backend`` (:class:`~pcsos.bounds.arrays.ArrayBackend`, default numpy): where W and the
+    block live. The s x p work (products with W, QR, residuals) stays there; the small
+    Rayleigh-Ritz problems (at most 3p x 3p) and the p residual norms cross to the host.
     """
 
-    def __init__(self, seed: int = 0):
-        self.X: np.ndarray | None = None
+    def __init__(self, seed: int = 0, backend: ArrayBackend | None = None):
+        self.be = backend if backend is not None else _NUMPY
+        self.X = None
         self.rng = np.random.default_rng(seed)
         self.stats = {"dense": 0, "partial": 0, "krylov": 0, "steps": 0, "grown": 0}
 
-    def __call__(self, W: np.ndarray, rank_hint: int,
-                 tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, W, rank_hint: int, tol: float | None = None):
         s = W.shape[0]
         hint = int(rank_hint)
         if _dense_wide(s, hint):
-            vals, vecs = sla.eigh(W, driver="evr", check_finite=False)
+            vals, vecs = _eigh(self.be, W)
             self.stats["dense"] += 1
             return self._keep(vals, vecs, s)
         if self.X is not None and _block_fits(s, hint + KRYLOV_MARGIN):
             out = self._iterate(W, hint, tol)
             if out is not None:
                 return out
-        vals, vecs = _top(W, min(s, max(8, hint + KRYLOV_MARGIN)))
+        vals, vecs = _top(W, min(s, max(8, hint + KRYLOV_MARGIN)), self.be)
         self.stats["partial"] += 1
         return self._keep(vals, vecs, s)
 
     def _keep(self, vals, vecs, s):
         """Seed the next block with the top of this (ascending) decomposition."""
-        npos = int(np.count_nonzero(vals > 0))
-        p = min(len(vals), npos + KRYLOV_MARGIN)
-        self.X = None if _dense_wide(s, npos) else np.ascontiguousarray(vecs[:, -p:][:, ::-1])
-        pos = vals > 0
-        return vals[pos], vecs[:, pos]
+        be = self.be
+        npos = _count_positive(be, vals)
+        p = min(vals.shape[0], npos + KRYLOV_MARGIN)
+        if _dense_wide(s, npos):
+            self.X = None
+        elif be.is_numpy:
+            self.X = np.ascontiguousarray(vecs[:, -p:][:, ::-1])
+        else:
+            self.X = be.xp.flip(vecs[:, vecs.shape[1] - p:], axis=1)
+        first = vals.shape[0] - npos  # ascending: the positive values are the last npos
+        return vals[first:], vecs[:, first:]
+
+    def _randn(self, s: int, p: int):
+        return self.be.asarray(self.rng.standard_normal((s, p)))
 
     def _iterate(self, W, hint, tol):
+        be = self.be
         s = W.shape[0]
-        norm = float(np.linalg.norm(W))
+        norm = be.norm(W)
         if norm == 0.0:
-            return np.zeros(0), np.zeros((s, 0))
+            return be.zeros(0), be.zeros((s, 0))
         tight = KRYLOV_TIGHT * norm
         tol = tight if tol is None or not tol > tight else min(float(tol), 1e-2 * norm)
         # the block follows the hint both ways: a block kept from a wide early iterate would
         # make every Rayleigh-Ritz step pay for columns the positive part no longer needs
         p = hint + KRYLOV_MARGIN
-        X = self.X[:, :p]
+        X = self.X[:, :min(p, self.X.shape[1])]
         if p > X.shape[1]:
-            X = np.hstack([X, self.rng.standard_normal((s, p - X.shape[1]))])
-        X, _ = sla.qr(X, mode="economic", check_finite=False)
+            X = _hstack(be, [X, self._randn(s, p - X.shape[1])])
+        X = _qr(be, X)
         AX = W @ X
-        theta, X, AX = _rayleigh_ritz(X, AX, p)
+        theta, X, AX = _rayleigh_ritz(X, AX, p, be)
         P = None
         tau = tol / math.sqrt(p)
         for _ in range(KRYLOV_MAXITER):
+            th = be.to_numpy(theta)
             R = AX - X * theta
-            rho = np.linalg.norm(R, axis=0)
-            active = (theta > tau) & (rho > tau)
+            rho = _col_norms(be, R)
+            active = (th > tau) & (rho > tau)
             if not active.any():
-                if theta[-1] <= tau:
+                if th[-1] <= tau:
                     self.X = X
                     self.stats["krylov"] += 1
-                    keep = theta > tau
-                    return theta[keep], X[:, keep]
+                    keep = int(np.count_nonzero(th > tau))  # descending: a prefix
+                    return theta[:keep], X[:, :keep]
                 # the window may cut the positive part: grow the block
                 grow = max(KRYLOV_MARGIN, p // 2)
                 if not _block_fits(s, p + grow):
@@ -221,20 +245,63 @@ class KrylovProjector:
                 p += grow
                 tau = tol / math.sqrt(p)
                 self.stats["grown"] += 1
-                Z = self.rng.standard_normal((s, grow))
+                Z = self._randn(s, grow)
                 P = None
             else:
-                Z = R[:, active] if P is None else np.hstack([R[:, active], P[:, active]])
+                idx = np.flatnonzero(active)
+                Z = (_cols(be, R, idx) if P is None
+                     else _hstack(be, [_cols(be, R, idx), _cols(be, P, idx)]))
             self.stats["steps"] += 1
-            Q2 = _orth_against(X, Z)
+            Q2 = _orth_against(X, Z, be)
             if Q2.shape[1] == 0:
                 return None
             AQ2 = W @ Q2
             m = X.shape[1]
-            theta, Y = _ritz(np.hstack([X, Q2]), np.hstack([AX, AQ2]), p)
-            X, AX = X @ Y[:m] + Q2 @ Y[m:], AX @ Y[:m] + AQ2 @ Y[m:]
-            P = Q2 @ Y[m:]
+            theta, Y = _ritz(_hstack(be, [X, Q2]), _hstack(be, [AX, AQ2]), p, be)
+            Y1, Y2 = Y[:m, :], Y[m:, :]
+            X, AX = X @ Y1 + Q2 @ Y2, AX @ Y1 + AQ2 @ Y2
+            P = Q2 @ Y2
         return None
+
+
+def _eigh(be: ArrayBackend, W):
+    """All eigenpairs of the symmetric W, ascending (scipy's MRRR on numpy)."""
+    if be.is_numpy:
+        return sla.eigh(W, driver="evr", check_finite=False)
+    return be.eigh(W)
+
+
+def _count_positive(be: ArrayBackend, vals) -> int:
+    if be.is_numpy:
+        return int(np.count_nonzero(vals > 0))
+    return int(be.xp.count_nonzero(vals > 0))
+
+
+def _qr(be: ArrayBackend, X):
+    """An orthonormal basis of the columns of X (Householder QR)."""
+    if be.is_numpy:
+        return sla.qr(X, mode="economic", check_finite=False)[0]
+    return be.xp.linalg.qr(X, mode="reduced")[0]
+
+
+def _hstack(be: ArrayBackend, blocks):
+    if be.is_numpy:
+        return np.hstack(blocks)
+    return be.xp.concat(blocks, axis=1)
+
+
+def _cols(be: ArrayBackend, A, idx: np.ndarray):
+    """The columns ``idx`` (host integers) of A."""
+    if be.is_numpy:
+        return A[:, idx]
+    return be.xp.take(A, be.index(idx), axis=1)
+
+
+def _col_norms(be: ArrayBackend, R) -> np.ndarray:
+    """The column norms of R, on the host."""
+    if be.is_numpy:
+        return np.linalg.norm(R, axis=0)
+    return be.to_numpy(be.xp.linalg.vector_norm(R, axis=0))
 
 
 def top_pairs(W: np.ndarray, X0: np.ndarray, tol: float,
@@ -265,35 +332,50 @@ def top_pairs(W: np.ndarray, X0: np.ndarray, tol: float,
     return theta, X, rho
 
 
-def _orth_against(X: np.ndarray, Z: np.ndarray) -> np.ndarray:
+def _orth_against(X, Z, be: ArrayBackend | None = None):
     """An orthonormal basis of the part of span(Z) orthogonal to span(X) (X orthonormal).
 
     Columns of Z that are (numerically) in span(X) or in the span of the others are dropped
-    (pivoted QR), since a QR factor's arbitrary completion would not be orthogonal to X; the
-    projection is repeated after the QR, as twice is enough (Kahan-Parlett)."""
+    (pivoted QR on numpy; elsewhere, where no pivoted QR is standard, the eigenvectors of
+    Z^T Z whose singular values fall below the same relative threshold), since a QR factor's
+    arbitrary completion would not be orthogonal to X; the projection is repeated after the
+    QR, as twice is enough (Kahan-Parlett)."""
+    be = be if be is not None else _NUMPY
     for _ in range(2):
         Z = Z - X @ (X.T @ Z)
-    Q, R, _ = sla.qr(Z, mode="economic", pivoting=True, check_finite=False)
-    d = np.abs(np.diag(R))
-    if len(d) == 0 or not d[0] > 0:
-        return Z[:, :0]
-    Q = Q[:, d > 1e-10 * d[0]]
+    if be.is_numpy:
+        Q, R, _ = sla.qr(Z, mode="economic", pivoting=True, check_finite=False)
+        d = np.abs(np.diag(R))
+        if len(d) == 0 or not d[0] > 0:
+            return Z[:, :0]
+        Q = Q[:, d > 1e-10 * d[0]]
+    else:
+        lam, U = np.linalg.eigh(be.to_numpy(Z.T @ Z))  # ascending; singular values^2
+        sv = np.sqrt(np.maximum(lam, 0.0))
+        if len(sv) == 0 or not sv[-1] > 0:
+            return Z[:, :0]
+        keep = sv > 1e-10 * sv[-1]
+        Q = Z @ be.asarray(U[:, keep] / sv[keep])
     Q = Q - X @ (X.T @ Q)
-    Q, _ = sla.qr(Q, mode="economic", check_finite=False)
-    return Q
+    return _qr(be, Q)
 
 
-def _ritz(Q: np.ndarray, AQ: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
-    """The top p Ritz values (descending) and coefficient vectors of span(Q), Q orthonormal."""
-    H = Q.T @ AQ
+def _ritz(Q, AQ, p: int, be: ArrayBackend | None = None):
+    """The top p Ritz values (descending) and coefficient vectors of span(Q), Q orthonormal
+    (the small eigenproblem on the host; the vectors on Q's device)."""
+    be = be if be is not None else _NUMPY
+    H = be.to_numpy(Q.T @ AQ)
     H = 0.5 * (H + H.T)
     m = H.shape[0]
     vals, Y = sla.eigh(H, check_finite=False, subset_by_index=[m - p, m - 1])
-    return vals[::-1], Y[:, ::-1]
+    vals, Y = vals[::-1], Y[:, ::-1]
+    if be.is_numpy:
+        return vals, Y
+    return be.asarray(vals), be.asarray(Y)
 
 
-def _rayleigh_ritz(X, AX, p):
-    theta, Y = _ritz(X, AX, p)
+def _rayleigh_ritz(X, AX, p, be: ArrayBackend | None = None):
+    theta, Y = _ritz(X, AX, p, be)
     return theta, X @ Y, AX @ Y
 
 
@@ -321,18 +403,25 @@ def _choose(method: str, s: int, hint: int) -> str:
     return method
 
 
-def projector(method: str = "auto"):
+def projector(method: str = "auto", backend: ArrayBackend | None = None):
     """A callable ``(W, rank_hint=None, tol=None) -> (vals, vecs)`` for one solve: the
     positive part by ``method``, stateful methods kept between calls (their state lives in
-    the callable; ``last`` holds the last result)."""
+    the callable; ``last`` holds the last result). ``backend``: where W lives (default
+    numpy); off numpy the methods are 'full', 'partial', 'krylov' and 'auto', run there."""
     method = resolve(method)
+    be = backend if backend is not None else _NUMPY
+    if not be.is_numpy and _choose(method, KRYLOV_MIN_S, 0) not in _DEVICE_METHODS:
+        raise InputError(f"eig={method!r} runs on the CPU only; on {be.label} choose one of "
+                         f"{', '.join(_DEVICE_METHODS)} or 'auto'", source="eig")
     made: dict[str, Callable] = {}
 
-    def run(W: np.ndarray, rank_hint: int | None = None, tol: float | None = None):
+    def run(W, rank_hint: int | None = None, tol: float | None = None):
         s = W.shape[0]
         hint = s if rank_hint is None else int(rank_hint)
         name = _choose(method, s, hint)
-        if name in _STATEFUL:
+        if not be.is_numpy:
+            out = _on_device(be, name, made, W, hint, tol)
+        elif name in _STATEFUL:
             if name not in made:
                 made[name] = _REGISTRY[name]()
             out = made[name](W, hint, tol)
@@ -344,6 +433,24 @@ def projector(method: str = "auto"):
     run.last = None
     run.instances = made
     return run
+
+
+_DEVICE_METHODS = ("full", "partial", "krylov")
+
+
+def _on_device(be: ArrayBackend, name: str, made: dict, W, hint: int, tol):
+    """The positive part by method ``name`` on a non-numpy backend."""
+    if name == "krylov":
+        if name not in made:
+            made[name] = KrylovProjector(backend=be)
+        return made[name](W, hint, tol)
+    s = W.shape[0]
+    if name == "full":
+        vals, vecs = be.eigh(W)
+    else:
+        vals, vecs = _top(W, min(s, max(8, hint + 8)), be)
+    first = vals.shape[0] - _count_positive(be, vals)
+    return vals[first:], vecs[:, first:]
 
 
 def positive_part(W: np.ndarray, method: str = "auto", rank_hint: int | None = None,
