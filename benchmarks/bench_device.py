@@ -32,7 +32,7 @@ import platform
 import statistics
 import time
 
-from bench_scale import synthetic
+from bench_scale import GENERATORS, synthetic
 from instances import RESULTS, append_jsonl, code_version
 from threadpoolctl import threadpool_limits
 
@@ -103,8 +103,12 @@ def cmd_iteration(args) -> None:
 
 
 def cmd_root(args) -> None:
-    X = read_data(args.data).X
-    model = model_of(X, args.k)
+    if args.gen:
+        X, _, ml, cl = GENERATORS[args.gen](args.n, args.k, args.pairs, seed=0)
+        model = SDPModel.from_problem(Problem.from_instance(make_instance(X, args.k, ml, cl)))
+        args.data = f"{args.gen} n={args.n} k={args.k} pairs={args.pairs} seed=0"
+    else:
+        model = model_of(read_data(args.data).X, args.k)
     target = args.target * args.ub if args.target else None
     t0 = time.perf_counter()
     with threadpool_limits(limits=args.cpu_threads, user_api="blas"):
@@ -137,9 +141,12 @@ def main(argv=None) -> None:
     it.add_argument("--cpu-run-limit", type=float, default=60.0)
     it.add_argument("--out", default=OUT)
     rt = sub.add_parser("root")
-    rt.add_argument("data")
+    rt.add_argument("data", nargs="?")
+    rt.add_argument("--gen", choices=sorted(GENERATORS))
+    rt.add_argument("--n", type=int)
+    rt.add_argument("--pairs", type=int, default=0)
     rt.add_argument("-k", type=int, required=True)
-    rt.add_argument("--ub", type=float, required=True)
+    rt.add_argument("--ub", type=float, default=math.nan)
     rt.add_argument("--target", type=float, default=None)
     rt.add_argument("--device", default="cuda")
     rt.add_argument("--cpu-threads", type=int, default=None)

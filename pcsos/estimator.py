@@ -100,7 +100,7 @@ class PCSOSClustering(*_BASES):
                  heuristic_options: dict | None = None,
                  heuristic_time_limit: float | None = None,
                  root_heuristic: str | None = "s-mdeclust", sdp_backend: str = "admm",
-                 sdp_options: dict | None = None, cp_settings=None,
+                 sdp_options: dict | None = None, device: str = "cpu", cp_settings=None,
                  feasibility_backend: str = "highs", order: str = "best",
                  random_state=None, verbose: bool = False):
         self.n_clusters = n_clusters
@@ -120,6 +120,7 @@ class PCSOSClustering(*_BASES):
         self.root_heuristic = root_heuristic
         self.sdp_backend = sdp_backend
         self.sdp_options = sdp_options
+        self.device = device
         self.cp_settings = cp_settings
         self.feasibility_backend = feasibility_backend
         self.order = order

@@ -356,6 +356,7 @@ class _NodeRun:
         data, ctx, options = self.data, self.ctx, self.options
         sdp_options = dict(options.sdp_options)
         sdp_options.setdefault("backend", options.sdp_backend)
+        sdp_options.setdefault("device", options.device)
         # lets Ctrl-C / a time limit end a long SDP solve within one iteration
         sdp_options["should_stop"] = ctx.cancelled
         ctx.report("bound", round=0)
@@ -466,7 +467,7 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOption
     if subsets is None:
         subsets = _decomposition_subsets(problem, labels)
     sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
-                   "should_stop": ctx.cancelled}
+                   "device": options.device, "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(
         inst, subsets, time_limit=_finite(share * ctx.remaining()), workers=1, labels=labels,
         sdp_options=sdp_options, cp_settings=subset_settings(options.cp_settings),

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from pcsos.bounds import BACKENDS
+from pcsos.bounds.arrays import DEVICES, get_backend
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.errors import InputError
 from pcsos.heuristics import get_heuristic
@@ -43,6 +44,8 @@ class SolverOptions:
         node, its options and its seconds per call (None: the node's time left).
     root_heuristic : run once before the root's bound (None: none).
     sdp_backend, sdp_options : the bounding backend and its options.
+    device : where the SDP solver iterates: 'cpu', 'cuda' (a GPU through PyTorch) or 'auto'
+        (a visible GPU, else the CPU); the admm backend only.
     cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings`, a dict of its fields, or
         None (the defaults); its prune tolerances are always ``tol`` and ``abs_tol``.
     feasibility_backend : 'highs' or 'gurobi'.
@@ -63,6 +66,7 @@ class SolverOptions:
     root_heuristic: str | None = "s-mdeclust"
     sdp_backend: str = "admm"
     sdp_options: dict = field(default_factory=dict)
+    device: str = "cpu"
     cp_settings: Any = None
     feasibility_backend: str = "highs"
     seed: int | None = None
@@ -119,6 +123,14 @@ class SolverOptions:
         if self.sdp_backend not in BACKENDS:
             raise InputError(f"unknown SDP backend {self.sdp_backend!r}; choose one of "
                              f"{', '.join(BACKENDS)}", source="sdp_backend")
+        if self.device not in DEVICES:
+            raise InputError(f"device must be one of {', '.join(DEVICES)}, got "
+                             f"{self.device!r}", source="device")
+        if self.device != "cpu" and self.sdp_backend != "admm":
+            raise InputError(f"device={self.device!r} needs sdp_backend='admm'; "
+                             f"{self.sdp_backend} runs on the CPU only", source="device")
+        if self.device == "cuda":
+            get_backend("cuda")  # at the edge: BackendUnavailableError without torch or GPU
         if self.seed is not None and (isinstance(self.seed, bool) or not (
                 isinstance(self.seed, (int, np.integer)) and self.seed >= 0)):
             raise InputError(f"seed must be a non-negative integer, got {self.seed!r}",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -465,41 +464,6 @@ def test_single_precision_eig_keeps_the_bound_valid():
     assert r32.status == "solved"
     assert r32.lower_bound <= opt + 1e-9 * max(1.0, opt)
     assert r32.lower_bound == pytest.approx(r64.lower_bound, rel=1e-4)
-
-
-def test_torch_hook_without_torch_reports_unavailable(monkeypatch):
-    """Where PyTorch is missing (simulated, so that this runs with torch installed too), the
-    'torch' eigensolver raises the documented BackendUnavailableError, which says what to
-    install, both directly and through solve_sdp(eig='torch')."""
-    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
-    with pytest.raises(BackendUnavailableError, match=r"eig='torch' needs PyTorch.*pip install"):
-        positive_part(np.eye(3), "torch")
-    rng = np.random.default_rng(710)
-    X, ml, cl, P = _problem(rng, 8, 2)
-    with pytest.raises(BackendUnavailableError, match="PyTorch"):
-        solve_sdp(SDPModel.from_problem(P), eig="torch")
-
-
-def test_torch_hook_matches_numpy():
-    """With PyTorch installed, the 'torch' method gives numpy's positive part on a CUDA device
-    and reports the missing device (BackendUnavailableError) without one."""
-    torch = pytest.importorskip("torch", reason="torch not installed (pcsos[gpu])")
-    rng = np.random.default_rng(720)
-    B = rng.normal(size=(12, 12))
-    A = B + B.T  # symmetric, eigenvalues of both signs
-    lam, V = np.linalg.eigh(A)
-    assert (lam > 0).any() and (lam < 0).any()
-    if not torch.cuda.is_available():
-        with pytest.raises(BackendUnavailableError, match="CUDA"):
-            positive_part(A, "torch")
-        return
-    vals, vecs = positive_part(A, "torch")
-    assert isinstance(vals, np.ndarray) and isinstance(vecs, np.ndarray)
-    np.testing.assert_allclose(np.sort(vals), lam[lam > 0], rtol=1e-10, atol=1e-10)
-    P_ref = (V[:, lam > 0] * lam[lam > 0]) @ V[:, lam > 0].T
-    np.testing.assert_allclose((vecs * vals) @ vecs.T, P_ref, atol=1e-10)
-    fv, fV = positive_part(A, "full")
-    np.testing.assert_allclose((vecs * vals) @ vecs.T, (fV * fv) @ fV.T, atol=1e-10)
 
 
 # --------------------------------------------------------------------------- MOSEK

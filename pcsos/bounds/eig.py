@@ -3,8 +3,8 @@
 The only operation the solver needs per iteration is the *positive part* of a symmetric
 matrix, ``Π_PSD(W) = V diag(λ+) V^T``, which at a clustering-like solution is low rank
 (about k). A method is a function ``(W, rank_hint) -> (vals, vecs)`` returning the strictly
-positive eigenvalues of W and their eigenvectors; register new ones (a GPU implementation
-with torch or cupy, say) with :func:`register_eig` and select them by name through
+positive eigenvalues of W and their eigenvectors (numpy arrays: registered methods run on
+the CPU); register new ones with :func:`register_eig` and select them by name through
 ``solve_sdp(..., eig=NAME)``. A *stateful* method (``register_eig(name, factory,
 stateful=True)``) is a factory of callables ``(W, rank_hint, tol) -> (vals, vecs)``: the
 ADMM makes one per solve through :func:`projector`, so that it can keep the last
@@ -32,8 +32,8 @@ Built in:
   20, one thread) an iteration took 66 ms against 83 ms and the first 300 iterations
   followed the same residuals, but the solve to 1e-3 took 1 451 iterations against 929
   (docs/decomposition.md).
-- ``'torch'``: hook for a GPU path (``torch.linalg.eigh`` on CUDA); raises
-  :class:`~pcsos.errors.BackendUnavailableError` where torch or a GPU is missing.
+- On a GPU the whole ADMM iteration runs there (``solve_sdp(device='cuda')``,
+  :mod:`pcsos.bounds.arrays`), and 'full', 'partial', 'krylov' and 'auto' with it.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from pcsos.bounds.arrays import ArrayBackend, get_backend
-from pcsos.errors import BackendUnavailableError, InputError
+from pcsos.errors import InputError
 
 __all__ = ["positive_part", "register_eig", "eig_methods", "projector", "KrylovProjector"]
 
@@ -117,18 +117,6 @@ def _partial(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
     vals, vecs = _top(W, min(s, max(8, int(rank_hint) + 8)))
     pos = vals > 0
     return vals[pos], vecs[:, pos]
-
-
-def _torch(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        import torch
-    except ImportError:
-        raise BackendUnavailableError("eig='torch' needs PyTorch (pip install torch)") from None
-    if not torch.cuda.is_available():
-        raise BackendUnavailableError("eig='torch' needs a CUDA device; none is visible")
-    vals, vecs = torch.linalg.eigh(torch.as_tensor(W, device="cuda"))
-    pos = vals > 0
-    return vals[pos].cpu().numpy(), vecs[:, pos].cpu().numpy()
 
 
 def _single(fn: EigFn) -> EigFn:
@@ -383,7 +371,6 @@ register_eig("full", _full)
 register_eig("partial", _partial)
 register_eig("full32", _single(_full))
 register_eig("partial32", _single(_partial))
-register_eig("torch", _torch)
 register_eig("krylov", KrylovProjector, stateful=True)
 
 

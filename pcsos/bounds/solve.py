@@ -31,7 +31,7 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
               warm_start: SDPResult | WarmStart | None = None, threads: int | None = None,
               eig: str = "auto", verbose: bool = False, should_stop=None,
               bound_target: float | None = None, polish: int = POLISH_EVALS,
-              **options) -> SDPResult:
+              device: str = "cpu", **options) -> SDPResult:
     """Solve the node relaxation ``model`` and return an :class:`SDPResult` with a safe bound.
 
     ``backend``: 'admm' (default, :func:`pcsos.bounds.admm.solve_admm`), 'mosek' (interior
@@ -47,12 +47,17 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
     reaches this value, e.g. the value below which the incumbent prunes the node (the other
     backends ignore it). ``polish``: eigen-solves of dual ascent on the safe bound's function
     before it is evaluated, in every backend (:func:`~pcsos.bounds.safe.polish_duals`; 0:
-    none). Extra ``options`` go to the backend.
+    none). ``device``: where the ADMM iterates, 'cpu', 'cuda' or 'auto'
+    (:func:`pcsos.bounds.arrays.get_backend`); the other backends run on the CPU only.
+    Extra ``options`` go to the backend.
     Raises :class:`~pcsos.errors.BackendUnavailableError` when a backend is missing.
     """
     if backend not in BACKENDS:
         raise InputError(f"unknown SDP backend {backend!r}; choose one of {BACKENDS}",
                          source="backend")
+    if backend != "admm" and device != "cpu":
+        raise InputError(f"device={device!r} needs the admm backend; {backend} runs on the "
+                         "CPU only", source="device")
     if not (tol > 0):
         raise InputError(f"tol must be positive, got {tol}", source="tol")
     if model.s < model.k:
@@ -68,7 +73,7 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
             return solve_admm(model, tol=tol, max_iter=max_iter, time_limit=time_limit,
                               warm_start=warm_start, eig=eig, verbose=verbose,
                               should_stop=should_stop, bound_target=bound_target,
-                              polish=polish, **options)
+                              polish=polish, device=device, **options)
         if backend == "mosek":
             from pcsos.bounds.mosek_backend import solve_mosek  # lazy: optional backend
             return solve_mosek(model, tol=tol, time_limit=time_limit, verbose=verbose,

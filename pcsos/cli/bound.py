@@ -16,6 +16,7 @@ from pcsos.bounds import BACKENDS, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.eig import eig_methods
 from pcsos.cli.common import (
     add_cut_arguments,
+    add_device_argument,
     add_instance_arguments,
     cut_settings,
     describe_weights_sizes,
@@ -62,6 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="BLAS threads for the solve (default: leave as configured)")
     parser.add_argument("--eig", choices=eig_methods(), default="auto",
                         help="eigensolver of the ADMM (default: auto)")
+    add_device_argument(parser)
     parser.add_argument("--verbose", action="store_true", help="print the solver's log")
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="also write the results as JSON ('-' = stdout)")
@@ -77,13 +79,14 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
         model = SDPModel.from_problem(problem)
         res = solve_sdp(model, backend=args.backend, tol=args.tol, max_iter=args.max_iter,
                         time_limit=args.time_limit, threads=args.threads, eig=args.eig,
-                        verbose=args.verbose)
+                        verbose=args.verbose, device=args.device)
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
     from dataclasses import replace
 
     settings = cut_settings(args, args.cuts, args.prune_tol)
     sdp_options = {"backend": args.backend, "tol": args.tol, "max_iter": args.max_iter,
-                   "threads": args.threads, "eig": args.eig, "verbose": args.verbose}
+                   "threads": args.threads, "eig": args.eig, "verbose": args.verbose,
+                   "device": args.device}
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
                               root=True, sdp_options=sdp_options, seed=args.seed,
                               time_limit=args.time_limit)
@@ -121,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
           f"{rel_gap:.2e})", file=out)
     print(f"KKT residuals:   primal {res.primal_residual:.2e}, dual {res.dual_residual:.2e}",
           file=out)
+    print(f"device:          {res.device}")
     print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
           file=out)
     if args.json:

@@ -83,6 +83,14 @@ def add_parallel_arguments(parser, *, what: str, where: str) -> None:
                              "'pcsos[dask]'; docs/solver.md)")
 
 
+def add_device_argument(parser) -> None:
+    """``--device``: where the SDP solver iterates (the one definition of the option)."""
+    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
+                        help="where the SDP solver iterates: cpu (default), cuda (a GPU "
+                             "through PyTorch: pip install 'pcsos[gpu]'), or auto (a visible "
+                             "GPU, else the CPU)")
+
+
 def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> None:
     """Add the cutting-plane loop's settings (``children``: also the per-node round limit).
 

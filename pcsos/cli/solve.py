@@ -23,6 +23,7 @@ from pcsos.bounds.model import SDP_TOL
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_cut_arguments,
+    add_device_argument,
     add_instance_arguments,
     add_parallel_arguments,
     cut_settings,
@@ -90,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "time left (default: %(default)s; none: skip it)")
     alg.add_argument("--sdp-backend", default=_DEFAULTS.sdp_backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
+    add_device_argument(alg)
     alg.add_argument("--sdp-tol", type=float, default=SDP_TOL,
                      help="relative KKT tolerance of the SDP solver (default: %(default)g)")
     alg.add_argument("--cuts", default="all", metavar="FAMILIES",
@@ -115,7 +117,7 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
         threads=args.threads,
         root_threads=args.root_threads, heuristic=args.heuristic,
         root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
-        sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol},
+        sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol}, device=args.device,
         cp_settings=cut_settings(args, args.cuts, args.tol),
         feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order)
 
@@ -135,6 +137,7 @@ def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
         "SDP_SOLVER_SESSION_THREADS": threads,
         "SDP_SOLVER_BACKEND": opts.sdp_backend,
         "SDP_SOLVER_TOL": opts.sdp_options["tol"],
+        "SDP_SOLVER_DEVICE": opts.device,
         "SDP_SOLVER_MAX_CP_ITER_ROOT": cp.max_rounds_root,
         "SDP_SOLVER_MAX_CP_ITER": cp.max_rounds_child,
         "SDP_SOLVER_CP_TOL": cp.cp_tol,

@@ -1,0 +1,215 @@
+"""The ADMM over array backends (issue 52): the same algorithm on numpy, on a strict array-API
+namespace (the code path a GPU takes, in CI) and, where present, on torch and CUDA.
+
+Every test that runs the device path checks what the numpy path is checked against: the
+safe bound below the brute-force optimum, the ADMM at an interior-point reference's value,
+the Krylov projection at the dense positive part. CI has no GPU: the CUDA tests skip, and
+array-api-strict (a test extra) carries the device code path.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+from conftest import needs_clarabel, random_instance
+
+import pcsos.bounds.eig as eigmod
+from pcsos.bounds import SDPModel, solve_sdp
+from pcsos.bounds.arrays import cuda_available, get_backend
+from pcsos.bounds.cutset import CutSet
+from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
+from pcsos.options import SolverOptions
+from pcsos.problem import Problem, make_instance
+
+xps = pytest.importorskip("array_api_strict", reason="needs array-api-strict (pip install "
+                          "-e '.[test]')")
+
+needs_cuda = pytest.mark.skipif(not cuda_available(),
+                                reason="needs PyTorch and a CUDA GPU (pip install 'pcsos[gpu]')")
+
+
+def _torch_or_skip():
+    return pytest.importorskip("torch", reason="torch not installed (pip install 'pcsos[gpu]')")
+
+
+def _model(seed, n, k, n_ml=0, n_cl=0, d=2):
+    rng = np.random.default_rng(seed)
+    while True:
+        X, ml, cl = random_instance(rng, n, d, n_ml, n_cl)
+        try:
+            P = Problem.from_instance(make_instance(X, k, ml, cl))
+        except InfeasibleError:
+            continue
+        return X, ml, cl, SDPModel.from_problem(P)
+
+
+def _triangles(Z, top):
+    """The ``top`` most violated triangle cuts of Z (brute force)."""
+    s = len(Z)
+    V = Z[:, :, None] + Z[:, None, :] - np.diag(Z)[:, None, None] - Z[None, :, :]
+    i, j, h = np.meshgrid(np.arange(s), np.arange(s), np.arange(s), indexing="ij")
+    ok = (i != j) & (i != h) & (j < h) & (V > 1e-6)
+    order = np.argsort(-V[ok])[:top]
+    return CutSet.triangles(i[ok][order], j[ok][order], h[ok][order])
+
+
+# ---------------------------------------------------------------------------- validity
+@pytest.mark.parametrize("seed", range(6))
+def test_device_path_bound_is_below_brute_force(seed):
+    """On the strict namespace, converged and stopped early, the bound is at most the
+    brute-force optimum, and the converged bound is tight."""
+    n_ml, n_cl = [(0, 0), (2, 0), (0, 3)][seed % 3]
+    rng = np.random.default_rng(900 + seed)
+    n, k = int(rng.integers(6, 10)), int(rng.integers(2, 4))
+    X, ml, cl, model = _model(900 + seed, n, k, n_ml, n_cl)
+    opt, _ = brute_force(X, k, ml, cl)
+    full = solve_sdp(model, tol=1e-7, device=xps)
+    assert full.status == "solved" and full.device.startswith("array_api_strict")
+    assert full.lower_bound <= opt + 1e-12 * abs(opt)
+    assert abs(full.lower_bound - full.sdp_value) <= 1e-6 * abs(full.sdp_value)
+    for it in (1, 5):
+        early = solve_sdp(model, max_iter=it, tol=1e-14, device=xps)
+        assert early.iterations == it
+        assert early.lower_bound <= opt + 1e-12 * abs(opt)
+
+
+@needs_clarabel
+@pytest.mark.parametrize("cuts", [False, True])
+def test_device_path_matches_an_interior_point_reference(cuts):
+    """With pairs (and triangle and pair cuts), the strict namespace's ADMM reaches
+    Clarabel's value, and its bound is at most that value."""
+    X, ml, cl, model = _model(950, 20, 3, 2, 3)
+    if cuts:
+        r0 = solve_sdp(model, tol=1e-8)
+        model = model.with_cuts(_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3])))
+    ref = solve_sdp(model, backend="clarabel", tol=1e-8)
+    assert ref.status == "solved"
+    r = solve_sdp(model, tol=1e-8, device=xps)
+    assert r.status == "solved"
+    assert abs(r.sdp_value - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
+    assert r.lower_bound <= ref.sdp_value + 1e-8 * abs(ref.sdp_value)
+    assert abs(r.lower_bound - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
+
+
+@pytest.mark.parametrize("cuts", [False, True])
+def test_numpy_and_the_device_path_take_the_same_iterations(cuts):
+    """One algorithm: after the same number of iterations the strict namespace stands where
+    numpy does (rounding apart; over hundreds of accelerated iterations rounding can move
+    the stop by a few), and both converge to the same value."""
+    X, ml, cl, model = _model(960, 30, 4, 2, 4)
+    if cuts:
+        r0 = solve_sdp(model, tol=1e-7)
+        model = model.with_cuts(_triangles(r0.Z, 30))
+    a = solve_sdp(model, max_iter=60, tol=1e-14, polish=0)
+    b = solve_sdp(model, max_iter=60, tol=1e-14, polish=0, device=xps)
+    assert a.device == "cpu" and b.device != "cpu"
+    assert b.primal_residual == pytest.approx(a.primal_residual, rel=1e-6)
+    assert b.dual_residual == pytest.approx(a.dual_residual, rel=1e-6)
+    assert b.lower_bound == pytest.approx(a.lower_bound, rel=1e-9)
+    a, b = solve_sdp(model, tol=1e-7), solve_sdp(model, tol=1e-7, device=xps)
+    assert a.status == b.status == "solved"
+    assert b.sdp_value == pytest.approx(a.sdp_value, rel=1e-6)
+
+
+def test_krylov_projection_on_the_device_path_matches_dense(monkeypatch):
+    """The block Krylov projection on the strict namespace gives the dense positive part, and
+    keeps its block on the device between calls."""
+    monkeypatch.setattr(eigmod, "KRYLOV_ROOM", 4)
+    be = get_backend(xps)
+    rng = np.random.default_rng(970)
+    s, r = 160, 5
+    U, _ = np.linalg.qr(rng.normal(size=(s, s)))
+    lam = -0.3 * rng.random(s)
+    lam[:r] = 0.5 + 0.1 * rng.random(r)
+    W = (U * lam) @ U.T
+    W = 0.5 * (W + W.T)
+    ref = (U[:, :r] * lam[:r]) @ U[:, :r].T
+    project = eigmod.projector("krylov", be)
+    for step in range(3):  # the first call seeds the block, the next ones iterate
+        Wd = be.asarray(W + 1e-4 * step * np.eye(s))
+        vals, vecs = project(Wd, r, None)
+        P = be.to_numpy((vecs * vals) @ vecs.T)
+        lam_s = lam + 1e-4 * step
+        ref = (U[:, :r] * lam_s[:r]) @ U[:, :r].T
+        np.testing.assert_allclose(P, ref, atol=1e-8)
+    stats = project.instances["krylov"].stats
+    assert stats["krylov"] >= 1 and not isinstance(project.instances["krylov"].X, np.ndarray)
+
+
+def test_admm_with_krylov_on_the_device_path_follows_numpy(monkeypatch):
+    """30 ADMM iterations with eig='krylov' end on numpy's residuals on the strict namespace
+    (the projection is stopped at an accuracy, so to a few digits, not bit for bit)."""
+    monkeypatch.setattr(eigmod, "KRYLOV_ROOM", 4)
+    rng = np.random.default_rng(980)
+    centres = rng.normal(size=(3, 4)) * 3
+    X = centres[rng.integers(0, 3, size=150)] + rng.normal(size=(150, 4))
+    model = SDPModel.from_problem(Problem.from_instance(make_instance(X, 3)))
+    a = solve_sdp(model, max_iter=30, tol=1e-14, eig="krylov", polish=0)
+    b = solve_sdp(model, max_iter=30, tol=1e-14, eig="krylov", polish=0, device=xps)
+    assert b.primal_residual == pytest.approx(a.primal_residual, rel=1e-4)
+    assert b.dual_residual == pytest.approx(a.dual_residual, rel=1e-4)
+    assert b.lower_bound == pytest.approx(a.lower_bound, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------- errors
+def test_device_errors_are_clear(monkeypatch):
+    X, ml, cl, model = _model(990, 8, 2)
+    with pytest.raises(InputError, match="device must be one of cpu, cuda, auto"):
+        solve_sdp(model, device="gpu")
+    with pytest.raises(InputError, match="runs on the CPU only"):
+        solve_sdp(model, device=xps, eig="full32")
+    with pytest.raises(InputError, match="needs the admm backend"):
+        solve_sdp(model, backend="clarabel", device="cuda")
+    with pytest.raises(InputError, match="device must be one of"):
+        SolverOptions(device="gpu").checked()
+    with pytest.raises(InputError, match="needs sdp_backend='admm'"):
+        SolverOptions(device="auto", sdp_backend="mosek").checked()
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    with pytest.raises(BackendUnavailableError, match=r"needs PyTorch.*pcsos\[gpu\]"):
+        solve_sdp(model, device="cuda")
+    with pytest.raises(BackendUnavailableError, match="needs PyTorch"):
+        SolverOptions(device="cuda").checked()
+    # 'auto' without a GPU is the CPU
+    assert get_backend("auto").label == "cpu"
+    assert solve_sdp(model, device="auto").device == "cpu"
+
+
+def test_cli_device_without_a_gpu_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    from pcsos.cli import main
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    data = tmp_path / "d.txt"
+    data.write_text("6 2\n0 0\n0 1\n1 0\n5 5\n5 6\n6 5\n")
+    code = main(["bound", str(data), "-k", "2", "--device", "cuda"])
+    assert code == 2
+    assert "device='cuda' needs PyTorch" in capsys.readouterr().err
+    assert main(["bound", str(data), "-k", "2", "--device", "auto"]) == 0
+    assert "device:          cpu" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- torch, CUDA
+def _agree_with_numpy(device):
+    X, ml, cl, model = _model(995, 30, 4, 2, 4)
+    r0 = solve_sdp(model, tol=1e-7)
+    mc = model.with_cuts(_triangles(r0.Z, 30))
+    for m in (model, mc):
+        a = solve_sdp(m, max_iter=60, tol=1e-14, polish=0)
+        b = solve_sdp(m, max_iter=60, tol=1e-14, polish=0, device=device)
+        assert b.primal_residual == pytest.approx(a.primal_residual, rel=1e-6)
+        assert b.lower_bound == pytest.approx(a.lower_bound, rel=1e-9)
+    return b
+
+
+def test_torch_code_path_on_the_cpu():
+    """torch's own in-place operations (the CUDA code path) on torch's CPU device."""
+    torch = _torch_or_skip()
+    pytest.importorskip("array_api_compat", reason="needs array-api-compat (pcsos[gpu])")
+    assert _agree_with_numpy(torch).device == "torch (cpu)"
+
+
+@needs_cuda
+def test_cuda_agrees_with_numpy():
+    assert _agree_with_numpy("cuda").device.startswith("cuda")
