@@ -113,11 +113,12 @@ def cmd_root(args) -> None:
     t0 = time.perf_counter()
     with threadpool_limits(limits=args.cpu_threads, user_api="blas"):
         res = solve_admm(model, device=args.device, time_limit=args.time_limit,
-                         bound_target=target)
+                         bound_target=target, eig=args.eig)
     seconds = time.perf_counter() - t0
     gap = (args.ub - res.lower_bound) / args.ub
     row = {"kind": "root", "data": str(args.data), "s": model.s, "k": args.k,
-           "device": res.device, "cpu_threads": args.cpu_threads, "status": res.status,
+           "device": res.device, "cpu_threads": args.cpu_threads, "eig": args.eig,
+           "status": res.status,
            "lower_bound": res.lower_bound, "ub": args.ub, "gap": gap,
            "iterations": res.iterations, "seconds": seconds, "sdp_value": res.sdp_value,
            "machine": platform.node(), "code": code_version()}
@@ -149,6 +150,7 @@ def main(argv=None) -> None:
     rt.add_argument("--ub", type=float, default=math.nan)
     rt.add_argument("--target", type=float, default=None)
     rt.add_argument("--device", default="cuda")
+    rt.add_argument("--eig", default="auto")
     rt.add_argument("--cpu-threads", type=int, default=None)
     rt.add_argument("--time-limit", type=float, default=110.0)
     rt.add_argument("--out", default=OUT)

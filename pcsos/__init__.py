@@ -5,9 +5,7 @@ The names below are imported on first use (PEP 562), so that ``import pcsos.cli`
 solver are loaded; ``from pcsos import solve`` works as usual.
 """
 
-from __future__ import annotations
-
-import importlib
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
@@ -38,10 +36,11 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'pcsos' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    # the public names only: not the helpers above, nor the submodules that imports bind
+    return sorted(__all__)

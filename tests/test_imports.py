@@ -112,3 +112,22 @@ def test_no_module_shadows_a_lazy_export():
     clash = sorted(name for name in lazy
                    if (PKG / f"{name}.py").exists() or (PKG / name).is_dir())
     assert not clash, f"modules named like API names: {clash}"
+
+
+def test_the_public_namespace_holds_only_public_names():
+    """``__all__`` is pinned, and ``dir(pcsos)`` lists it and nothing else: no module (the
+    helpers, or a submodule an import bound) and no ``__future__`` feature."""
+    import types
+
+    import pcsos
+    import pcsos.bounds  # binds pcsos.bounds on the package
+
+    assert pcsos.__all__ == [
+        "solve", "Result", "SolverOptions", "PCSOSClustering", "Instance", "Problem",
+        "make_instance", "sse", "PcsosError", "InputError", "InfeasibleError",
+        "BackendUnavailableError", "UndecidedError", "Feasibility", "check_instance",
+        "impact", "certify", "__version__"]
+    assert dir(pcsos) == sorted(pcsos.__all__)
+    for name in dir(pcsos):
+        assert not isinstance(getattr(pcsos, name), types.ModuleType), name
+    assert "annotations" not in dir(pcsos) and "importlib" not in dir(pcsos)

@@ -70,7 +70,8 @@ def get_backend(device: str | Any = "cpu") -> ArrayBackend:
                                       "'pcsos[gpu]')") from None
     dev = torch.device("cuda", torch.cuda.current_device())
     xp = array_namespace(torch.empty(0, device=dev))
-    return ArrayBackend("torch", xp, dev, f"cuda:{dev.index} ({torch.cuda.get_device_name(dev)})")
+    return ArrayBackend("torch", xp, dev, f"cuda:{dev.index} ({torch.cuda.get_device_name(dev)})",
+                        torch)
 
 
 def _namespace_backend(xp) -> ArrayBackend:
@@ -83,7 +84,7 @@ def _namespace_backend(xp) -> ArrayBackend:
         import torch
         from array_api_compat import array_namespace
         cpu = torch.device("cpu")
-        return ArrayBackend("torch", array_namespace(torch.empty(0)), cpu, "torch (cpu)")
+        return ArrayBackend("torch", array_namespace(torch.empty(0)), cpu, "torch (cpu)", torch)
     return ArrayBackend(name, xp, None, f"{name} (cpu)")
 
 
@@ -95,12 +96,14 @@ class ArrayBackend:
     xp : the namespace (numpy itself, array-api-compat's torch, or the module).
     device : the namespace's device object (None: its default).
     label : what the solve's result reports as its device.
+    native : torch itself for the torch backend (its in-place operations), else None.
     """
 
     name: str
     xp: Any
     device: Any
     label: str
+    native: Any = None
 
     @property
     def is_numpy(self) -> bool:
@@ -118,8 +121,7 @@ class ArrayBackend:
             return np.asarray(a, dtype=np.float64)
         a = np.ascontiguousarray(a, dtype=np.float64)
         if self.is_torch:
-            import torch
-            return torch.as_tensor(a, device=self.device)
+            return self.native.as_tensor(a, device=self.device)
         return self.xp.asarray(a, dtype=self.xp.float64)
 
     def index(self, a) -> Any:
@@ -128,8 +130,7 @@ class ArrayBackend:
             return np.asarray(a, dtype=np.intp)
         a = np.ascontiguousarray(a, dtype=np.int64)
         if self.is_torch:
-            import torch
-            return torch.as_tensor(a, device=self.device)
+            return self.native.as_tensor(a, device=self.device)
         return self.xp.asarray(a, dtype=self.xp.int64)
 
     def mask(self, a) -> Any:
@@ -138,8 +139,7 @@ class ArrayBackend:
             return np.asarray(a, dtype=bool)
         a = np.ascontiguousarray(a, dtype=bool)
         if self.is_torch:
-            import torch
-            return torch.as_tensor(a, device=self.device)
+            return self.native.as_tensor(a, device=self.device)
         return self.xp.asarray(a, dtype=self.xp.bool)
 
     def to_numpy(self, x) -> np.ndarray:
@@ -180,8 +180,7 @@ class ArrayBackend:
     def synchronize(self) -> None:
         """Wait for the device's queued work (a no-op off CUDA): for timings."""
         if self.is_torch:
-            import torch
-            torch.cuda.synchronize(self.device)
+            self.native.cuda.synchronize(self.device)
 
     # -------------------------------------------------------------- elementwise
     def sub(self, a, b, out=None):
@@ -189,8 +188,7 @@ class ArrayBackend:
         if self.is_numpy:
             return np.subtract(a, b, out=out)
         if self.is_torch and out is not None:
-            import torch
-            return torch.sub(a, b, out=out)
+            return self.native.sub(a, b, out=out)
         return a - b
 
     def add(self, a, b, out=None):
@@ -198,8 +196,7 @@ class ArrayBackend:
         if self.is_numpy:
             return np.add(a, b, out=out)
         if self.is_torch and out is not None:
-            import torch
-            return torch.add(a, b, out=out)
+            return self.native.add(a, b, out=out)
         return a + b
 
     def scale(self, a, c: float, out=None):
@@ -207,16 +204,14 @@ class ArrayBackend:
         if self.is_numpy:
             return np.multiply(a, c, out=out)
         if self.is_torch and out is not None:
-            import torch
-            return torch.mul(a, c, out=out)
+            return self.native.mul(a, c, out=out)
         return a * c
 
     def matmul(self, a, b, out=None):
         if self.is_numpy:
             return np.matmul(a, b, out=out)
         if self.is_torch and out is not None:
-            import torch
-            return torch.matmul(a, b, out=out)
+            return self.native.matmul(a, b, out=out)
         return a @ b
 
     def clip0(self, X, upper: bool, keep=None, keep_mask=None):
@@ -291,13 +286,12 @@ class ArrayBackend:
         if self.is_numpy:
             return A
         if self.is_torch:
-            import torch
             with warnings.catch_warnings():  # "sparse CSR support is in beta"
                 warnings.simplefilter("ignore", UserWarning)
-                return torch.sparse_csr_tensor(
-                    torch.as_tensor(A.indptr.astype(np.int64), device=self.device),
-                    torch.as_tensor(A.indices.astype(np.int64), device=self.device),
-                    torch.as_tensor(A.data.astype(np.float64), device=self.device),
+                return self.native.sparse_csr_tensor(
+                    self.native.as_tensor(A.indptr.astype(np.int64), device=self.device),
+                    self.native.as_tensor(A.indices.astype(np.int64), device=self.device),
+                    self.native.as_tensor(A.data.astype(np.float64), device=self.device),
                     size=A.shape, check_invariants=False)
         return self.asarray(A.toarray())
 
