@@ -52,8 +52,8 @@ def run(model: SDPModel, method: str, iters: int) -> tuple[dict, object]:
     made = {}
     original = eigmod.projector
 
-    def timed_projector(name="auto"):
-        inner = original(name)
+    def timed_projector(name="auto", backend=None):
+        inner = original(name, backend)
 
         def call(W, rank_hint=None, tol=None):
             t = time.perf_counter()

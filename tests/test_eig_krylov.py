@@ -184,6 +184,19 @@ def test_auto_uses_krylov_from_the_size_threshold(monkeypatch):
     assert kp.stats["dense"] == 1 and kp.stats["krylov"] == 1
 
 
+def test_auto_between_the_thresholds_follows_the_block_width():
+    """From KRYLOV_NARROW_MIN_S to KRYLOV_MIN_S, 'auto' iterates a block of at most
+    s / KRYLOV_NARROW columns and keeps the dense windowed method for a wider one."""
+    s = eigmod.KRYLOV_NARROW_MIN_S + 100
+    assert s < eigmod.KRYLOV_MIN_S
+    narrow = s // eigmod.KRYLOV_NARROW - eigmod.KRYLOV_MARGIN
+    wide = narrow + 2
+    assert eigmod._choose("auto", s, narrow) == "krylov"
+    assert eigmod._choose("auto", s, wide) == "partial"
+    assert eigmod._choose("auto32", s, narrow) == "partial32"
+    assert eigmod._choose("auto", eigmod.KRYLOV_NARROW_MIN_S - 1, 1) == "partial"
+
+
 def test_wide_block_goes_to_the_top_r_eigh(monkeypatch):
     """A block of more than s / KRYLOV_ROOM columns is not iterated: the top-r eigh."""
     monkeypatch.setattr(eigmod, "KRYLOV_ROOM", 16)

@@ -152,7 +152,7 @@ class _Scaled:
             self.l = cuts.rhs / nrm
             self._factor_cuts()
             self.Bx = be.sparse(self.B)
-            if be.is_numpy or be.is_torch:
+            if be.in_place:
                 self.BTx = be.sparse(self.BT_touched)
                 self.touched_x = be.index(self.touched)
             else:  # no scatter in the standard: B* as a dense s^2 x m operator (tests)
@@ -165,8 +165,8 @@ class _Scaled:
         self.Cx, self.fx, self.bx, self.lx = (be.asarray(a) for a in (self.C, self.f, self.b,
                                                                         self.l))
         self.cl_flat_x = be.index(self.cl_flat) if self.cl_flat is not None else None
-        self.free_x = None if be.is_numpy or be.is_torch or not q else be.mask(~self.nonneg)
-        self.eye_x = None if be.is_numpy or be.is_torch else be.asarray(np.eye(s))
+        self.free_x = None if be.in_place or not q else be.mask(~self.nonneg)
+        self.eye_x = None if be.in_place else be.asarray(np.eye(s))
 
     @property
     def direct(self) -> bool:
@@ -205,7 +205,7 @@ class _Scaled:
         X = be.add_sym_outer(X, alpha, y[:-1], self.fx)
         X = be.add_diag(X, alpha * y[-1], self.eye_x)
         if self.m:
-            if be.is_numpy or be.is_torch:
+            if be.in_place:
                 X = be.scatter_add(X, self.touched_x, alpha * be.spmv(self.BTx, u))
             else:
                 dense = be.xp.reshape(alpha * be.spmv(self.BTx, u), (self.s, self.s))
@@ -676,7 +676,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     for it in range(1, max_iter + 1):
         inputs = (M, S, N)
         K = be.scale(M, -1.0 / sigma, out=mats.take())
-        K = be.add(K, C, out=K if be.is_numpy or be.is_torch else None)
+        K = be.add(K, C, out=_inplace(be, K))
         pre_b = (b - sc.A(M)) / sigma
         pre_l = (l - sc.Bop(M) + t) / sigma if m else None
         if ORDER == "NS":
@@ -827,7 +827,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
 def _inplace(be: ArrayBackend, X):
     """``X`` as the ``out`` of an operation whose result replaces it, where the backend
     writes in place (numpy, torch); None elsewhere."""
-    return X if be.is_numpy or be.is_torch else None
+    return X if be.in_place else None
 
 
 def _packing(be: ArrayBackend, s: int, m: int):

@@ -97,6 +97,9 @@ class ArrayBackend:
     device : the namespace's device object (None: its default).
     label : what the solve's result reports as its device.
     native : torch itself for the torch backend (its in-place operations), else None.
+
+    Set from the name: ``is_numpy``, ``is_torch``, and ``in_place`` (the namespace writes
+    into arrays: numpy and torch).
     """
 
     name: str
@@ -105,13 +108,11 @@ class ArrayBackend:
     label: str
     native: Any = None
 
-    @property
-    def is_numpy(self) -> bool:
-        return self.name == "numpy"
-
-    @property
-    def is_torch(self) -> bool:
-        return self.name == "torch"
+    def __post_init__(self):
+        # plain attributes, read in the iteration's every operation: no property call
+        object.__setattr__(self, "is_numpy", self.name == "numpy")
+        object.__setattr__(self, "is_torch", self.name == "torch")
+        object.__setattr__(self, "in_place", self.is_numpy or self.is_torch)
 
     # ------------------------------------------------------------- host <-> device
     def asarray(self, a) -> Any:
@@ -218,7 +219,7 @@ class ArrayBackend:
         """min(X, 0) (``upper``) or max(X, 0) entrywise, in place where possible, except on
         the entries that stay as they are: flat indices ``keep`` (numpy, torch) or, for the
         other namespaces, where ``keep_mask`` is True. Returns the result."""
-        if self.is_numpy or self.is_torch:
+        if self.in_place:
             flat = X.reshape(-1)  # a view: X is contiguous
             saved = flat[keep] if keep is not None else None
             if self.is_numpy:

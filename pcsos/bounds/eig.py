@@ -24,7 +24,8 @@ Built in:
   (:class:`KrylovProjector`).
 - ``'auto'``: ``'partial'`` while the hint is at most s/4, else ``'full'``; from
   ``s >= KRYLOV_MIN_S`` on, ``'krylov'`` (which makes the same dense choice when it has no
-  usable block).
+  usable block), and from ``KRYLOV_NARROW_MIN_S`` on while its block is at most
+  ``s / KRYLOV_NARROW`` columns wide.
 - ``'full32'``, ``'partial32'``, ``'auto32'``: the same on W rounded to single precision,
   the results returned in double. The projection is then exact to about 1e-7 relative,
   which limits the KKT accuracy the ADMM can reach; the safe bound is computed in double
@@ -60,6 +61,14 @@ _AUTO = {"auto": "", "auto32": "32"}
 # s = 1 000 the projection took 7 / 39 ms (k = 3 / 20) against 76 / 85 ms for the top-(k+8)
 # eigh; at s = 600 3 / 28 ms against 17 / 22 ms, a loss at k = 20, so the threshold stays
 KRYLOV_MIN_S = 1000
+# below it, 'auto' takes 'krylov' from KRYLOV_NARROW_MIN_S on once the block (rank hint +
+# KRYLOV_MARGIN columns) is at most s / KRYLOV_NARROW wide. Steady-state ms per projection,
+# one thread, 'partial' against 'krylov' (bench_projection.json, "mid_s"): s = 600: 31 / 5
+# (k = 3), 29 / 12 (k = 10), 27 / 42 (k = 20, a block of 28 > 600 / 24: kept dense);
+# s = 800: 56 / 5, 67 / 18, 61 / 29, the same residuals after 40 iterations. The shared
+# instances (s <= 500) are below both thresholds
+KRYLOV_NARROW_MIN_S = 600
+KRYLOV_NARROW = 24
 KRYLOV_MARGIN = 8  # block columns beyond the rank hint: they speed up convergence
 KRYLOV_MAXITER = 40  # block steps before giving up for the dense top-r eigh
 # a block of more than s / KRYLOV_ROOM columns is left to the dense top-r eigh. s = 4 000,
@@ -384,7 +393,8 @@ def resolve(method: str) -> str:
 
 def _choose(method: str, s: int, hint: int) -> str:
     if method in _AUTO:
-        if not _AUTO[method] and s >= KRYLOV_MIN_S:
+        if not _AUTO[method] and (s >= KRYLOV_MIN_S or (
+                s >= KRYLOV_NARROW_MIN_S and KRYLOV_NARROW * (hint + KRYLOV_MARGIN) <= s)):
             return "krylov"
         return ("partial" if 4 * (hint + 8) <= s else "full") + _AUTO[method]
     return method
