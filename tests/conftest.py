@@ -74,3 +74,16 @@ def planted_pairs(rng: np.random.Generator, truth: np.ndarray, n_ml: int, n_cl: 
         if truth[i] != truth[j]:
             cl.append((int(i), int(j)))
     return ml, cl
+
+
+def violated_triangles(Z: np.ndarray, top: int):
+    """The ``top`` most violated triangle cuts Z_ii + Z_jh - Z_ij - Z_ih >= 0 of Z (brute
+    force, independent of the separators under test)."""
+    from pcsos.bounds.cutset import CutSet
+
+    s = len(Z)
+    V = Z[:, :, None] + Z[:, None, :] - np.diag(Z)[:, None, None] - Z[None, :, :]
+    i, j, h = np.meshgrid(np.arange(s), np.arange(s), np.arange(s), indexing="ij")
+    ok = (i != j) & (i != h) & (j < h) & (V > 1e-6)
+    order = np.argsort(-V[ok])[:top]
+    return CutSet.triangles(i[ok][order], j[ok][order], h[ok][order])

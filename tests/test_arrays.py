@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import needs_clarabel, random_instance
+from conftest import needs_clarabel, random_instance, violated_triangles
 
 import pcsos.bounds.eig as eigmod
 from pcsos.bounds import SDPModel, solve_sdp
@@ -46,16 +46,6 @@ def _model(seed, n, k, n_ml=0, n_cl=0, d=2):
         return X, ml, cl, SDPModel.from_problem(P)
 
 
-def _triangles(Z, top):
-    """The ``top`` most violated triangle cuts of Z (brute force)."""
-    s = len(Z)
-    V = Z[:, :, None] + Z[:, None, :] - np.diag(Z)[:, None, None] - Z[None, :, :]
-    i, j, h = np.meshgrid(np.arange(s), np.arange(s), np.arange(s), indexing="ij")
-    ok = (i != j) & (i != h) & (j < h) & (V > 1e-6)
-    order = np.argsort(-V[ok])[:top]
-    return CutSet.triangles(i[ok][order], j[ok][order], h[ok][order])
-
-
 # ---------------------------------------------------------------------------- validity
 @pytest.mark.parametrize("seed", range(6))
 def test_device_path_bound_is_below_brute_force(seed):
@@ -84,7 +74,7 @@ def test_device_path_matches_an_interior_point_reference(cuts):
     X, ml, cl, model = _model(950, 20, 3, 2, 3)
     if cuts:
         r0 = solve_sdp(model, tol=1e-8)
-        model = model.with_cuts(_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3])))
+        model = model.with_cuts(violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3])))
     ref = solve_sdp(model, backend="clarabel", tol=1e-8)
     assert ref.status == "solved"
     r = solve_sdp(model, tol=1e-8, device=xps)
@@ -102,7 +92,7 @@ def test_numpy_and_the_device_path_take_the_same_iterations(cuts):
     X, ml, cl, model = _model(960, 30, 4, 2, 4)
     if cuts:
         r0 = solve_sdp(model, tol=1e-7)
-        model = model.with_cuts(_triangles(r0.Z, 30))
+        model = model.with_cuts(violated_triangles(r0.Z, 30))
     a = solve_sdp(model, max_iter=60, tol=1e-14, polish=0)
     b = solve_sdp(model, max_iter=60, tol=1e-14, polish=0, device=xps)
     assert a.device == "cpu" and b.device != "cpu"
@@ -154,6 +144,28 @@ def test_admm_with_krylov_on_the_device_path_follows_numpy(monkeypatch):
     assert b.lower_bound == pytest.approx(a.lower_bound, rel=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_safe_bound_eigenvalues_on_the_device_path(seed):
+    """The safe bound and its polishing with their eigenvalues taken on the strict
+    namespace: at most the brute-force optimum at any duals (an early iterate's, and zero
+    duals), and the host's bound up to the eigensolvers' rounding."""
+    from pcsos.bounds.safe import polished_bound, safe_lower_bound
+
+    n_ml, n_cl = [(0, 0), (2, 2)][seed % 2]
+    X, ml, cl, model = _model(1000 + seed, 8, 3, n_ml, n_cl)
+    opt, _ = brute_force(X, 3, ml, cl)
+    be = get_backend(xps)
+    early = solve_sdp(model, max_iter=5, tol=1e-14, polish=0)
+    for y, y_cl, u, N in ((early.y, early.y_cl, early.u, early.N),
+                          (np.zeros(model.s + 1), None, None, None)):
+        host = safe_lower_bound(model, y, y_cl, u, N)
+        dev = safe_lower_bound(model, y, y_cl, u, N, backend=be)
+        assert dev <= opt + 1e-12 * abs(opt)
+        assert dev == pytest.approx(host, rel=1e-10, abs=1e-9)
+        lb, *_ = polished_bound(model, y, y_cl, u, N, backend=be)
+        assert host - 1e-9 * abs(host) <= lb <= opt + 1e-12 * abs(opt)
+
+
 # ---------------------------------------------------------------------------- errors
 def test_device_errors_are_clear(monkeypatch):
     X, ml, cl, model = _model(990, 8, 2)
@@ -194,7 +206,7 @@ def test_cli_device_without_a_gpu_is_a_clear_error(tmp_path, monkeypatch, capsys
 def _agree_with_numpy(device):
     X, ml, cl, model = _model(995, 30, 4, 2, 4)
     r0 = solve_sdp(model, tol=1e-7)
-    mc = model.with_cuts(_triangles(r0.Z, 30))
+    mc = model.with_cuts(violated_triangles(r0.Z, 30))
     for m in (model, mc):
         a = solve_sdp(m, max_iter=60, tol=1e-14, polish=0)
         b = solve_sdp(m, max_iter=60, tol=1e-14, polish=0, device=device)

@@ -8,7 +8,13 @@ import math
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import CVXPY_SOLVERS, needs_clarabel, random_instance, reference_value
+from conftest import (
+    CVXPY_SOLVERS,
+    needs_clarabel,
+    random_instance,
+    reference_value,
+    violated_triangles,
+)
 
 from pcsos.bounds import SDPModel, WarmStart, positive_part, safe_lower_bound, solve_sdp
 from pcsos.bounds.cutset import CutSet
@@ -112,16 +118,6 @@ def _local_search_sse(X, k, ml, cl, rng, restarts=10):
     return best
 
 
-def _violated_triangles(Z, top):
-    """The ``top`` most violated triangle cuts Z_ii + Z_jh - Z_ij - Z_ih >= 0 (brute force)."""
-    s = len(Z)
-    V = Z[:, :, None] + Z[:, None, :] - np.diag(Z)[:, None, None] - Z[None, :, :]
-    i, j, h = np.meshgrid(np.arange(s), np.arange(s), np.arange(s), indexing="ij")
-    ok = (i != j) & (i != h) & (j < h) & (V > 1e-6)
-    order = np.argsort(-V[ok])[:top]
-    return CutSet.triangles(i[ok][order], j[ok][order], h[ok][order])
-
-
 # --------------------------------------------------------------------------- validity
 def _tiny(rng, seed, n_low=6):
     """A brute-forceable instance (n < 10, k = 2-3, pairs by ``seed``): (P, its model,
@@ -218,7 +214,7 @@ def test_polishing_closes_most_of_an_early_iterates_loss():
     X, ml, cl, P = _problem(rng, 20, 3, 2, 2, d=2)
     model = SDPModel.from_problem(P)
     r0 = solve_sdp(model, tol=1e-8)
-    mc = model.with_cuts(_violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3])))
+    mc = model.with_cuts(violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3])))
     ref = _clarabel(mc).sdp_value
     early = solve_sdp(mc, max_iter=40, tol=1e-14, polish=0)
     assert early.lower_bound == safe_lower_bound(mc, early.y, early.y_cl, early.u, early.N)
@@ -280,7 +276,7 @@ def test_cuts_match_clarabel():
     X, ml, cl, P = _problem(rng, 20, 3, 2, 2, d=2)
     model = SDPModel.from_problem(P)
     r0 = solve_sdp(model, tol=1e-8)
-    cuts = _violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3]))
+    cuts = violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3]))
     assert cuts.m > 2
     mc = model.with_cuts(cuts)
     ref = _clarabel(mc)
@@ -342,7 +338,7 @@ def test_warm_start_after_cuts(medium):
     P, model, r0 = medium
     # re-solving the same model from its own solution stops at once
     assert solve_sdp(model, warm_start=r0).iterations <= 2
-    cuts = _violated_triangles(r0.Z, 60)
+    cuts = violated_triangles(r0.Z, 60)
     mc = model.with_cuts(cuts)
     cold = solve_sdp(mc)
     warm = solve_sdp(mc, warm_start=WarmStart.for_cuts(r0, keep=[], n_new=cuts.m))
@@ -359,7 +355,7 @@ def test_warm_start_after_cuts(medium):
     assert w3.iterations <= 0.1 * c3.iterations
     assert w3.sdp_value == pytest.approx(c3.sdp_value, rel=1e-4)
     # a next round adding a few cuts: fewer iterations than from scratch
-    more = _violated_triangles(cold.Z, 10)
+    more = violated_triangles(cold.Z, 10)
     m2 = model.with_cuts(cuts.concat(more))
     w4 = solve_sdp(m2, warm_start=WarmStart.for_cuts(cold, n_new=more.m))
     c4 = solve_sdp(m2)
@@ -544,7 +540,7 @@ def test_cuts_iterative_linear_solver_matches_direct(monkeypatch):
     X, ml, cl, P = _problem(rng, 20, 3, 2, 2, d=2)
     model = SDPModel.from_problem(P)
     r0 = solve_sdp(model, tol=1e-8)
-    mc = model.with_cuts(_violated_triangles(r0.Z, 40))
+    mc = model.with_cuts(violated_triangles(r0.Z, 40))
     direct = solve_sdp(mc, tol=1e-8)
     monkeypatch.setattr(admm, "DIRECT_MAX_CUTS", 0)
     monkeypatch.setattr(admm, "ENTRY_DENSE_MAX", 0)
@@ -572,7 +568,7 @@ def test_cuts_entry_space_solver_matches_sparse_lu(monkeypatch, entry_solver, li
     model = SDPModel.from_problem(P)
     r0 = solve_sdp(model, tol=1e-8)
     # 400: many cuts on few entries (more cuts than touched entries); 12: the other way
-    cuts = _violated_triangles(r0.Z, n_cuts)
+    cuts = violated_triangles(r0.Z, n_cuts)
     mc = model.with_cuts(cuts)
     with monkeypatch.context() as mp:
         for name, value in limits.items():
@@ -617,7 +613,7 @@ def test_in_place_adjoint_matches_the_operators(medium):
     import pcsos.bounds.admm as admm
 
     P, model, r0 = medium
-    sc = admm._Scaled(model.with_cuts(_violated_triangles(r0.Z, 60)))
+    sc = admm._Scaled(model.with_cuts(violated_triangles(r0.Z, 60)))
     assert sc.m > 0 and sc.cl_flat is not None
     rng = np.random.default_rng(303)
     y, u = rng.normal(size=P.s + 1), rng.normal(size=sc.m)
@@ -651,7 +647,7 @@ def test_reused_buffers_hold_nothing_still_needed(medium, monkeypatch, order):
     import pcsos.bounds.admm as admm
 
     P, model, r0 = medium
-    mc = model.with_cuts(_violated_triangles(r0.Z, 60))
+    mc = model.with_cuts(violated_triangles(r0.Z, 60))
     monkeypatch.setattr(admm, "ORDER", order)
     # a strict safeguard makes the acceleration fall back to its stored plain iterate
     monkeypatch.setattr(admm, "AA_SAFEGUARD", 0.9)

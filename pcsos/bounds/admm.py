@@ -568,7 +568,8 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     'cuda' or 'auto' (:func:`pcsos.bounds.arrays.get_backend`; an array namespace module
     such as ``array_api_strict`` is accepted too); off the CPU, ``eig`` is one of 'auto',
     'full', 'partial' and 'krylov', run there (:func:`pcsos.bounds.eig.projector`). The
-    safe bound is computed on the host from the iterate brought back. ``progress``: a
+    safe bound is formed on the host from the iterate brought back, its eigenvalues (and
+    polishing's) computed on the device. ``progress``: a
     callable given, after every iteration, a dict of its number and residuals ('it', 'pinf',
     'dinf', 'gap', 'sigma', 'rank'); what it raises ends the solve.
     """
@@ -614,7 +615,7 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
         nonlocal certified
         Z, yz, y_cl, uz, Nz, Sz = _to_Z_space(sc, model, M, y, u, N, S)
         lb, yz, y_cl, uz, Nz = polished_bound(model, yz, y_cl, uz, Nz, start=last_vecs(),
-                                              evaluations=evaluations)
+                                              evaluations=evaluations, backend=be)
         certified = (it, Z, yz, y_cl, uz, Nz, Sz, lb)
         return lb
 

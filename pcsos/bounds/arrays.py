@@ -118,30 +118,23 @@ class ArrayBackend:
     def asarray(self, a) -> Any:
         """A float64 copy of the host array ``a`` on the device (numpy: ``a`` itself when it
         is already float64)."""
-        if self.is_numpy:
-            return np.asarray(a, dtype=np.float64)
-        a = np.ascontiguousarray(a, dtype=np.float64)
-        if self.is_torch:
-            return self.native.as_tensor(a, device=self.device)
-        return self.xp.asarray(a, dtype=self.xp.float64)
+        return self._put(a, np.float64, "float64")
 
     def index(self, a) -> Any:
         """An integer index array on the device."""
-        if self.is_numpy:
-            return np.asarray(a, dtype=np.intp)
-        a = np.ascontiguousarray(a, dtype=np.int64)
-        if self.is_torch:
-            return self.native.as_tensor(a, device=self.device)
-        return self.xp.asarray(a, dtype=self.xp.int64)
+        return self._put(a, np.intp if self.is_numpy else np.int64, "int64")
 
     def mask(self, a) -> Any:
         """A boolean array on the device."""
+        return self._put(a, bool, "bool")
+
+    def _put(self, a, np_dtype, xp_dtype: str) -> Any:
         if self.is_numpy:
-            return np.asarray(a, dtype=bool)
-        a = np.ascontiguousarray(a, dtype=bool)
+            return np.asarray(a, dtype=np_dtype)
+        a = np.ascontiguousarray(a, dtype=np_dtype)
         if self.is_torch:
             return self.native.as_tensor(a, device=self.device)
-        return self.xp.asarray(a, dtype=self.xp.bool)
+        return self.xp.asarray(a, dtype=getattr(self.xp, xp_dtype))
 
     def to_numpy(self, x) -> np.ndarray:
         """The host copy of a device array (numpy arrays pass through)."""

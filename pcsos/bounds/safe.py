@@ -93,8 +93,26 @@ def dual_slack(model: SDPModel, y, y_cl=None, u=None, N=None,
     return S
 
 
+def _smallest(S: np.ndarray, k: int, backend=None, vectors: bool = False):
+    """The k smallest eigenvalues (with ``vectors``, and their eigenvectors) of the
+    symmetric S, on the host: scipy's MRRR, or with a device ``backend`` a dense float64
+    eigendecomposition there. Both are backward stable, which is all the margin of
+    :func:`safe_lower_bound` assumes of them."""
+    if backend is None or backend.is_numpy:
+        return sla.eigh(S, eigvals_only=not vectors, driver="evr", check_finite=False,
+                        subset_by_index=[0, k - 1])
+    try:
+        Sd = backend.asarray(S)
+        if vectors:
+            lam, V = backend.eigh(Sd)
+            return backend.to_numpy(lam[:k]), backend.to_numpy(V[:, :k])
+        return backend.to_numpy(backend.xp.linalg.eigvalsh(Sd)[:k])
+    except Exception as exc:  # the device library's own error: the callers catch numpy's
+        raise np.linalg.LinAlgError(f"{backend.label}: {exc}") from exc
+
+
 def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
-                     start: np.ndarray | None = None) -> float:
+                     start: np.ndarray | None = None, backend=None) -> float:
     """A lower bound on the relaxation (and so on the optimal SSE) valid for any duals.
 
     ``y`` (length s + 1) are the multipliers of ``Z e = 1`` and ``<Diag(e), Z> = k``; ``y_cl``
@@ -121,6 +139,8 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
     proves the bound with Rump's a-priori rounding bound); the margin then carries
     ``2 k (t + 8) eps ||T'||_F`` for forming S' and ``4 eps`` times the certificate's terms
     instead of the eigensolver term. Where the certificate fails the dense path is used.
+    ``backend`` (an :class:`~pcsos.bounds.arrays.ArrayBackend`): where the dense path's
+    eigenvalues are computed (default: the host); the rest is computed on the host.
 
     The result is never below 0: every feasible Z has ``<W W^T, Z> <= c0`` (with M as above,
     ``<W W^T, Z> = <D^-1/2 W W^T D^-1/2, M> <= tr(D^-1/2 W W^T D^-1/2) = sum ||w_i||^2 / e_i
@@ -156,8 +176,7 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
             value = math.fsum(terms)
             margin = 2.0 * (k * form + EPS * math.fsum(abs(x) for x in terms))
             return max(value - margin, 0.0)
-    lam = sla.eigh(S, eigvals_only=True, driver="evr", check_finite=False,
-                   subset_by_index=[0, k - 1])
+    lam = _smallest(S, k, backend)
     if not np.all(np.isfinite(lam)):
         return -math.inf
     terms = [model.c0, *(b * y), *(l * u), *lam]
@@ -181,7 +200,7 @@ def _unfold(model: SDPModel, y, u, Nf):
 
 
 def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
-                 evaluations: int = POLISH_EVALS):
+                 evaluations: int = POLISH_EVALS, backend=None):
     """Duals at which the bound's function is at least its value at the given ones.
 
     Projected supergradient ascent, with a step that grows on success and halves on
@@ -192,7 +211,8 @@ def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
     valid bound, so the result's is valid for the same reason as the input's
     (docs/safe_bound.md, "Polishing").
 
-    ``evaluations`` eigen-solves at most (below 2: no polishing). Skipped from
+    ``evaluations`` eigen-solves at most (below 2: no polishing), on the device of
+    ``backend`` (default: the host; see :func:`safe_lower_bound`). Skipped from
     ``ITERATIVE_MIN_S`` super-points on, where the bound avoids dense eigensolvers. Returns
     ``(y, y_cl, u, N, steps)``: the duals projected (u >= 0, N >= 0 and zero on the CL
     entries, the CL multipliers in ``y_cl``) and the number of steps taken.
@@ -212,7 +232,7 @@ def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
 
     def value(y, u, Nf):
         S = dual_slack(model, y, None, u, Nf)  # projecting projected duals changes nothing
-        lam, V = sla.eigh(S, subset_by_index=[0, k - 1], driver="evr", check_finite=False)
+        lam, V = _smallest(S, k, backend, vectors=True)
         val = model.c0 + float(b @ y) + (float(l @ u) if m else 0.0) + float(lam.sum())
         return val, V
 
@@ -241,13 +261,16 @@ def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
 
 
 def polished_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
-                   start: np.ndarray | None = None, evaluations: int = POLISH_EVALS):
+                   start: np.ndarray | None = None, evaluations: int = POLISH_EVALS,
+                   backend=None):
     """``(bound, y, y_cl, u, N)``: the better of :func:`safe_lower_bound` at the given duals
-    and at the duals of :func:`polish_duals`, with the duals that give it."""
-    *polished, taken = polish_duals(model, y, y_cl, u, N, evaluations=evaluations)
-    lb = safe_lower_bound(model, *polished, start=start)
+    and at the duals of :func:`polish_duals`, with the duals that give it (eigenvalues on
+    the device of ``backend``, default the host)."""
+    *polished, taken = polish_duals(model, y, y_cl, u, N, evaluations=evaluations,
+                                    backend=backend)
+    lb = safe_lower_bound(model, *polished, start=start, backend=backend)
     if taken:
-        lb0 = safe_lower_bound(model, y, y_cl, u, N, start=start)
+        lb0 = safe_lower_bound(model, y, y_cl, u, N, start=start, backend=backend)
         if not lb >= lb0:  # the margin can exceed a tiny gain; a NaN never wins
             return (lb0, *_unfold(model, *_project(model, y, y_cl, u, N)))
     return (lb, *polished)
