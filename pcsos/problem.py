@@ -14,6 +14,7 @@ re-indexed by the same map.
 from __future__ import annotations
 
 import math
+import sys
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -159,6 +160,7 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
         r, c = map(int, np.argwhere(bad)[0])
         raise InputError(f"non-finite value {Xa[r, c]} at row {r}, column {c} "
                          f"({int(bad.sum())} in all)", source="X")
+    check_magnitude(Xa)
     if isinstance(k, (bool, np.bool_)) or not float(k).is_integer():
         raise InputError(f"k must be an integer, got {k!r}", source="k")
     k = int(k)
@@ -173,6 +175,25 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
     mla.setflags(write=False)
     cla.setflags(write=False)
     return Instance(Xa, k, mla, cla, mld, cld, w, size_min, size_max, sizes)
+
+
+def check_magnitude(X: np.ndarray, source: str = "X") -> None:
+    """Refuse data so large that its sum of squares overflows (an InputError naming the
+    value and ``source``): every path centres the data and sums squares, which for values
+    near 1e308 gives inf and nan (with RuntimeWarnings) instead of an answer. Data are never
+    rescaled, so the user has to. The CLI calls it on the file it read, and
+    :func:`make_instance` on every instance."""
+    if not X.size:
+        return
+    # (x - mean)^2 <= (2 max|x|)^2, summed over n d entries
+    limit = math.sqrt(sys.float_info.max / (4.0 * X.size))
+    absX = np.abs(X)
+    if absX.max() > limit:
+        r, c = map(int, np.unravel_index(int(np.argmax(absX)), X.shape))
+        raise InputError(f"value {X[r, c]:g} at row {r}, column {c} (0-based) is too large: the "
+                         f"sum of squares of this data overflows double precision (|x| must "
+                         f"stay below {limit:.3g} for n x d = {X.shape[0]} x {X.shape[1]}); "
+                         "rescale the data", source=source)
 
 
 def _as_weights(weights, n: int) -> np.ndarray | None:

@@ -566,6 +566,15 @@ def test_data_whose_sum_of_squares_overflows_is_an_input_error(capfd):
     assert "d.txt: value 1e+308 at row 0, column 0 (0-based) is too large" in err
     fine = SEEDS["blobs.txt"].replace(b"\n0.5183 ", b"\n1e150 ", 1)
     assert run_cli(capfd, ["check", "d.txt"], {"d.txt": fine}) == 0
+    # the API refuses the same data with the same words, naming its argument
+    import pcsos
+
+    X = np.loadtxt(io.BytesIO(data), skiprows=1)
+    with pytest.raises(pcsos.InputError) as api:
+        pcsos.solve(X, 3)
+    said = str(api.value)
+    assert said.startswith("X: value 1e+308 at row 0, column 0 (0-based) is too large")
+    assert "d.txt: " + said.removeprefix("X: ") in err
 
 
 def test_cluster_plot_of_huge_data_is_an_input_error(capfd):

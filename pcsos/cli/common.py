@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from typing import Any
-
-import numpy as np
 
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data, read_weights
-from pcsos.problem import Instance, make_instance
+from pcsos.problem import Instance, check_magnitude, make_instance
 
 __all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", "cut_settings",
            "describe_weights_sizes", "load_instance", "print_notes", "weights_sizes"]
@@ -186,7 +183,7 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
     errors name the option (``--sizes``, ...).
     """
     data = read_data(args.data)
-    _check_magnitude(data)
+    check_magnitude(data.X, data.source)
     info: dict[str, Any] = {
         "data": os.fspath(args.data),
         "constraints": None,
@@ -282,25 +279,6 @@ def _sizes_list(text: str | None) -> list[int] | None:
             raise InputError(f"not a whole number: {tok.strip()!r} (give N1,N2,...)",
                              source="--sizes") from None
     return out
-
-
-def _check_magnitude(data) -> None:
-    """Refuse data so large that its sum of squares overflows (an InputError naming the
-    value): every command centres the data and sums squares, which for values near 1e308
-    gives inf and nan (with RuntimeWarnings) instead of an answer. Data are never rescaled,
-    so the user has to."""
-    X = data.X
-    if not X.size:
-        return
-    # (x - mean)^2 <= (2 max|x|)^2, summed over n d entries
-    limit = math.sqrt(sys.float_info.max / (4.0 * X.size))
-    absX = np.abs(X)
-    if absX.max() > limit:
-        r, c = map(int, np.unravel_index(int(np.argmax(absX)), X.shape))
-        raise InputError(f"value {X[r, c]:g} at row {r}, column {c} (0-based) is too large: the "
-                         f"sum of squares of this data overflows double precision (|x| must "
-                         f"stay below {limit:.3g} for n x d = {X.shape[0]} x {X.shape[1]}); "
-                         "rescale the data", source=data.source)
 
 
 def check_output_paths(args: argparse.Namespace) -> None:
