@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
           f"{rel_gap:.2e})", file=out)
     print(f"KKT residuals:   primal {res.primal_residual:.2e}, dual {res.dual_residual:.2e}",
           file=out)
-    print(f"device:          {res.device}")
+    print(f"device:          {res.device}", file=out)
     print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
           file=out)
     if args.json:
