@@ -207,9 +207,8 @@ class _Scaled:
         if self.m:
             if be.in_place:
                 X = be.scatter_add(X, self.touched_x, alpha * be.spmv(self.BTx, u))
-            else:
-                dense = be.xp.reshape(alpha * be.spmv(self.BTx, u), (self.s, self.s))
-                X = be.scatter_add(X, None, None, dense)
+            else:  # B* as a dense operator (no scatter in the standard)
+                X = X + be.xp.reshape(alpha * be.spmv(self.BTx, u), (self.s, self.s))
         return X
 
     def _AAinv(self, r, f=None):

@@ -171,11 +171,6 @@ class ArrayBackend:
             return a.clone() if out is None else out.copy_(a)
         return self.xp.asarray(a, copy=True)
 
-    def synchronize(self) -> None:
-        """Wait for the device's queued work (a no-op off CUDA): for timings."""
-        if self.is_torch:
-            self.native.cuda.synchronize(self.device)
-
     # -------------------------------------------------------------- elementwise
     def sub(self, a, b, out=None):
         """a - b (into ``out`` where the namespace can write in place)."""
@@ -297,29 +292,19 @@ class ArrayBackend:
             return (A @ x.reshape(-1, 1)).reshape(-1)
         return A @ x
 
-    def scatter_add(self, X, idx, vals, dense=None):
-        """X + vals placed at the flat indices ``idx`` (distinct), in place where possible;
-        the other namespaces take ``dense``, vals already spread over an s x s array."""
+    def scatter_add(self, X, idx, vals):
+        """X += vals at the flat indices ``idx`` (distinct), in place: numpy and torch only
+        (the standard has no scatter)."""
         if self.is_numpy:
             X.ravel()[idx] += vals
-            return X
-        if self.is_torch:
+        else:
             X.view(-1).index_add_(0, idx, vals)
-            return X
-        return X + dense
+        return X
 
     # ------------------------------------------------------------------- linalg
     def eigh(self, W):
         """Eigenvalues (ascending) and eigenvectors of the symmetric W, on the device."""
         return self.xp.linalg.eigh(W)
-
-    def positive_part(self, W):
-        """(positive eigenvalues, their eigenvectors) of the symmetric W by a dense
-        eigendecomposition on the device; the count crosses to the host."""
-        vals, vecs = self.eigh(W)
-        npos = int(self.xp.count_nonzero(vals > 0))
-        s = vals.shape[0]
-        return vals[s - npos:], vecs[:, s - npos:]
 
 
 def _ger(alpha: float, x: np.ndarray, y: np.ndarray, X: np.ndarray) -> None:

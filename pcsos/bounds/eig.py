@@ -97,10 +97,18 @@ def eig_methods() -> list[str]:
     return sorted(_REGISTRY) + list(_AUTO)
 
 
-def _full(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
-    vals, vecs = sla.eigh(W, driver="evr", check_finite=False, overwrite_a=False)
-    pos = vals > 0
-    return vals[pos], vecs[:, pos]
+def _positive(be: ArrayBackend | None, vals, vecs):
+    """The positive eigenvalues of an ascending decomposition and their vectors: the last
+    ones (copied on numpy, so that the whole s x s decomposition is not kept alive)."""
+    be = be if be is not None else _NUMPY
+    first = vals.shape[0] - _count_positive(be, vals)
+    if be.is_numpy:
+        return vals[first:].copy(), vecs[:, first:].copy()
+    return vals[first:], vecs[:, first:]
+
+
+def _full(W, rank_hint: int, be: ArrayBackend | None = None):
+    return _positive(be, *_eigh(be if be is not None else _NUMPY, W))
 
 
 def _top(W: np.ndarray, r: int, be: ArrayBackend | None = None):
@@ -121,11 +129,9 @@ def _top(W: np.ndarray, r: int, be: ArrayBackend | None = None):
         r = min(s, 2 * r)
 
 
-def _partial(W: np.ndarray, rank_hint: int) -> tuple[np.ndarray, np.ndarray]:
+def _partial(W, rank_hint: int, be: ArrayBackend | None = None):
     s = W.shape[0]
-    vals, vecs = _top(W, min(s, max(8, int(rank_hint) + 8)))
-    pos = vals > 0
-    return vals[pos], vecs[:, pos]
+    return _positive(be, *_top(W, min(s, max(8, int(rank_hint) + 8)), be))
 
 
 def _single(fn: EigFn) -> EigFn:
@@ -199,8 +205,7 @@ class KrylovProjector:
             self.X = np.ascontiguousarray(vecs[:, -p:][:, ::-1])
         else:
             self.X = be.xp.flip(vecs[:, vecs.shape[1] - p:], axis=1)
-        first = vals.shape[0] - npos  # ascending: the positive values are the last npos
-        return vals[first:], vecs[:, first:]
+        return _positive(be, vals, vecs)
 
     def _randn(self, s: int, p: int):
         return self.be.asarray(self.rng.standard_normal((s, p)))
@@ -441,13 +446,7 @@ def _on_device(be: ArrayBackend, name: str, made: dict, W, hint: int, tol):
         if name not in made:
             made[name] = KrylovProjector(backend=be)
         return made[name](W, hint, tol)
-    s = W.shape[0]
-    if name == "full":
-        vals, vecs = be.eigh(W)
-    else:
-        vals, vecs = _top(W, min(s, max(8, hint + 8)), be)
-    first = vals.shape[0] - _count_positive(be, vals)
-    return vals[first:], vecs[:, first:]
+    return (_full if name == "full" else _partial)(W, hint, be)
 
 
 def positive_part(W: np.ndarray, method: str = "auto", rank_hint: int | None = None,
