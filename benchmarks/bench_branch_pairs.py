@@ -65,7 +65,7 @@ def main(argv=None) -> int:
 
     def loop(prob, cuts, warm, known):
         return cutting_plane_loop(prob, cuts=cuts, warm_start=warm, upper_bound=ub,
-                                  settings=st, root=False, sdp_options={"backend": "admm"},
+                                  settings=st, root=False, bound_settings={"backend": "admm"},
                                   seed=0, known_bound=known)
 
     t = time.perf_counter()

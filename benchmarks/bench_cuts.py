@@ -221,7 +221,7 @@ def bench_root(args) -> list:
             prune_tol=args.prune_tol, cp_tol=args.cp_tol)
         sdp_opts = {"threads": args.threads, "tol": args.tol}
         loop = cutting_plane_loop(prob, upper_bound=ub, settings=settings, root=True,
-                                  sdp_options=sdp_opts, seed=0, time_limit=args.time_limit)
+                                  bound_settings=sdp_opts, seed=0, time_limit=args.time_limit)
         t1 = time.perf_counter()
         if loop.sdp is not None:
             h1 = run_heuristic("ipc-kmeans", prob, Z=loop.sdp.Z, seed=0,

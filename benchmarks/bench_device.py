@@ -36,7 +36,7 @@ from bench_scale import GENERATORS, synthetic
 from instances import RESULTS, append_jsonl, code_version
 from threadpoolctl import threadpool_limits
 
-from pcsos.bounds import SDPModel
+from pcsos.bounds import BoundSettings, SDPModel
 from pcsos.bounds.admm import solve_admm
 from pcsos.bounds.arrays import get_backend
 from pcsos.io import read_data
@@ -65,7 +65,7 @@ def time_iterations(model: SDPModel, device: str, iters: int, run_limit: float) 
             raise _Enough
 
     try:
-        solve_admm(model, device=device, max_iter=iters, tol=1e-14, polish=0,
+        solve_admm(model, BoundSettings(device=device, max_iter=iters, tol=1e-14, polish=0),
                    progress=progress)
     except _Enough:
         pass
@@ -112,8 +112,8 @@ def cmd_root(args) -> None:
     target = args.target * args.ub if args.target else None
     t0 = time.perf_counter()
     with threadpool_limits(limits=args.cpu_threads, user_api="blas"):
-        res = solve_admm(model, device=args.device, time_limit=args.time_limit,
-                         bound_target=target, eig=args.eig)
+        res = solve_admm(model, BoundSettings(device=args.device, eig=args.eig),
+                         time_limit=args.time_limit, bound_target=target)
     seconds = time.perf_counter() - t0
     gap = (args.ub - res.lower_bound) / args.ub
     row = {"kind": "root", "data": str(args.data), "s": model.s, "k": args.k,

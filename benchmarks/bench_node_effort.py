@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     for text in args.policy:
         name, cp, sdp = parse_policy(text)
         res, rows, sec = solve(inst, args, args.seconds, max_nodes=args.nodes, resume=str(root),
-                               cp_settings=cp, sdp_options=sdp)
+                               cp_settings=cp, bound_settings=sdp)
         row = {"instance": args.instance, "policy": name, "cp_settings": cp, "sdp": sdp,
                "nodes": res.nodes, "bound": res.lower_bound, "objective": res.objective,
                "gap": res.gap, "status": res.status, "seconds": sec, "code": code,

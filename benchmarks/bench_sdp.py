@@ -339,7 +339,7 @@ def main(argv=None) -> int:
             if args.cp_cold:
                 pcsos.bounds.solve_sdp = _with_cold_twin(solve_sdp, pairs)
             try:
-                br = cutting_plane_loop(P, sdp_options=dict(opts, tol=args.tol), seed=0,
+                br = cutting_plane_loop(P, bound_settings=dict(opts, tol=args.tol), seed=0,
                                         time_limit=args.cp_time_limit)
             finally:
                 pcsos.bounds.solve_sdp = solve_sdp

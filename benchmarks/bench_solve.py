@@ -62,7 +62,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
                          time_limit=args.time_limit, workers=args.workers, seed=args.seed,
                          **({"cp_settings": args.cp} if args.cp else {}),
-                         **({"sdp_options": args.sdp} if args.sdp else {}))
+                         **({"bound_settings": args.sdp} if args.sdp else {}))
     wall = time.time() - t0
     return {
         "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
@@ -72,7 +72,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "gap": res.gap, "nodes": res.nodes, "seconds": wall, "status": res.status,
         "message": res.message, "workers": args.workers, "time_limit": args.time_limit,
         "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
-        **({"sdp_options": args.sdp} if args.sdp else {}),
+        **({"bound_settings": args.sdp} if args.sdp else {}),
         "root_seconds": res.log[0]["time"] if res.log else None,
         "root_ub": res.log[0]["gub"] if res.log else None,
         # per node: what the child-node measurements (seconds, rounds) are taken from

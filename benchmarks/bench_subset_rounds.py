@@ -54,7 +54,7 @@ def main() -> int:
     best = kmeans_best(X[pts], args.k)
     problem = Problem.from_instance(_sub_instance(inst, pts), infer_k2=False)
     base = {"n": args.n, "k": args.k, "subset_size": args.subset_size,
-            "subset": args.subset, "s": problem.s, "settings": fields, "sdp_options": sdp,
+            "subset": args.subset, "s": problem.s, "settings": fields, "bound_settings": sdp,
             "share": share, "kmeans_best_of_40": best,
             "command": "python " + " ".join(sys.argv)}
     t0 = time.perf_counter()
@@ -70,7 +70,7 @@ def main() -> int:
 
     with threadpool_limits(limits=1, user_api="blas"):
         cutting_plane_loop(problem, upper_bound=share, time_limit=args.time_limit,
-                           settings=CuttingPlaneSettings(**fields), sdp_options=sdp,
+                           settings=CuttingPlaneSettings(**fields), bound_settings=sdp,
                            callback=record, seed=0)
     return 0
 

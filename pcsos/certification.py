@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pcsos.bounds.settings import BoundSettings
 from pcsos.decomposition import (
     SUBSET_MAX,
     SubsetBound,
@@ -88,7 +89,7 @@ class CertifyResult:
 def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = None,
             time_limit: float | None = None, workers: int | None = None,
             executor: Executor | None = None, dask=None, heuristic: str = "s-mdeclust",
-            seed: int = 0, sdp_options: dict | None = None, cp_settings=None,
+            seed: int = 0, bound_settings=None, cp_settings=None,
             progress=None, stop_event=None, sample_weight=None) -> CertifyResult:
     """A clustering and a certified lower bound for an instance of any size.
 
@@ -107,8 +108,10 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     pass is kept. The subsets run on
     ``executor``, or on Dask (``dask``: a Client, ``'local:N'`` or a scheduler address, as
     in :func:`pcsos.solve`; ``workers`` then defaults to the cluster's threads), else on a
-    process pool of ``workers`` (default: the CPU count). ``cp_settings``: the subsets'
-    cutting-plane settings, used as given (default: :func:`subset_settings`).
+    process pool of ``workers`` (default: the CPU count). ``bound_settings``: the subsets'
+    :class:`~pcsos.bounds.settings.BoundSettings` (a dict of its fields; None: the
+    defaults); ``cp_settings``: their cutting-plane settings, used as given (default:
+    :func:`subset_settings`).
     ``progress(stage, done, total, bound)`` reports the stages: 'heuristic' (it starts),
     'clustering' (the clustering exists, ``total`` subsets are to be bounded, ``bound`` is
     its objective), 'wider' (a second pass of ``total`` larger subsets starts) and 'subsets'
@@ -121,6 +124,7 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     """
     t0 = time.perf_counter()
     inst = make_instance(X, k, ml, cl, weights=sample_weight)
+    bound_settings = BoundSettings.make(bound_settings, source="bound_settings")
     if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
         raise InputError(f"subset size must be >= 1, got {subset_size!r}",
                          source="subset_size")
@@ -137,14 +141,14 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
             if workers is None:
                 workers = max(1, sum(client.nthreads().values()))
         return _certify(inst, labels, subset_size, time_limit, resolve_workers(workers), executor,
-                        heuristic, seed, sdp_options, cp_settings, progress, t0, stop_event)
+                        heuristic, seed, bound_settings, cp_settings, progress, t0, stop_event)
     finally:
         if client is not None:
             close(client, own)
 
 
 def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic, seed,
-             sdp_options, cp_settings, progress, t0, stop_event=None) -> CertifyResult:
+             bound_settings, cp_settings, progress, t0, stop_event=None) -> CertifyResult:
     def left() -> float | None:
         return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
 
@@ -199,7 +203,7 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
         t = left()
         lb, parts = decomposition_bound(inst, subsets, time_limit=None if t is None else
                                         share * t, workers=workers, executor=executor,
-                                        sdp_options=sdp_options, cp_settings=cp_settings,
+                                        bound_settings=bound_settings, cp_settings=cp_settings,
                                         seed=seed, labels=lab, progress=sub_progress,
                                         stop_event=stop_event)
         return lb, parts, size

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from pcsos.bounds.settings import BoundSettings
 from pcsos.cuts.loop import CALLBACK_STOP, TIME_LIMIT, CuttingPlaneSettings, cutting_plane_loop
 from pcsos.errors import InputError
 from pcsos.options import resolve_workers
@@ -371,7 +372,7 @@ STOP_GRACE = 10.0
 
 
 def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | None,
-                  sdp_options: dict, cp_settings, seed: int, upper: float,
+                  bound_settings, cp_settings, seed: int, upper: float,
                   blas_limit: int | None = None, stop=None) -> SubsetBound:
     """One subset's bound; a module-level function of picklable data, so that a process
     pool or a Dask worker can run it. ``blas_limit`` caps BLAS threads around the job (only
@@ -394,11 +395,9 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | 
     if time_limit is not None and time_limit <= 0:
         return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
                            time.perf_counter() - t0, "no time left for the SDP")
-    opts, callback = dict(sdp_options), None
+    should_stop = callback = None
     if stop is not None:
-        own = opts.get("should_stop")
-        opts["should_stop"] = stop.is_set if own is None else (
-            lambda: stop.is_set() or own())
+        should_stop = stop.is_set
 
         def callback(stats):  # between rounds: the separation is not run once stopped
             return stop.is_set()
@@ -407,7 +406,8 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | 
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
     with limit:
         loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings,
-                                  root=True, sdp_options=opts, seed=seed,
+                                  root=True, bound_settings=bound_settings,
+                                  should_stop=should_stop, seed=seed,
                                   time_limit=time_limit, callback=callback)
     # a loop that ended on its own before the request keeps its own flag
     cut = stop is not None and stop.is_set() and loop.flag in (CALLBACK_STOP, TIME_LIMIT)
@@ -496,7 +496,7 @@ def _end_pool(pool, graceful: bool) -> None:
 
 def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         time_limit: float | None = None, workers: int | None = None,
-                        executor: Executor | None = None, sdp_options: dict | None = None,
+                        executor: Executor | None = None, bound_settings=None,
                         cp_settings=None, seed: int = 0, labels: np.ndarray | None = None,
                         progress=None, blas_limit: int | None = 1, stop_event=None
                         ) -> tuple[float, list[SubsetBound]]:
@@ -505,10 +505,11 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     ``subsets`` must partition the points with each must-link group inside one (else
     :class:`InputError`). At most ``workers`` subsets (default: the CPU count) are bounded
     at once: on ``executor`` when given (any ``concurrent.futures.Executor``: threads,
-    processes, Dask's ``client.get_executor()``; the jobs and ``sdp_options`` are pickled
-    for processes), else in this thread when ``workers`` is 1, else on a
-    :func:`process_pool` of ``workers`` processes (threads would share one interpreter
-    lock, which costs a third of an iteration's time; docs/decomposition.md). Each subset
+    processes, Dask's ``client.get_executor()``; the jobs and ``bound_settings`` (a
+    :class:`~pcsos.bounds.settings.BoundSettings`, a dict or None) are pickled for
+    processes), else in this thread when ``workers`` is 1, else on a :func:`process_pool`
+    of ``workers`` processes (threads would share one interpreter lock, which costs a
+    third of an iteration's time; docs/decomposition.md). Each subset
     starts with an equal share of the core-seconds left before ``time_limit``; ``labels``,
     a clustering of the whole, gives each subset's loop its restriction's value as the
     upper bound at which it may stop. ``cp_settings``: the subsets' cutting-plane settings,
@@ -538,7 +539,7 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     workers = resolve_workers(workers)
     T = len(subsets)
     t0 = time.perf_counter()
-    opts = dict(sdp_options or {})
+    opts = BoundSettings.make(bound_settings)
     cp_settings = subset_settings() if cp_settings is None else cp_settings
     pool = executor
     worker_stop = None  # the own pool's stop event, which its worker processes share

@@ -83,7 +83,7 @@ class PCSOSClustering(*_BASES):
     Parameters: ``n_clusters``; ``size_min`` / ``size_max`` (bounds on every cluster's
     number of points) or ``sizes`` (the exact sizes, any order), as in :func:`pcsos.solve`;
     every field of :class:`~pcsos.options.SolverOptions` but ``seed`` (same names, same
-    defaults; ``heuristic_options`` and ``sdp_options`` None for empty); ``random_state``;
+    defaults; ``heuristic_options`` None for empty); ``random_state``;
     ``verbose`` (the progress table on stderr).
     After :meth:`fit`: ``labels_``, ``cluster_centers_`` (weighted means with
     ``sample_weight``), ``inertia_`` (the (weighted) SSE),
@@ -99,8 +99,8 @@ class PCSOSClustering(*_BASES):
                  root_threads: int | None = None, heuristic: str = "ipc-kmeans",
                  heuristic_options: dict | None = None,
                  heuristic_time_limit: float | None = None,
-                 root_heuristic: str | None = "s-mdeclust", sdp_backend: str = "admm",
-                 sdp_options: dict | None = None, device: str = "cpu", cp_settings=None,
+                 root_heuristic: str | None = "s-mdeclust", bound_settings=None,
+                 cp_settings=None,
                  feasibility_backend: str = "highs", order: str = "best",
                  random_state=None, verbose: bool = False):
         self.n_clusters = n_clusters
@@ -118,9 +118,7 @@ class PCSOSClustering(*_BASES):
         self.heuristic_options = heuristic_options
         self.heuristic_time_limit = heuristic_time_limit
         self.root_heuristic = root_heuristic
-        self.sdp_backend = sdp_backend
-        self.sdp_options = sdp_options
-        self.device = device
+        self.bound_settings = bound_settings
         self.cp_settings = cp_settings
         self.feasibility_backend = feasibility_backend
         self.order = order
@@ -131,7 +129,6 @@ class PCSOSClustering(*_BASES):
         """The :class:`~pcsos.options.SolverOptions` these parameters stand for."""
         kw = {name: getattr(self, name) for name in SolverOptions.names() if name != "seed"}
         kw["heuristic_options"] = dict(self.heuristic_options or {})
-        kw["sdp_options"] = dict(self.sdp_options or {})
         return SolverOptions(seed=_seed(self.random_state), **kw)
 
     def _validate(self, X, reset: bool) -> np.ndarray:

@@ -354,16 +354,13 @@ class _NodeRun:
     def bound(self):
         """2. The cutting-plane loop, warm-started from the parent; sets ``lb`` and ``row``."""
         data, ctx, options = self.data, self.ctx, self.options
-        sdp_options = dict(options.sdp_options)
-        sdp_options.setdefault("backend", options.sdp_backend)
-        sdp_options.setdefault("device", options.device)
-        # lets Ctrl-C / a time limit end a long SDP solve within one iteration
-        sdp_options["should_stop"] = ctx.cancelled
         ctx.report("bound", round=0)
         br = cutting_plane_loop(
             self.problem, cuts=data.cuts, warm_start=data.warm_start,
             upper_bound=min(ctx.incumbent, self.best_val), settings=options.cp_settings,
-            root=data.kind == "root", sdp_options=sdp_options,
+            root=data.kind == "root", bound_settings=options.bound_settings,
+            # lets Ctrl-C / a time limit end a long SDP solve within one iteration
+            should_stop=ctx.cancelled,
             seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
             callback=_round_callback(ctx), known_bound=data.parent_bound)
         # self.lb: the parent's bound, or at a large root its decomposition bound
@@ -466,11 +463,9 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOption
     inst = problem.instance
     if subsets is None:
         subsets = _decomposition_subsets(problem, labels)
-    sdp_options = {**options.sdp_options, "backend": options.sdp_backend,
-                   "device": options.device, "should_stop": ctx.cancelled}
     lb, parts = decomposition_bound(
         inst, subsets, time_limit=_finite(share * ctx.remaining()), workers=1, labels=labels,
-        sdp_options=sdp_options, cp_settings=subset_settings(options.cp_settings),
+        bound_settings=options.bound_settings, cp_settings=subset_settings(options.cp_settings),
         seed=0 if options.seed is None else int(options.seed), blas_limit=None,
         stop_event=_Cancelled(ctx))
     floor = spectral_floor(problem)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from pcsos.bounds import BACKENDS
-from pcsos.bounds.arrays import DEVICES, get_backend
+from pcsos.bounds.arrays import get_backend
+from pcsos.bounds.settings import BoundSettings
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.errors import InputError
 from pcsos.heuristics import get_heuristic
@@ -43,9 +43,8 @@ class SolverOptions:
     heuristic, heuristic_options, heuristic_time_limit : the upper-bound heuristic of every
         node, its options and its seconds per call (None: the node's time left).
     root_heuristic : run once before the root's bound (None: none).
-    sdp_backend, sdp_options : the bounding backend and its options.
-    device : where the SDP solver iterates: 'cpu', 'cuda' (a GPU through PyTorch) or 'auto'
-        (a visible GPU, else the CPU); the admm backend only.
+    bound_settings : :class:`pcsos.bounds.settings.BoundSettings` (the bound engine, the SDP
+        backend, its tolerance, device, ...), a dict of its fields, or None (the defaults).
     cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings`, a dict of its fields, or
         None (the defaults); its prune tolerances are always ``tol`` and ``abs_tol``.
     feasibility_backend : 'highs' or 'gurobi'.
@@ -64,9 +63,7 @@ class SolverOptions:
     heuristic_options: dict = field(default_factory=dict)
     heuristic_time_limit: float | None = None
     root_heuristic: str | None = "s-mdeclust"
-    sdp_backend: str = "admm"
-    sdp_options: dict = field(default_factory=dict)
-    device: str = "cpu"
+    bound_settings: Any = None
     cp_settings: Any = None
     feasibility_backend: str = "highs"
     seed: int | None = None
@@ -90,8 +87,9 @@ class SolverOptions:
         return dataclasses.replace(options if options is not None else cls(), **changes)
 
     def checked(self) -> SolverOptions:
-        """A validated copy: cp_settings made a CuttingPlaneSettings that stops where the
-        tree prunes. Raises :class:`InputError` naming the option."""
+        """A validated copy: bound_settings made a BoundSettings, cp_settings a
+        CuttingPlaneSettings that stops where the tree prunes. Raises :class:`InputError`
+        naming the option."""
         _positive_int = _check_positive_int
         if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
                                               and 0 <= self.tol < 1):
@@ -120,28 +118,20 @@ class SolverOptions:
         if self.feasibility_backend not in ("highs", "gurobi"):
             raise InputError(f"feasibility_backend must be 'highs' or 'gurobi', got "
                              f"{self.feasibility_backend!r}", source="feasibility_backend")
-        if self.sdp_backend not in BACKENDS:
-            raise InputError(f"unknown SDP backend {self.sdp_backend!r}; choose one of "
-                             f"{', '.join(BACKENDS)}", source="sdp_backend")
-        if self.device not in DEVICES:
-            raise InputError(f"device must be one of {', '.join(DEVICES)}, got "
-                             f"{self.device!r}", source="device")
-        if self.device != "cpu" and self.sdp_backend != "admm":
-            raise InputError(f"device={self.device!r} needs sdp_backend='admm'; "
-                             f"{self.sdp_backend} runs on the CPU only", source="device")
-        if self.device == "cuda":
+        bound = BoundSettings.make(self.bound_settings, source="bound_settings")
+        if bound.device == "cuda":
             get_backend("cuda")  # at the edge: BackendUnavailableError without torch or GPU
         if self.seed is not None and (isinstance(self.seed, bool) or not (
                 isinstance(self.seed, (int, np.integer)) and self.seed >= 0)):
             raise InputError(f"seed must be a non-negative integer, got {self.seed!r}",
                              source="seed")
-        for name in ("heuristic_options", "sdp_options"):
-            v = getattr(self, name)
-            if v is not None and not isinstance(v, dict):
-                raise InputError(f"{name} must be a dict, got {type(v).__name__}", source=name)
+        v = self.heuristic_options
+        if v is not None and not isinstance(v, dict):
+            raise InputError(f"heuristic_options must be a dict, got {type(v).__name__}",
+                             source="heuristic_options")
         return dataclasses.replace(
-            self, heuristic_options=dict(self.heuristic_options or {}),
-            sdp_options=dict(self.sdp_options or {}), cp_settings=self._cut_settings())
+            self, heuristic_options=dict(self.heuristic_options or {}), bound_settings=bound,
+            cp_settings=self._cut_settings())
 
     def _cut_settings(self):
         cp = self.cp_settings

@@ -17,7 +17,7 @@ import pcsos.api as api
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.problem import pairs_satisfied, sse
 
-WEAK = {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}}
+WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
 
 
 def _blobs(seed=0, n_per=10, k=3, d=2, scale=0.5):
@@ -90,7 +90,7 @@ def test_infeasible_is_a_status_with_an_explanation():
     {"tol": -1}, {"tol": 2.0}, {"max_nodes": 0}, {"time_limit": 0}, {"workers": 0},
     {"order": "random"}, {"heuristic": "no-such"}, {"root_heuristic": "no-such"},
     {"feasibility_backend": "cplex"},
-    {"sdp_backend": "sdpnal"}, {"threads": 0}, {"seed": -3},
+    {"bound_settings": {"backend": "sdpnal"}}, {"threads": 0}, {"seed": -3},
     {"cp_settings": {"no_such_setting": 1}},
 ])
 def test_bad_options_raise_input_error(kwargs):

@@ -173,17 +173,17 @@ def test_device_errors_are_clear(monkeypatch):
         solve_sdp(model, device="gpu")
     with pytest.raises(InputError, match="runs on the CPU only"):
         solve_sdp(model, device=xps, eig="full32")
-    with pytest.raises(InputError, match="needs the admm backend"):
+    with pytest.raises(InputError, match="needs backend='admm'"):
         solve_sdp(model, backend="clarabel", device="cuda")
     with pytest.raises(InputError, match="device must be one of"):
-        SolverOptions(device="gpu").checked()
-    with pytest.raises(InputError, match="needs sdp_backend='admm'"):
-        SolverOptions(device="auto", sdp_backend="mosek").checked()
+        SolverOptions(bound_settings={"device": "gpu"}).checked()
+    with pytest.raises(InputError, match="needs backend='admm'"):
+        SolverOptions(bound_settings={"device": "auto", "backend": "mosek"}).checked()
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     with pytest.raises(BackendUnavailableError, match=r"needs PyTorch.*pcsos\[gpu\]"):
         solve_sdp(model, device="cuda")
     with pytest.raises(BackendUnavailableError, match="needs PyTorch"):
-        SolverOptions(device="cuda").checked()
+        SolverOptions(bound_settings={"device": "cuda"}).checked()
     # 'auto' without a GPU is the CPU
     assert get_backend("auto").label == "cpu"
     assert solve_sdp(model, device="auto").device == "cpu"

@@ -743,6 +743,6 @@ def test_loop_stops_the_solve_at_the_pruning_bound(medium):
     P, model, r0 = medium
     ub = r0.sdp_value * (1 + 5e-5)  # prunes within 1e-4 with no cut
     br = cutting_plane_loop(P, upper_bound=ub, settings=CuttingPlaneSettings(loose_tol=None),
-                            sdp_options={"tol": 1e-8})
+                            bound_settings={"tol": 1e-8})
     assert br.flag == PRUNED and br.n_rounds == 1 and br.sdp.status == "target"
     assert (ub - br.lower_bound) / ub <= 1e-4

@@ -24,7 +24,7 @@ from pcsos.tree import NodeOutcome, branch_and_bound
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # uniform data, no cuts and a tight tolerance: a tree of a few dozen cheap nodes
 BRANCHY = dict(tol=1e-6, workers=1, root_heuristic=None, cp_settings={"families": "none"},
-               sdp_options={"tol": 1e-3})
+               bound_settings={"tol": 1e-3})
 
 
 def _uniform(n=30, seed=0):
@@ -250,7 +250,7 @@ def _stopped_state(tmp_path, ml=(), cl=()):
     X = _uniform(n=24, seed=3)
     ck = tmp_path / "mid.ckpt"
     res = pcsos.solve(X, 3, ml=ml, cl=cl, max_nodes=3, checkpoint=ck, tol=1e-6, workers=1,
-                      root_heuristic=None, sdp_options={"tol": 1e-3, "polish": 0})
+                      root_heuristic=None, bound_settings={"tol": 1e-3, "polish": 0})
     # loose, unpolished bounds keep the tree open past its node limit (polished, this
     # instance closes within 3 nodes)
     assert res.status == "node_limit", res.status

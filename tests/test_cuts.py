@@ -291,7 +291,7 @@ def test_loop_bound_below_bruteforce_and_improving(seed):
     X, k, ml, cl = _tiny(seed)
     opt, _ = brute_force(X, k, ml, cl)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
-    res = cutting_plane_loop(prob, seed=seed, time_limit=10, sdp_options=FAST)
+    res = cutting_plane_loop(prob, seed=seed, time_limit=10, bound_settings=FAST)
     lbs = [r.lower_bound for r in res.rounds]
     assert res.lower_bound == max(lbs)
     # every round's bound is valid for the node, not only the best one
@@ -323,7 +323,7 @@ def test_loop_settings_and_stops():
     X, k, ml, cl = _tiny(11, n=10, n_ml=0, n_cl=0)
     opt, _ = brute_force(X, k, ml, cl)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
-    kw = {"sdp_options": FAST}
+    kw = {"bound_settings": FAST}
     none = cutting_plane_loop(prob, settings=CuttingPlaneSettings(families="none"), **kw)
     assert none.flag == NO_CUT and none.n_rounds == 1 and none.cuts.m == 0
     one = cutting_plane_loop(prob, settings=CuttingPlaneSettings(max_rounds_root=1), **kw)
@@ -350,14 +350,14 @@ def test_loop_on_children_with_inherited_cuts():
 
     X, k, ml, cl = _tiny(5, n=10, n_ml=0, n_cl=1)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
-    root = cutting_plane_loop(prob, seed=0, time_limit=10, sdp_options=FAST)
+    root = cutting_plane_loop(prob, seed=0, time_limit=10, bound_settings=FAST)
     Z = root.sdp.Z
     i, j = np.unravel_index(np.argmax(np.triu(Z, 1)), Z.shape)
     for child in (prob.merge(i, j), prob.add_cl(i, j)):
         cuts, cut_map = inherit_cuts_map(root.cuts, child)
         ws = WarmStart.transfer(root.sdp, prob, child, cut_map=cut_map)
         res = cutting_plane_loop(child, cuts=cuts, warm_start=ws, root=False, seed=1,
-                                 time_limit=10, sdp_options=FAST)
+                                 time_limit=10, bound_settings=FAST)
         ml_c = [tuple(map(int, p)) for p in np.argwhere(
             child.point_labels[:, None] == child.point_labels[None, :]) if p[0] < p[1]]
         cl_c = [tuple(child.original_pair(a, b)) for a, b in child.cl]
@@ -424,9 +424,9 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
     tols, bounds_seen = [], []
     real = bounds.solve_sdp
 
-    def spy(model, **kw):
+    def spy(model, settings, **kw):
         tols.append(kw["tol"])
-        res = real(model, **kw)
+        res = real(model, settings, **kw)
         bounds_seen.append(res.lower_bound)
         return res
 
@@ -436,7 +436,7 @@ def test_loop_tightens_rounds_with_the_gap_and_ends_tight(monkeypatch):
     cps = CuttingPlaneSettings(loose_tol=loose, loose_gap_factor=0.1, cp_tol=1e-9,
                                max_rounds_root=30)
     res = cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0,
-                             sdp_options={"tol": tight, "max_iter": 5000})
+                             bound_settings={"tol": tight, "max_iter": 5000})
     assert len(tols) == res.n_rounds
     best = -math.inf
     for t, lb in zip(tols, bounds_seen):
@@ -464,20 +464,20 @@ def test_known_bound_sets_the_first_rounds_tolerance(monkeypatch):
     val = real(SDPModel.from_problem(prob), tol=1e-8).sdp_value
     tols = []
 
-    def spy(model, **kw):
+    def spy(model, settings, **kw):
         tols.append(kw["tol"])
-        return real(model, **kw)
+        return real(model, settings, **kw)
 
     monkeypatch.setattr(loop_module, "solve_sdp", spy)
     cps = CuttingPlaneSettings(loose_tol=1e-2, max_rounds_root=2, loose_gap_factor=0.1)
     ub = 1.05 * val
     cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0,
-                       sdp_options={"tol": 1e-6, "max_iter": 5000})
+                       bound_settings={"tol": 1e-6, "max_iter": 5000})
     assert tols[0] == pytest.approx(1e-2)
     tols.clear()
     known = 0.995 * val  # a valid bound below the node's SDP value, gap about 5.2 %
     res = cutting_plane_loop(prob, upper_bound=ub, settings=cps, seed=0, known_bound=known,
-                             sdp_options={"tol": 1e-6, "max_iter": 5000})
+                             bound_settings={"tol": 1e-6, "max_iter": 5000})
     assert tols[0] == pytest.approx(cps.loose_gap_factor * (ub * (1 - cps.prune_tol) - known)
                                     / ub)
     assert tols[0] < cps.loose_tol
@@ -529,7 +529,7 @@ def test_a_stalled_loop_separates_at_the_fine_threshold_before_it_stops(monkeypa
         seen.clear()
         return loop.cutting_plane_loop(
             prob, settings=CuttingPlaneSettings(eps_violation=10.0, **settings),
-            upper_bound=upper_bound, seed=0, time_limit=20, sdp_options=FAST)
+            upper_bound=upper_bound, seed=0, time_limit=20, bound_settings=FAST)
 
     # no cut is violated by 10: the coarse loop stops after its (tightened) first round
     coarse = run(eps_violation_fine=None)
@@ -571,18 +571,18 @@ def test_tail_off_stops_a_child_loop_that_closes_little_of_its_gap():
     ub = opt * 1.05  # an incumbent with a gap left to close
     # known_bound: the parent's bound, here 0 (an SSE is never negative)
     off = cutting_plane_loop(prob, upper_bound=ub, root=False, seed=0, time_limit=20,
-                             sdp_options=FAST, known_bound=0.0,
+                             bound_settings=FAST, known_bound=0.0,
                              settings=CuttingPlaneSettings(tail_off=None, prune_tol=1e-9))
     assert len(off.rounds) >= 2, "the instance must need cutting-plane rounds"
     lbs = [r.lower_bound for r in off.rounds]
     share = (lbs[0] - 0.0) / ub  # what the first round closed of the gap from bound 0
     on = cutting_plane_loop(prob, upper_bound=ub, root=False, seed=0, time_limit=20,
-                            sdp_options=FAST, known_bound=0.0,
+                            bound_settings=FAST, known_bound=0.0,
                             settings=CuttingPlaneSettings(tail_off=1.0, prune_tol=1e-9))
     assert on.flag == TAILING_OFF and len(on.rounds) == 1 and share < 1.0
     assert on.lower_bound == pytest.approx(lbs[0]) and on.lower_bound <= opt + 1e-9
     root = cutting_plane_loop(prob, upper_bound=ub, root=True, seed=0, time_limit=20,
-                              sdp_options=FAST, known_bound=0.0,
+                              bound_settings=FAST, known_bound=0.0,
                               settings=CuttingPlaneSettings(tail_off=1.0, prune_tol=1e-9))
     assert root.flag != TAILING_OFF and len(root.rounds) >= 2
 
@@ -592,7 +592,7 @@ def test_children_inherit_the_cuts_that_carry_a_multiplier():
 
     X, k, ml, cl = _tiny(5, n=12, n_ml=0, n_cl=2)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
-    br = cutting_plane_loop(prob, seed=0, time_limit=20, sdp_options=FAST)
+    br = cutting_plane_loop(prob, seed=0, time_limit=20, bound_settings=FAST)
     u = br.sdp.u
     assert br.cuts.m > 0
     sel = inherited_selection(br, CuttingPlaneSettings(inherit_min_u=1e-3))

@@ -22,7 +22,7 @@ distributed = pytest.importorskip("distributed", reason="dask.distributed not in
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BRANCHY = dict(tol=1e-6, root_heuristic=None, cp_settings={"families": "none"},
-               sdp_options={"tol": 1e-3})
+               bound_settings={"tol": 1e-3})
 
 
 @pytest.fixture(scope="module")

@@ -610,7 +610,7 @@ def _stopped_after_decomposition(monkeypatch, hand_back: bool):
         if not hand_back:
             time.sleep(3.0)  # past branch_and_bound's 1 s grace: the job is abandoned
         t0 = time.perf_counter()  # the tree's cancellation follows the stop event's
-        while not kwargs["sdp_options"]["should_stop"]() and time.perf_counter() - t0 < 30:
+        while not kwargs["should_stop"]() and time.perf_counter() - t0 < 30:
             time.sleep(0.01)
         return types.SimpleNamespace(lower_bound=0.0, sdp=None, rounds=[], flag=0, cuts=None,
                                      iterations=0, avg_added={})

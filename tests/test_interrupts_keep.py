@@ -254,23 +254,29 @@ def test_certify_stopped_between_subsets(sixty):
 
 
 @pytest.mark.parametrize("pool", ["here", "threads"])
-def test_certify_stopped_inside_an_sdp(sixty, pool):
+def test_certify_stopped_inside_an_sdp(sixty, pool, monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
+
+    import pcsos.bounds.solve
+    from pcsos.bounds.admm import solve_admm
 
     X, ml, cl, opt = sixty
     stop = threading.Event()
     calls = [0]
 
-    def should_stop():  # the ADMM polls this every iteration: the 3rd sets the stop
-        calls[0] += 1
-        if calls[0] == 3:
-            stop.set()
-        return False
+    def admm(*args, should_stop, **kwargs):
+        def polled():  # the ADMM polls this every iteration: the 3rd sets the stop
+            calls[0] += 1
+            if calls[0] == 3:
+                stop.set()
+            return should_stop()
+        return solve_admm(*args, should_stop=polled, **kwargs)
 
+    monkeypatch.setattr(pcsos.bounds.solve, "solve_admm", admm)
     executor = ThreadPoolExecutor(1) if pool == "threads" else None
     try:
         res = certify(X, 3, ml, cl, subset_size=20, workers=1, executor=executor,
-                      sdp_options={"should_stop": should_stop}, stop_event=stop)
+                      stop_event=stop)
     finally:
         if executor is not None:
             executor.shutdown()

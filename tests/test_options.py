@@ -41,16 +41,18 @@ def test_unknown_option_names_the_known_ones():
     ({"heuristic": "nope"}, "nope"),
     ({"root_heuristic": "nope"}, "nope"),
     ({"feasibility_backend": "cplex"}, "feasibility_backend must be"),
-    ({"sdp_backend": "sedumi"}, "unknown SDP backend"),
+    ({"bound_settings": {"backend": "sedumi"}}, "backend must be one of admm"),
+    ({"bound_settings": {"tolerance": 1e-3}}, "unknown bound setting.*'tolerance'.*are engine"),
     ({"seed": -1}, "seed must be a non-negative integer"),
-    ({"sdp_options": [1]}, "sdp_options must be a dict"),
+    ({"bound_settings": [1]}, "bound settings must be a BoundSettings, a dict or None"),
     ({"cp_settings": {"tail_off": 2}}, "invalid cutting-plane settings"),
     ({"cp_settings": 3}, "cp_settings must be a CuttingPlaneSettings"),
 ])
 def test_each_bad_option_is_an_input_error_naming_it(change, needle):
     with pytest.raises(InputError, match=needle) as err:
         SolverOptions.make(**change).checked()
-    assert err.value.source == next(iter(change))
+    # a bound setting is named inside its option: 'bound_settings.backend'
+    assert err.value.source.split(".")[0] == next(iter(change))
 
 
 def test_checked_makes_the_loop_stop_where_the_tree_prunes():
@@ -151,7 +153,7 @@ def _sklearn_checks():
     # as a point left out
     failing = {"check_sample_weight_equivalence_on_dense_data": "zero weights are rejected"}
     return parametrize_with_checks([PCSOSClustering(
-        n_clusters=3, workers=1, max_nodes=3, sdp_options={"tol": 1e-3},
+        n_clusters=3, workers=1, max_nodes=3, bound_settings={"tol": 1e-3},
         cp_settings={"max_rounds_root": 1, "max_rounds_child": 1})],
         expected_failed_checks=lambda est: failing)
 
@@ -167,20 +169,46 @@ def test_the_cli_defaults_are_the_solvers():
     import inspect
     import os
 
-    from pcsos.bounds import SDP_TOL, solve_sdp
+    from pcsos.bounds import SDP_TOL, BoundSettings, solve_sdp
     from pcsos.bounds.admm import solve_admm
     from pcsos.bounds.cvxpy_backend import solve_cvxpy
+    from pcsos.bounds.mosek_backend import solve_mosek
     from pcsos.cli import build_parser
     from pcsos.cli.solve import solver_options
 
     args = build_parser().parse_args(["solve", "data.txt"])
     cli, lib = solver_options(args).checked(), SolverOptions().checked()
     for name in SolverOptions.names():
-        if name not in ("workers", "sdp_options", "seed"):
+        if name not in ("workers", "bound_settings", "seed"):
             assert getattr(cli, name) == getattr(lib, name), name
     assert lib.workers is None and cli.workers == (os.cpu_count() or 1)  # None: the CPUs
     assert (lib.seed or 0) == cli.seed == 0  # None: seed 0
-    assert lib.sdp_options == {} and cli.sdp_options == {"tol": SDP_TOL}
-    for fn in (solve_sdp, solve_admm, solve_cvxpy):
-        assert inspect.signature(fn).parameters["tol"].default == SDP_TOL, fn.__name__
+    assert lib.bound_settings == cli.bound_settings == BoundSettings()
+    assert BoundSettings().tol == SDP_TOL
+    # the bound settings' defaults are written once, in BoundSettings: no solver restates one
+    for fn in (solve_sdp, solve_admm, solve_cvxpy, solve_mosek):
+        for name in set(BoundSettings.names()) & set(inspect.signature(fn).parameters):
+            assert inspect.signature(fn).parameters[name].default is inspect.Parameter.empty, (
+                fn.__name__, name)
     assert build_parser().parse_args(["bound", "data.txt"]).tol == SDP_TOL
+
+
+@pytest.mark.parametrize("command", ["solve", "bound", "certify"])
+def test_an_unknown_bound_setting_is_one_clear_error_in_the_api_and_the_cli(
+        tmp_path, capsys, command):
+    """The same misspelt setting is one InputError through the API and exit code 2 with
+    the same words through every command that bounds; a known one is accepted."""
+    from pcsos.cli import main
+
+    X = np.array([[0, 0], [0, 1], [1, 0], [5, 5], [5, 6], [6, 5]], dtype=float)
+    with pytest.raises(InputError, match="unknown bound setting.*'tolerance'") as err:
+        pcsos.solve(X, 2, bound_settings={"tolerance": 1e-3})
+    words = str(err.value).split(": ", 1)[-1]
+    data = tmp_path / "d.txt"
+    data.write_text("6 2\n" + "\n".join(f"{a:g} {b:g}" for a, b in X) + "\n")
+    code = main([command, str(data), "-k", "2", "--bound-option", "tolerance=1e-3"])
+    err_text = capsys.readouterr().err
+    assert code == 2 and words in err_text and "--bound-option" in err_text
+    code = main([command, str(data), "-k", "2", "--bound-option", "polish=0",
+                 "--bound-option", "max_iter=50000"])
+    assert code == 0

@@ -37,7 +37,7 @@ def branching_run():
     # uniform data, no cuts and a tight tolerance: the tree branches for its 8 nodes
     X = np.random.default_rng(0).uniform(size=(30, 2))
     res = pcsos.solve(X, 3, tol=1e-9, max_nodes=8, workers=1, root_heuristic=None,
-                      cp_settings={"families": "none"}, sdp_options={"tol": 1e-3})
+                      cp_settings={"families": "none"}, bound_settings={"tol": 1e-3})
     assert res.status == "node_limit" and len(res.log) == 8
     return X, res
 

@@ -47,7 +47,7 @@ def _branching(seed=3, n=160, k=6, n_cl=40):
 
 
 # no cuts and a loose SDP: weak bounds, so the tree branches at once and nodes are quick
-WEAK = {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}}
+WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
 
 
 # ---------------------------------------------------------------- output paths (exit 2)

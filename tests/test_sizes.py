@@ -22,7 +22,7 @@ from pcsos.options import SolverOptions
 from pcsos.problem import Problem, make_instance, pairs_satisfied
 from pcsos.tree import Context
 
-FAST = {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}}
+FAST = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
 
 
 # ------------------------------------------------------------------ random tiny instances

@@ -37,8 +37,8 @@ except Exception:  # already registered by an earlier import of this module
 
 OPTIONS = {
     "default": {},
-    "weak": {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}},
-    "no_heuristic": {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3},
+    "weak": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}},
+    "no_heuristic": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3},
                      "heuristic": "test-nothing"},
 }
 CASES = ([("default", s) for s in range(70)] + [("weak", s) for s in range(70)]

@@ -66,7 +66,7 @@ def test_root_branches_with_valid_children():
     X = rng.uniform(size=(14, 2))
     p = _problem(X, 3)
     opts = SolverOptions(seed=0, cp_settings={"families": "none"},
-                         sdp_options={"tol": 1e-3}).checked()
+                         bound_settings={"tol": 1e-3}).checked()
     out = process_node(NodeData(p), _ctx(opts))
     assert out.solution is not None and out.objective == pytest.approx(sse(X, out.solution))
     assert out.bound <= out.objective

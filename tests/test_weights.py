@@ -26,8 +26,8 @@ OPTIONS = {
     "default": {},
     # no cuts and a loose SDP: the tree branches and leaves and Z's clusterings give the
     # upper bounds, so the weighted threshold of clustering_from_Z is exercised
-    "weak": {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3}},
-    "no_heuristic": {"cp_settings": {"families": "none"}, "sdp_options": {"tol": 1e-3},
+    "weak": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}},
+    "no_heuristic": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3},
                      "heuristic": "test-nothing-w"},
 }
 CASES = ([("default", s) for s in range(40)] + [("weak", s) for s in range(15)]

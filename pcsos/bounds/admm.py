@@ -48,9 +48,10 @@ import scipy.sparse.linalg as spla
 
 from pcsos.bounds import eig as eigmod
 from pcsos.bounds.arrays import ArrayBackend, get_backend
-from pcsos.bounds.model import SDP_TOL, SDPModel
+from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
-from pcsos.bounds.safe import POLISH_EVALS, polished_bound
+from pcsos.bounds.safe import polished_bound
+from pcsos.bounds.settings import BoundSettings
 
 __all__ = ["solve_admm"]
 
@@ -538,15 +539,16 @@ class _Anderson:
         return be.sub(g, step, out=step)
 
 
-def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = None,
+def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
                time_limit: float | None = None, warm_start: WarmStart | None = None,
-               should_stop=None,
-               eig: str = "auto", verbose: bool = False, gap_tol: float | None = None,
-               check_every: int = 10, sigma0: float | None = None,
-               anderson: int | None = None, sigma_ratio: float | None = None,
-               bound_target: float | None = None, polish: int = POLISH_EVALS,
-               device="cpu", progress=None) -> SDPResult:
+               should_stop=None, bound_target: float | None = None,
+               gap_tol: float | None = None, check_every: int = 10,
+               sigma0: float | None = None, progress=None) -> SDPResult:
     """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
+
+    ``settings`` (:class:`~pcsos.bounds.settings.BoundSettings`, None: the defaults) gives
+    ``tol``, ``max_iter``, ``eig``, ``polish``, ``device``, ``anderson``, ``sigma_ratio``
+    and ``verbose``; the other keywords belong to this call.
 
     Stops with status 'solved' when the relative primal residual, the relative dual
     residual and the relative primal-dual gap are all below ``tol`` and the safe bound is at
@@ -573,14 +575,16 @@ def solve_admm(model: SDPModel, *, tol: float = SDP_TOL, max_iter: int | None = 
     'dinf', 'gap', 'sigma', 'rank'); what it raises ends the solve.
     """
     t_start = time.perf_counter()
-    be = get_backend(device)
-    max_iter = 20000 if max_iter is None else int(max_iter)
+    st = settings if settings is not None else BoundSettings()
+    tol, eig, polish, verbose, anderson = st.tol, st.eig, st.polish, st.verbose, st.anderson
+    be = get_backend(st.device)
+    max_iter = 20000 if st.max_iter is None else int(st.max_iter)
     gap_tol = tol if gap_tol is None else gap_tol
     if anderson is None:
         mem = ANDERSON_MEM if model.s <= ANDERSON_LARGE_S else max(1, ANDERSON_MEM // 2)
     else:
         mem = int(anderson)
-    log_ratio = math.log(SIGMA_RATIO if sigma_ratio is None else float(sigma_ratio))
+    log_ratio = math.log(SIGMA_RATIO if st.sigma_ratio is None else float(st.sigma_ratio))
     sc = _Scaled(model, be)
     s, m = sc.s, sc.m
     ws = warm_start.check(s, m, len(model.cl)) if warm_start is not None else WarmStart()

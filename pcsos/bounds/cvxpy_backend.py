@@ -12,9 +12,9 @@ import time
 
 import numpy as np
 
-from pcsos.bounds.model import SDP_TOL, SDPModel
+from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult
-from pcsos.bounds.safe import POLISH_EVALS, polished_bound
+from pcsos.bounds.safe import polished_bound
 from pcsos.errors import BackendUnavailableError
 
 __all__ = ["solve_cvxpy", "build_cvxpy"]
@@ -47,9 +47,8 @@ def build_cvxpy(model: SDPModel):
     return prob, Z, cons
 
 
-def solve_cvxpy(model: SDPModel, *, solver: str = "scs", tol: float = SDP_TOL,
-                max_iter: int | None = None, time_limit: float | None = None,
-                verbose: bool = False, polish: int = POLISH_EVALS, **options) -> SDPResult:
+def solve_cvxpy(model: SDPModel, *, solver: str, tol: float, max_iter: int | None,
+                time_limit: float | None, verbose: bool, polish: int) -> SDPResult:
     """Solve with SCS or Clarabel via CVXPY; duals are read back and the safe bound applied
     (``polish``: as in :func:`~pcsos.bounds.safe.polished_bound`)."""
     cp = _cvxpy()
@@ -58,7 +57,7 @@ def solve_cvxpy(model: SDPModel, *, solver: str = "scs", tol: float = SDP_TOL,
     name = {"scs": "SCS", "clarabel": "CLARABEL"}[solver]
     if name not in cp.installed_solvers():
         raise BackendUnavailableError(f"{name} is not installed (pip install {solver})")
-    opts = dict(options)
+    opts: dict = {}
     if solver == "scs":
         opts.setdefault("eps_abs", tol)
         opts.setdefault("eps_rel", tol)

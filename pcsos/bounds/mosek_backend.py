@@ -21,7 +21,7 @@ import numpy as np
 
 from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult
-from pcsos.bounds.safe import POLISH_EVALS, polished_bound
+from pcsos.bounds.safe import polished_bound
 from pcsos.errors import BackendUnavailableError
 
 __all__ = ["build_mosek_task", "mosek_licence", "solve_mosek", "constraint_layout"]
@@ -138,8 +138,8 @@ def build_mosek_task(model: SDPModel, env):
     return task
 
 
-def solve_mosek(model: SDPModel, *, tol: float = 1e-8, time_limit: float | None = None,
-                verbose: bool = False, polish: int = POLISH_EVALS, **options) -> SDPResult:
+def solve_mosek(model: SDPModel, *, tol: float, time_limit: float | None, verbose: bool,
+                polish: int) -> SDPResult:
     """Solve by MOSEK's interior point; raises BackendUnavailableError without a licence.
     ``polish``: as in :func:`~pcsos.bounds.safe.polished_bound`."""
     mosek = _mosek()
@@ -157,8 +157,6 @@ def solve_mosek(model: SDPModel, *, tol: float = 1e-8, time_limit: float | None 
             task.putdouparam(mosek.dparam.intpnt_co_tol_dfeas, tol)
             if time_limit is not None:
                 task.putdouparam(mosek.dparam.optimizer_max_time, float(time_limit))
-            for name, value in options.items():
-                task.putparam(name, str(value))
             task.optimize()
             sol = mosek.soltype.itr
             solsta = task.getsolsta(sol)

@@ -9,15 +9,13 @@ import time
 import numpy as np
 
 from pcsos.bounds.admm import solve_admm
-from pcsos.bounds.model import SDP_TOL, SDPModel
+from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
-from pcsos.bounds.safe import EPS, POLISH_EVALS
+from pcsos.bounds.safe import EPS
+from pcsos.bounds.settings import BACKENDS, BoundSettings
 from pcsos.errors import InputError
 
-__all__ = ["solve_sdp", "BACKENDS"]
-
-BACKENDS = ("admm", "mosek", "scs", "clarabel")
-
+__all__ = ["solve_sdp", "BACKENDS", "BoundSettings"]
 
 def _threads(threads: int | None):
     if threads is None:
@@ -26,40 +24,32 @@ def _threads(threads: int | None):
     return threadpool_limits(limits=int(threads), user_api="blas")
 
 
-def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
-              max_iter: int | None = None, time_limit: float | None = None,
+def solve_sdp(model: SDPModel, settings: BoundSettings | dict | None = None, *,
+              time_limit: float | None = None,
               warm_start: SDPResult | WarmStart | None = None, threads: int | None = None,
-              eig: str = "auto", verbose: bool = False, should_stop=None,
-              bound_target: float | None = None, polish: int = POLISH_EVALS,
-              device: str = "cpu", **options) -> SDPResult:
+              should_stop=None, bound_target: float | None = None,
+              **changes) -> SDPResult:
     """Solve the node relaxation ``model`` and return an :class:`SDPResult` with a safe bound.
 
-    ``backend``: 'admm' (default, :func:`pcsos.bounds.admm.solve_admm`), 'mosek' (interior
-    point, needs a licence), 'scs' or 'clarabel' (via cvxpy, references). ``tol``: relative KKT
-    tolerance (the safe bound is valid at any accuracy, but may sit more than ``tol`` below the
-    SDP optimum: docs/safe_bound.md); ``max_iter`` / ``time_limit`` (seconds) cap the run
-    (status 'max_iter' / 'time_limit'; the bound stays valid). ``warm_start``: a previous result
-    or a :class:`WarmStart` (ADMM only; see WarmStart for model changes). ``threads``: BLAS
-    threads for this call (None leaves the process setting). ``eig``: eigensolver name
-    (:mod:`pcsos.bounds.eig`). ``should_stop``: a callable polled once per ADMM iteration; True
-    ends the solve with status 'time_limit' (a cancel hook for the tree; the other backends
+    ``settings``: a :class:`~pcsos.bounds.settings.BoundSettings` (or a dict of its fields;
+    None: the defaults), with ``changes`` (its field names) on top, e.g.
+    ``solve_sdp(model, tol=1e-6)``; an unknown name is an :class:`InputError`. Its
+    ``backend`` picks the solver: 'admm' (default, :func:`pcsos.bounds.admm.solve_admm`),
+    'mosek' (interior point, needs a licence), 'scs' or 'clarabel' (via cvxpy, references).
+    The safe bound is valid at any ``tol``, but may sit more than ``tol`` below the SDP
+    optimum (docs/safe_bound.md).
+
+    Per call: ``time_limit`` (seconds) caps the run (status 'time_limit'; the bound stays
+    valid). ``warm_start``: a previous result or a :class:`WarmStart` (ADMM only; see
+    WarmStart for model changes). ``threads``: BLAS threads for this call (None leaves the
+    process setting). ``should_stop``: a callable polled once per ADMM iteration; True ends
+    the solve with status 'time_limit' (a cancel hook for the tree; the other backends
     ignore it). ``bound_target``: the ADMM stops with status 'target' once its safe bound
     reaches this value, e.g. the value below which the incumbent prunes the node (the other
-    backends ignore it). ``polish``: eigen-solves of dual ascent on the safe bound's function
-    before it is evaluated, in every backend (:func:`~pcsos.bounds.safe.polish_duals`; 0:
-    none). ``device``: where the ADMM iterates, 'cpu', 'cuda' or 'auto'
-    (:func:`pcsos.bounds.arrays.get_backend`); the other backends run on the CPU only.
-    Extra ``options`` go to the backend.
+    backends ignore it).
     Raises :class:`~pcsos.errors.BackendUnavailableError` when a backend is missing.
     """
-    if backend not in BACKENDS:
-        raise InputError(f"unknown SDP backend {backend!r}; choose one of {BACKENDS}",
-                         source="backend")
-    if backend != "admm" and device != "cpu":
-        raise InputError(f"device={device!r} needs the admm backend; {backend} runs on the "
-                         "CPU only", source="device")
-    if not (tol > 0):
-        raise InputError(f"tol must be positive, got {tol}", source="tol")
+    st = BoundSettings.make(settings, **changes)
     if model.s < model.k:
         # tr M = k with 0 <= M <= I needs s >= k: no clustering, and no relaxation either
         raise InputError(f"the relaxation has {model.s} super-points for k = {model.k} "
@@ -69,18 +59,16 @@ def solve_sdp(model: SDPModel, *, backend: str = "admm", tol: float = SDP_TOL,
     if model.k == 1:
         return _one_cluster(model)
     with _threads(threads):
-        if backend == "admm":
-            return solve_admm(model, tol=tol, max_iter=max_iter, time_limit=time_limit,
-                              warm_start=warm_start, eig=eig, verbose=verbose,
-                              should_stop=should_stop, bound_target=bound_target,
-                              polish=polish, device=device, **options)
-        if backend == "mosek":
+        if st.backend == "admm":
+            return solve_admm(model, st, time_limit=time_limit, warm_start=warm_start,
+                              should_stop=should_stop, bound_target=bound_target)
+        if st.backend == "mosek":
             from pcsos.bounds.mosek_backend import solve_mosek  # lazy: optional backend
-            return solve_mosek(model, tol=tol, time_limit=time_limit, verbose=verbose,
-                               polish=polish, **options)
+            return solve_mosek(model, tol=st.tol, time_limit=time_limit, verbose=st.verbose,
+                               polish=st.polish)
         from pcsos.bounds.cvxpy_backend import solve_cvxpy  # lazy: optional backend
-        return solve_cvxpy(model, solver=backend, tol=tol, max_iter=max_iter,
-                           time_limit=time_limit, verbose=verbose, polish=polish, **options)
+        return solve_cvxpy(model, solver=st.backend, tol=st.tol, max_iter=st.max_iter,
+                           time_limit=time_limit, verbose=st.verbose, polish=st.polish)
 
 
 def _one_cluster(model: SDPModel) -> SDPResult:

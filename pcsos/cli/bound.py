@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 from pcsos.bounds import BACKENDS, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.eig import eig_methods
 from pcsos.cli.common import (
+    add_bound_arguments,
     add_cut_arguments,
-    add_device_argument,
     add_instance_arguments,
+    bound_settings,
     cut_settings,
     describe_weights_sizes,
     load_instance,
@@ -63,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="BLAS threads for the solve (default: leave as configured)")
     parser.add_argument("--eig", choices=eig_methods(), default="auto",
                         help="eigensolver of the ADMM (default: auto)")
-    add_device_argument(parser)
+    add_bound_arguments(parser)
     parser.add_argument("--verbose", action="store_true", help="print the solver's log")
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="also write the results as JSON ('-' = stdout)")
@@ -75,21 +77,16 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
     Returns the result of the last solve and extra JSON fields. This is the one place the
     cutting-plane loop plugs in (``--cuts`` other than 'none').
     """
+    bs = bound_settings(args, backend=args.backend, tol=args.tol, max_iter=args.max_iter,
+                        eig=args.eig, verbose=args.verbose)
     if args.cuts == "none":
         model = SDPModel.from_problem(problem)
-        res = solve_sdp(model, backend=args.backend, tol=args.tol, max_iter=args.max_iter,
-                        time_limit=args.time_limit, threads=args.threads, eig=args.eig,
-                        verbose=args.verbose, device=args.device)
+        res = solve_sdp(model, bs, time_limit=args.time_limit, threads=args.threads)
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
-    from dataclasses import replace
-
     settings = cut_settings(args, args.cuts, args.prune_tol)
-    sdp_options = {"backend": args.backend, "tol": args.tol, "max_iter": args.max_iter,
-                   "threads": args.threads, "eig": args.eig, "verbose": args.verbose,
-                   "device": args.device}
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
-                              root=True, sdp_options=sdp_options, seed=args.seed,
-                              time_limit=args.time_limit)
+                              root=True, bound_settings=bs, threads=args.threads,
+                              seed=args.seed, time_limit=args.time_limit)
     if loop.sdp is None:
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
     # the best safe bound over the rounds (each is valid), with the last round's solve

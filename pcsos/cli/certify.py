@@ -23,9 +23,10 @@ import time
 
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
-    add_device_argument,
+    add_bound_arguments,
     add_instance_arguments,
     add_parallel_arguments,
+    bound_settings,
     load_instance,
     report_stream,
 )
@@ -51,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_parallel_arguments(parser, what="subsets", where="bounded at once, each in its own "
                            "process")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    add_device_argument(parser)
+    add_bound_arguments(parser)
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result with the partition as JSON ('-' = stdout)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
                           subset_size=args.subset_size, time_limit=time_limit,
                           workers=args.workers, dask=args.dask, heuristic=args.heuristic,
                           seed=args.seed, progress=progress, stop_event=intr.stop,
-                          sdp_options={"device": args.device})
+                          bound_settings=bound_settings(args))
         except UndecidedError:
             if intr.stop.is_set():  # stopped before a clustering existed: exit code 130
                 raise KeyboardInterrupt from None

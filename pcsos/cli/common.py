@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any
 
+from pcsos.bounds.arrays import DEVICES
+from pcsos.bounds.settings import BoundSettings
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data, read_weights
 from pcsos.problem import Instance, check_magnitude, make_instance
 
-__all__ = ["add_cut_arguments", "add_instance_arguments", "check_output_paths", "cut_settings",
-           "describe_weights_sizes", "load_instance", "print_notes", "weights_sizes"]
+__all__ = ["add_bound_arguments", "add_cut_arguments", "add_instance_arguments",
+           "bound_settings", "check_output_paths", "cut_settings", "describe_weights_sizes",
+           "load_instance", "parse_options", "print_notes", "weights_sizes"]
 
 #: the options of any subcommand that name a file to write ('-' is standard output)
 OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpoint")
@@ -80,12 +84,42 @@ def add_parallel_arguments(parser, *, what: str, where: str) -> None:
                              "'pcsos[dask]'; docs/solver.md)")
 
 
-def add_device_argument(parser) -> None:
-    """``--device``: where the SDP solver iterates (the one definition of the option)."""
-    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu",
+def add_bound_arguments(parser) -> None:
+    """``--device`` and ``--bound-option``: the bound settings every bounding command takes
+    (the one definition of these options)."""
+    parser.add_argument("--device", choices=DEVICES, default=BoundSettings.device,
                         help="where the SDP solver iterates: cpu (default), cuda (a GPU "
                              "through PyTorch: pip install 'pcsos[gpu]'), or auto (a visible "
                              "GPU, else the CPU)")
+    parser.add_argument("--bound-option", metavar="NAME=VALUE", action="append", default=[],
+                        help="a bound setting, e.g. --bound-option polish=0 (the names: "
+                             f"{', '.join(BoundSettings.names())}; VALUE is read as JSON "
+                             "when it parses, else as a string); repeatable")
+
+
+def bound_settings(args: argparse.Namespace, **given) -> BoundSettings:
+    """The :class:`BoundSettings` of the command line: the options ``given`` by the
+    command's own flags, ``--device``, then ``--bound-option`` items; an unknown name or a
+    bad value is an :class:`InputError` naming ``--bound-option``."""
+    extra = parse_options(args.bound_option, "--bound-option")
+    return BoundSettings.make({**given, "device": args.device, **extra},
+                              source="--bound-option")
+
+
+def parse_options(items: list[str], flag: str) -> dict:
+    """``['a=1', 'b=x']`` -> ``{'a': 1, 'b': 'x'}`` (JSON values where they parse); a
+    malformed item is an :class:`InputError` naming ``flag``."""
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"an option must read NAME=VALUE, got {item!r}", source=flag)
+        try:
+            val = json.loads(raw)
+        except json.JSONDecodeError:
+            val = raw
+        out[key.strip()] = val
+    return out
 
 
 def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> None:

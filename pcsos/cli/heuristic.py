@@ -17,7 +17,6 @@ proved by the heuristic's assignment problem).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -27,6 +26,7 @@ from pcsos.cli.common import (
     add_instance_arguments,
     describe_weights_sizes,
     load_instance,
+    parse_options,
     report_stream,
     weights_sizes,
 )
@@ -61,21 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the n x k 0/1 assignment matrix (pc-sos-sdp result format)")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress on stderr")
-
-
-def parse_options(items: list[str]) -> dict:
-    """``['a=1', 'b=x']`` -> ``{'a': 1, 'b': 'x'}`` (JSON values where they parse)."""
-    out = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"an option must read KEY=VALUE, got {item!r}", source="--option")
-        try:
-            val = json.loads(raw)
-        except json.JSONDecodeError:
-            val = raw
-        out[key.strip()] = val
-    return out
 
 
 class _Progress:
@@ -117,7 +102,7 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """``pcsos heuristic``: load, run, print a summary, write --json / --result."""
     t0 = time.perf_counter()
-    options = parse_options(args.option)
+    options = parse_options(args.option, "--option")
     if args.time_limit is not None and not args.time_limit >= 0:
         raise InputError(f"--time-limit must be >= 0 seconds, got {args.time_limit}",
                          source="--time-limit")

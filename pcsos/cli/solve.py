@@ -19,13 +19,14 @@ import argparse
 import dataclasses
 import math
 
-from pcsos.bounds.model import SDP_TOL
+from pcsos.bounds.settings import BoundSettings
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
+    add_bound_arguments,
     add_cut_arguments,
-    add_device_argument,
     add_instance_arguments,
     add_parallel_arguments,
+    bound_settings,
     cut_settings,
     describe_weights_sizes,
     load_instance,
@@ -89,10 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--root-heuristic", default=_DEFAULTS.root_heuristic, metavar="NAME",
                      help="heuristic run before the root's bound, within a quarter of the "
                           "time left (default: %(default)s; none: skip it)")
-    alg.add_argument("--sdp-backend", default=_DEFAULTS.sdp_backend, metavar="NAME",
+    alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
-    add_device_argument(alg)
-    alg.add_argument("--sdp-tol", type=float, default=SDP_TOL,
+    add_bound_arguments(alg)
+    alg.add_argument("--sdp-tol", type=float, default=BoundSettings.tol,
                      help="relative KKT tolerance of the SDP solver (default: %(default)g)")
     alg.add_argument("--cuts", default="all", metavar="FAMILIES",
                      help="cut families: all (default), none, or a comma list of pair, "
@@ -117,14 +118,14 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
         threads=args.threads,
         root_threads=args.root_threads, heuristic=args.heuristic,
         root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
-        sdp_backend=args.sdp_backend, sdp_options={"tol": args.sdp_tol}, device=args.device,
+        bound_settings=bound_settings(args, backend=args.sdp_backend, tol=args.sdp_tol),
         cp_settings=cut_settings(args, args.cuts, args.tol),
         feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order)
 
 
 def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
     """The log header's settings: the reference program's keys, then pcsos's own."""
-    cp = opts.cp_settings
+    cp, bs = opts.cp_settings, opts.bound_settings
     threads = opts.threads or 1
     return {
         "BRANCH_AND_BOUND_TOL": opts.tol,
@@ -135,9 +136,10 @@ def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
         "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[opts.order],
         "SDP_SOLVER_SESSION_THREADS_ROOT": opts.root_threads or threads,
         "SDP_SOLVER_SESSION_THREADS": threads,
-        "SDP_SOLVER_BACKEND": opts.sdp_backend,
-        "SDP_SOLVER_TOL": opts.sdp_options["tol"],
-        "SDP_SOLVER_DEVICE": opts.device,
+        "BOUND_ENGINE": bs.engine,
+        "SDP_SOLVER_BACKEND": bs.backend,
+        "SDP_SOLVER_TOL": bs.tol,
+        "SDP_SOLVER_DEVICE": bs.device,
         "SDP_SOLVER_MAX_CP_ITER_ROOT": cp.max_rounds_root,
         "SDP_SOLVER_MAX_CP_ITER": cp.max_rounds_child,
         "SDP_SOLVER_CP_TOL": cp.cp_tol,

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from pcsos.bounds import SDP_TOL, SDPModel, WarmStart, solve_sdp
+from pcsos.bounds import BoundSettings, SDPModel, WarmStart, solve_sdp
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.sizes import separate_sizes
 from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
@@ -301,7 +301,8 @@ def _prune_gap(st: CuttingPlaneSettings, ub: float, lb: float) -> float:
 def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_start=None,
                        upper_bound: float = math.inf,
                        settings: CuttingPlaneSettings | None = None, root: bool = True,
-                       sdp_options: dict | None = None, seed=None,
+                       bound_settings: BoundSettings | dict | None = None,
+                       threads: int | None = None, should_stop=None, seed=None,
                        time_limit: float | None = None,
                        callback: Callable[[RoundStats], bool | None] | None = None,
                        known_bound: float = -math.inf) -> BoundResult:
@@ -310,14 +311,16 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     ``cuts``: cuts to start from (e.g. inherited); ``warm_start``: a WarmStart or SDPResult
     matching them (e.g. ``WarmStart.transfer`` of the parent's result); ``upper_bound``: the
     incumbent SSE, to stop as soon as the node can be pruned; ``root`` picks the round limit;
-    ``sdp_options``: passed to ``solve_sdp`` (backend, tol, threads, ...); ``seed``: int or
+    ``bound_settings``: the SDP's :class:`~pcsos.bounds.settings.BoundSettings` (a dict of
+    its fields, or None: the defaults), whose ``tol`` is that of the tight rounds;
+    ``threads`` and ``should_stop``: passed to every ``solve_sdp``; ``seed``: int or
     Generator for the triangle visiting order; ``time_limit`` (s) covers the whole loop (each
     solve gets the time left); ``callback(stats)`` runs after every round and stops the loop
     by returning True; ``known_bound``: a valid lower bound of the node known beforehand
     (e.g. its parent's), used only in the gap that sets the rounds' tolerances.
     """
     st = settings or CuttingPlaneSettings()
-    opts = dict(sdp_options or {})
+    bs = BoundSettings.make(bound_settings)
     max_rounds = st.max_rounds_root if root else st.max_rounds_child
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
@@ -332,7 +335,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     flag, total_iter = ROUND_LIMIT, 0
     added_tot = {f: 0 for f in FAMILIES}
     n_sep = 0
-    tight_tol = float(opts.get("tol", SDP_TOL))
+    tight_tol = float(bs.tol)
     # the loosest tolerance the next rounds may use; it only ever decreases (_round_tol
     # keeps every round at or above the SDP tolerance)
     cap = st.loose_tol if st.families and st.loose_tol is not None else tight_tol
@@ -349,8 +352,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             cap, tight_tol, st.loose_gap_factor,
             _prune_gap(st, upper_bound, max(best, known_bound)))
         loose = tol_r > tight_tol
-        res_new = solve_sdp(model, warm_start=ws, **_round_options(opts, tol_r, upper_bound,
-                                                                   st, left))
+        res_new = solve_sdp(model, bs, warm_start=ws, threads=threads, should_stop=should_stop,
+                            **_round_options(tol_r, upper_bound, st, left))
         total_iter += int(res_new.iterations)
         stats = RoundStats(len(rounds) + 1, float(res_new.lower_bound),
                            float(res_new.sdp_value), res_new.status, int(res_new.iterations),
@@ -406,19 +409,17 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
                        total_iter, time.perf_counter() - t0, avg, CP_FLAGS[flag])
 
 
-def _round_options(opts: dict, tol: float, upper_bound: float, st: CuttingPlaneSettings,
+def _round_options(tol: float, upper_bound: float, st: CuttingPlaneSettings,
                    left: float) -> dict:
     """``solve_sdp``'s keywords for one round: the round's tolerance, the bound that prunes
     the node as a target, and the time left."""
-    kw = dict(opts)
-    kw["tol"] = tol
+    kw: dict = {"tol": tol}
     if math.isfinite(upper_bound):
         # the solve may stop as soon as its safe bound prunes the node (a hair inside the
         # loop's pruning test, so that a bound at the target always passes it)
         kw["bound_target"] = upper_bound - 0.999 * _prune_slack(st, upper_bound)
     if math.isfinite(left):
-        own = kw.get("time_limit")
-        kw["time_limit"] = left if own is None else min(left, float(own))
+        kw["time_limit"] = left
     return kw
 
 

@@ -1,0 +1,126 @@
+"""How a node's lower bound is computed: one typed settings object for the bound layer.
+
+:class:`BoundSettings` travels unchanged from :class:`pcsos.options.SolverOptions` (or the
+CLI) through the tree, the node and the cutting-plane loop to ``solve_sdp`` and the ADMM. Its
+defaults are written here only. What belongs to one call rather than to the run (a time
+limit, a warm start, a cancel hook, the target that prunes the node, BLAS threads) stays a
+keyword of the function that takes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pcsos.bounds.arrays import DEVICES, get_backend
+from pcsos.bounds.eig import eig_methods
+from pcsos.bounds.model import SDP_TOL
+from pcsos.bounds.safe import POLISH_EVALS
+from pcsos.errors import InputError
+
+__all__ = ["BoundSettings", "BACKENDS", "ENGINES"]
+
+#: the SDP solvers, chosen by name (pcsos.bounds.solve)
+BACKENDS = ("admm", "mosek", "scs", "clarabel")
+#: the bound engines a node can run
+ENGINES = ("sdp",)
+
+
+@dataclass(frozen=True)
+class BoundSettings:
+    """Settings of the bound layer, with their defaults.
+
+    engine : the bound a node computes: 'sdp' (the Peng-Wei SDP with cuts).
+    backend : the SDP solver: 'admm' (built in), 'mosek' (licensed), 'scs' or 'clarabel'
+        (via cvxpy, references).
+    tol : relative KKT tolerance of a tight solve (the bound is valid at any tolerance).
+    max_iter : iteration cap per solve (None: the backend's).
+    eig : the ADMM's eigensolver (:func:`pcsos.bounds.eig.eig_methods`).
+    polish : eigen-solves of dual ascent before each safe bound (0: none).
+    device : where the ADMM iterates: 'cpu', 'cuda' or 'auto' (admm only; an array
+        namespace module such as ``array_api_strict`` is accepted too).
+    anderson : memory of the ADMM's Anderson acceleration (None: its default; 0: off).
+    sigma_ratio : the ADMM rebalances sigma when the residuals' ratio leaves [1/r, r]
+        (None: its default).
+    verbose : print the solver's log.
+    """
+
+    engine: str = "sdp"
+    backend: str = "admm"
+    tol: float = SDP_TOL
+    max_iter: int | None = None
+    eig: str = "auto"
+    polish: int = POLISH_EVALS
+    device: Any = "cpu"
+    anderson: int | None = None
+    sigma_ratio: float | None = None
+    verbose: bool = False
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The setting names, in order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def make(cls, settings: BoundSettings | dict | None = None, *, source: str = "bound",
+             **changes: Any) -> BoundSettings:
+        """``settings`` (a BoundSettings, a dict of its fields, or None for the defaults)
+        with ``changes``, validated. An unknown name or a bad value is an
+        :class:`InputError` whose source is ``source`` (the option the user set)."""
+        if settings is None:
+            base: dict = {}
+        elif isinstance(settings, BoundSettings):
+            # not asdict: it would deep-copy a namespace module given as the device
+            base = {name: getattr(settings, name) for name in cls.names()}
+        elif isinstance(settings, dict):
+            base = dict(settings)
+        else:
+            raise InputError(f"bound settings must be a BoundSettings, a dict or None, got "
+                             f"{type(settings).__name__}", source=source)
+        base.update(changes)
+        unknown = sorted(set(base) - set(cls.names()))
+        if unknown:
+            raise InputError(f"unknown bound setting(s) {', '.join(map(repr, unknown))}; the "
+                             f"settings are {', '.join(cls.names())}", source=source)
+        return cls(**base).checked(source)
+
+    def checked(self, source: str = "bound") -> BoundSettings:
+        """Self, once every field is valid; else an :class:`InputError` naming the field."""
+        def bad(name: str, what: str) -> InputError:
+            return InputError(f"{name} must be {what}, got {getattr(self, name)!r}",
+                              source=f"{source}.{name}")
+
+        def is_int(v) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        if self.engine not in ENGINES:
+            raise bad("engine", f"one of {', '.join(ENGINES)}")
+        if self.backend not in BACKENDS:
+            raise bad("backend", f"one of {', '.join(BACKENDS)}")
+        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
+                                              and math.isfinite(self.tol) and self.tol > 0):
+            raise bad("tol", "a positive number")
+        if self.max_iter is not None and not (is_int(self.max_iter) and self.max_iter > 0):
+            raise bad("max_iter", "a positive integer or None")
+        if self.eig not in eig_methods():
+            raise bad("eig", f"one of {', '.join(eig_methods())}")
+        if not (is_int(self.polish) and self.polish >= 0):
+            raise bad("polish", "a non-negative integer")
+        if isinstance(self.device, str):
+            if self.device not in DEVICES:
+                raise bad("device", f"one of {', '.join(DEVICES)}")
+        else:
+            get_backend(self.device)  # an array namespace module: InputError if it is not one
+        if self.device != "cpu" and self.backend != "admm":
+            raise InputError(f"device={self.device!r} needs backend='admm'; {self.backend} "
+                             "runs on the CPU only", source=f"{source}.device")
+        if self.anderson is not None and not (is_int(self.anderson) and self.anderson >= 0):
+            raise bad("anderson", "a non-negative integer or None")
+        if self.sigma_ratio is not None and (isinstance(self.sigma_ratio, bool) or not (
+                isinstance(self.sigma_ratio, (int, float)) and self.sigma_ratio > 1)):
+            raise bad("sigma_ratio", "a number > 1 or None")
+        if not isinstance(self.verbose, bool):
+            raise bad("verbose", "True or False")
+        return self
