@@ -36,8 +36,18 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from pcsos._kernels import branching_score
-from pcsos.bounds.result import WarmStart
-from pcsos.cuts.loop import cutting_plane_loop, inherit_cuts_map, inherited_selection
+from pcsos.bounds.colgen import colgen_bound
+from pcsos.bounds.cutset import CutSet
+from pcsos.bounds.result import SDPResult, WarmStart
+from pcsos.cuts.loop import (
+    NO_CUT,
+    PRUNED,
+    TIME_LIMIT,
+    BoundResult,
+    cutting_plane_loop,
+    inherit_cuts_map,
+    inherited_selection,
+)
 from pcsos.decomposition import (
     SUBSET_MAX,
     decomposition_bound,
@@ -66,7 +76,9 @@ CP_FLAG_PRUNED, CP_FLAG_INFEASIBLE = 2, 4
 _SDP_FLAGS = {"solved": FLAG_SOLVED, "max_iter": FLAG_PARTIAL, "time_limit": FLAG_PARTIAL,
               "failed": FLAG_FAILED,
               # stopped once the safe bound pruned the node: what the node needed is solved
-              "target": FLAG_SOLVED}
+              "target": FLAG_SOLVED,
+              # the LP engine: no cluster the sizes allow completes its master
+              "stalled": FLAG_PARTIAL}
 
 
 #: below this branching score Z is taken as a clustering matrix (module doc, step 5)
@@ -355,14 +367,18 @@ class _NodeRun:
         """2. The cutting-plane loop, warm-started from the parent; sets ``lb`` and ``row``."""
         data, ctx, options = self.data, self.ctx, self.options
         ctx.report("bound", round=0)
-        br = cutting_plane_loop(
-            self.problem, cuts=data.cuts, warm_start=data.warm_start,
-            upper_bound=min(ctx.incumbent, self.best_val), settings=options.cp_settings,
-            root=data.kind == "root", bound_settings=options.bound_settings,
-            # lets Ctrl-C / a time limit end a long SDP solve within one iteration
-            should_stop=ctx.cancelled,
-            seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
-            callback=_round_callback(ctx), known_bound=data.parent_bound)
+        upper = min(ctx.incumbent, self.best_val)
+        if options.bound_settings.engine == "colgen":
+            br = _colgen(self.problem, upper, self.best_labels, options, ctx)
+        else:
+            br = cutting_plane_loop(
+                self.problem, cuts=data.cuts, warm_start=data.warm_start,
+                upper_bound=upper, settings=options.cp_settings,
+                root=data.kind == "root", bound_settings=options.bound_settings,
+                # lets Ctrl-C / a time limit end a long SDP solve within one iteration
+                should_stop=ctx.cancelled,
+                seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
+                callback=_round_callback(ctx), known_bound=data.parent_bound)
         # self.lb: the parent's bound, or at a large root its decomposition bound
         self.lb = max(float(br.lower_bound), self.lb)
         sdp = br.sdp
@@ -371,7 +387,8 @@ class _NodeRun:
             cp_iter=len(br.rounds), cp_flag=int(br.flag),
             cp_ineq=len(br.cuts) if br.cuts is not None else 0, **_family_averages(br),
             sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None),
-            sdp_bound=float(br.lower_bound), **self.decomposed, **self.row_note)
+            sdp_bound=float(br.lower_bound), engine=options.bound_settings.engine,
+            **self.decomposed, **self.row_note)
         return br
 
     def branch(self, br) -> NodeOutcome:
@@ -538,6 +555,41 @@ def _round_callback(ctx: Context):
     return cb
 
 
+def _super_labels(problem: Problem, labels) -> np.ndarray | None:
+    """The clustering ``labels`` of the original points as labels of the node's
+    super-points, when it obeys the node (each super-point in one cluster, its cannot-link
+    pairs apart, k clusters); else None."""
+    if labels is None:
+        return None
+    labels = np.asarray(labels)
+    first = np.full(problem.s, problem.n, dtype=np.int64)
+    np.minimum.at(first, problem.point_labels, np.arange(problem.n))
+    sl = labels[first]
+    if not np.array_equal(sl[problem.point_labels], labels) or not problem.satisfies(sl) \
+            or len(np.unique(sl)) != problem.k:
+        return None
+    return sl
+
+
+def _colgen(problem: Problem, upper: float, labels, options: SolverOptions,
+            ctx: Context) -> BoundResult:
+    """The node's bound by the set-partitioning LP (pcsos.bounds.colgen), in the shape of
+    the cutting-plane loop's result: no cuts, its LP solution as the matrix that drives
+    branching, and the incumbent's clusters (where it obeys the node) as first columns."""
+    target = None
+    if math.isfinite(upper):
+        # stop once the bound prunes the node (a hair inside the tree's pruning test)
+        target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
+    res = colgen_bound(problem, labels=_super_labels(problem, labels), upper_bound=upper,
+                       bound_target=target, time_limit=_finite(ctx.remaining()),
+                       should_stop=ctx.cancelled, seed=_seed(options, ctx),
+                       max_iter=options.bound_settings.max_iter,
+                       verbose=options.bound_settings.verbose)
+    flag = {"target": PRUNED, "time_limit": TIME_LIMIT}.get(res.status, NO_CUT)
+    return BoundResult(res.lower_bound, res, CutSet.empty(), [], flag, res.iterations,
+                       res.seconds, {}, f"column generation: {res.message}")
+
+
 def _family_averages(br) -> dict:
     """Average cuts added per round, per family (PAIR / TRIANGLE / CLIQUE columns)."""
     out = {"pair": 0.0, "triangle": 0.0, "clique": 0.0}
@@ -625,7 +677,8 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
     the cuts they inherit and the parent's SDP point mapped onto them."""
     sel = inherited_selection(br, settings)
     parent_cuts = br.cuts.select(sel)
-    point = None if br.sdp is None else WarmStart.for_cuts(br.sdp, sel)
+    # only the SDP's point warm-starts a child's SDP (the LP engine starts afresh)
+    point = WarmStart.for_cuts(br.sdp, sel) if isinstance(br.sdp, SDPResult) else None
 
     a, b = min(int(i), int(j)), max(int(i), int(j))
     pa = pb = None

@@ -25,14 +25,16 @@ __all__ = ["BoundSettings", "BACKENDS", "ENGINES"]
 #: the SDP solvers, chosen by name (pcsos.bounds.solve)
 BACKENDS = ("admm", "mosek", "scs", "clarabel")
 #: the bound engines a node can run
-ENGINES = ("sdp",)
+ENGINES = ("sdp", "colgen")
 
 
 @dataclass(frozen=True)
 class BoundSettings:
     """Settings of the bound layer, with their defaults.
 
-    engine : the bound a node computes: 'sdp' (the Peng-Wei SDP with cuts).
+    engine : the bound a node computes: 'sdp' (the Peng-Wei SDP with cuts) or 'colgen'
+        (the set-partitioning LP by column generation, :mod:`pcsos.bounds.colgen`; for
+        many clusters in few dimensions).
     backend : the SDP solver: 'admm' (built in), 'mosek' (licensed), 'scs' or 'clarabel'
         (via cvxpy, references).
     tol : relative KKT tolerance of a tight solve (the bound is valid at any tolerance).

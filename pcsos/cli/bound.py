@@ -10,10 +10,12 @@ constraints are infeasible.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import replace
 
-from pcsos.bounds import BACKENDS, SDP_TOL, SDPModel, SDPResult, solve_sdp
+from pcsos.bounds import BACKENDS, ENGINES, SDP_TOL, SDPModel, SDPResult, solve_sdp
+from pcsos.bounds.colgen import ColGenResult, colgen_bound
 from pcsos.bounds.eig import eig_methods
 from pcsos.cli.common import (
     add_bound_arguments,
@@ -28,6 +30,7 @@ from pcsos.cli.common import (
 )
 from pcsos.cuts.loop import cutting_plane_loop
 from pcsos.errors import PcsosError
+from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
 from pcsos.problem import Problem
 
@@ -50,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="pruning tolerance for --upper-bound (default 1e-4)")
     cp.add_argument("--seed", type=int, default=0,
                     help="seed of the triangle visiting order (default 0)")
+    parser.add_argument("--method", choices=ENGINES, default="sdp",
+                        help="the bound: sdp (default: the Peng-Wei SDP, with --cuts) or "
+                             "colgen (the set-partitioning LP by column generation, for many "
+                             "clusters in few dimensions; --upper-bound, --time-limit, "
+                             "--max-iter and --seed apply)")
     parser.add_argument("--backend", choices=BACKENDS, default="admm",
                         help="SDP solver: admm (default, built in), mosek (licensed), "
                              "scs or clarabel (via cvxpy, references)")
@@ -99,11 +107,61 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
                  "rounds": summ["rounds"]}
 
 
+def colgen_root(problem: Problem, args: argparse.Namespace) -> ColGenResult:
+    """The set-partitioning LP bound of ``pcsos bound --method colgen``: its first columns
+    come from a k-means run (IPC-k-means, a tenth of the time limit, 10 s at most)."""
+    limit = 10.0 if args.time_limit is None else min(10.0, 0.1 * args.time_limit)
+    t0 = time.perf_counter()
+    h = run_heuristic("ipc-kmeans", problem, seed=args.seed, time_limit=limit)
+    upper = min(args.upper_bound, h.objective)
+    target = (None if not math.isfinite(args.upper_bound)
+              else args.upper_bound * (1 - 0.999 * args.prune_tol))
+    left = (None if args.time_limit is None
+            else max(args.time_limit - (time.perf_counter() - t0), 0.0))
+    return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
+                        time_limit=left, max_iter=args.max_iter, seed=args.seed,
+                        verbose=args.verbose)
+
+
+def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float) -> int:
+    """``pcsos bound --method colgen``: bound, print the summary, write --json."""
+    res = colgen_root(problem, args)
+    total = time.perf_counter() - t0
+    out = report_stream(args.json)
+    print(f"instance:        n = {inst.n}, d = {inst.d}, k = {inst.k}, ml = {len(inst.ml)}, "
+          f"cl = {len(inst.cl)}", file=out)
+    if (extra_line := describe_weights_sizes(inst, info)) is not None:
+        print(f"                 {extra_line}", file=out)
+    print(f"super-points:    s = {problem.s} (cl pairs between them: {len(problem.cl)})",
+          file=out)
+    print(f"method:          colgen, status {res.status} ({res.message})", file=out)
+    print(f"LP value:        {res.lp_value:.10g}  (the restricted master's; not a bound)",
+          file=out)
+    print(f"safe bound:      {res.lower_bound:.10g}  (Lagrangian, from the exact pricing)",
+          file=out)
+    print(f"columns:         {len(res.columns)}, pricing boxes {res.pricing_boxes}",
+          file=out)
+    print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
+          file=out)
+    if args.json:
+        write_json(args.json, {
+            "data": info["data"], "constraints": info["constraints"], "n": inst.n,
+            "d": inst.d, "k": inst.k, "size": problem.s, "cl_super": len(problem.cl),
+            "method": "colgen", "lp_value": res.lp_value, "lower_bound": res.lower_bound,
+            "columns": len(res.columns), "pricing_boxes": res.pricing_boxes,
+            "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
+            "status": res.status, "message": res.message,
+            "history": [list(h) for h in res.history], **weights_sizes(inst, info)})
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Load the instance, bound it, print the summary, write --json; returns 0."""
     t0 = time.perf_counter()
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
+    if args.method == "colgen":
+        return run_colgen(args, problem, inst, info, t0)
     res, extra = compute_bound(problem, args)
     total = time.perf_counter() - t0
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)

@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import math
 
-from pcsos.bounds.settings import BoundSettings
+from pcsos.bounds.settings import ENGINES, BoundSettings
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_bound_arguments,
@@ -90,6 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--root-heuristic", default=_DEFAULTS.root_heuristic, metavar="NAME",
                      help="heuristic run before the root's bound, within a quarter of the "
                           "time left (default: %(default)s; none: skip it)")
+    alg.add_argument("--bound", choices=ENGINES, default=BoundSettings.engine,
+                     help="the bound of every node: sdp (default: the Peng-Wei SDP with cuts) "
+                          "or colgen (the set-partitioning LP by column generation, for "
+                          "many clusters in few dimensions)")
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)
@@ -118,7 +122,8 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
         threads=args.threads,
         root_threads=args.root_threads, heuristic=args.heuristic,
         root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
-        bound_settings=bound_settings(args, backend=args.sdp_backend, tol=args.sdp_tol),
+        bound_settings=bound_settings(args, engine=args.bound, backend=args.sdp_backend,
+                                      tol=args.sdp_tol),
         cp_settings=cut_settings(args, args.cuts, args.tol),
         feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order)
 

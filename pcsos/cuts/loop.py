@@ -261,7 +261,7 @@ def inherit_cuts_map(cuts: CutSet, child: Problem) -> tuple[CutSet, np.ndarray]:
 def inherited_selection(br: BoundResult, settings: CuttingPlaneSettings) -> np.ndarray:
     """The indices of the node's final cuts that its children inherit (``inherit_min_u``)."""
     m = br.cuts.m
-    u = None if br.sdp is None else br.sdp.u
+    u = getattr(br.sdp, "u", None)  # the LP engine's result has no cut multipliers
     if not settings.inherit_min_u or u is None or len(u) != m or not m:
         return np.arange(m)
     top = float(np.max(u))

@@ -1,0 +1,260 @@
+"""The set-partitioning LP bound by column generation, safe at every iteration.
+
+For any duals pi (one per super-point) the Lagrangian bound
+
+    L(pi) = sum_i pi_i + k * min(0, least reduced cost of a cluster against pi)
+
+is at most the LP's value, hence at most the optimal SSE (docs/safe_bound.md, "The
+set-partitioning LP"). The LP's reported value is never used as a bound: only L at duals whose
+least reduced cost was bounded by the exact pricing (:func:`~.pricing.price_exact`), rounded
+outward.
+
+The loop: solve the restricted master (HiGHS); price at duals smoothed towards the best ones
+so far (Wentges: column generation on this LP is highly degenerate, and the LP's duals jump);
+add the clusters of negative reduced cost that the heuristic pricing finds; when it finds none,
+the exact pricing gives L at the smoothed duals and the columns it meets; when those do not
+improve the master either, price at the master's own duals, whose L then matches the LP's
+value within the pricing's tolerance (the LP is solved).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcsos.bounds.colgen.master import Master
+from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heuristic
+from pcsos.problem import Problem
+
+__all__ = ["ColGenResult", "colgen_bound"]
+
+#: smoothing of the pricing duals towards the best ones so far (0: none)
+SMOOTHING = 0.8
+#: the heuristic pricing starts from at most this many centres per iteration beyond the
+#: means of the master's clusters in use
+RANDOM_CENTRES = 30
+#: columns added per iteration at most
+COLUMNS_PER_ITERATION = 60
+#: the exact pricing also runs every this many iterations, so that a bound exists early
+EXACT_EVERY = 5
+#: relative tolerance of the exact pricing: L loses at most this share of the LP's value
+PRICING_TOL = 1e-7
+#: boxes of one exact pricing: at first (far from the LP's optimum the duals are large, the
+#: disks overlap and the search is wide; a pricing cut short is still a valid bound and
+#: still finds columns), and at most, the budget doubling after each one that found nothing
+FIRST_BOXES = 5000
+MAX_BOXES = 100000
+
+
+@dataclass
+class ColGenResult:
+    """Outcome of :func:`colgen_bound`.
+
+    ``lower_bound``: the best safe Lagrangian bound (-inf if none was proven);
+    ``lp_value``: the last master's value (an upper bound on the LP's, not a bound on the
+    SSE); ``status``: 'solved' (no cluster of negative reduced cost is left: without size
+    bounds the bound is then within the pricing tolerance of the LP's value; the exact
+    pricing relaxes sizes, so with them the bound may sit lower), 'target' (the bound
+    reached ``bound_target``), 'time_limit', 'max_iter' or 'stalled' (no cluster found
+    completes the master: with size bounds);
+    ``columns``: every column generated (sorted super-point tuples) and ``lam``: their
+    weights in the last master; ``Z``: the master's solution as a Peng-Wei matrix,
+    sum_c lam_c 1_c 1_c^T / e(c) (s x s; it drives branching); ``labels``:
+    super-point labels when that solution is a clustering, else None; ``pi``: the duals of
+    the bound; ``history``: (iteration, seconds, master value, bound) after each exact
+    pricing.
+    """
+
+    lower_bound: float
+    lp_value: float
+    status: str
+    columns: list
+    lam: np.ndarray
+    Z: np.ndarray
+    labels: np.ndarray | None
+    pi: np.ndarray | None
+    iterations: int
+    seconds: float
+    message: str
+    pricing_boxes: int = 0
+    history: list = field(default_factory=list)
+    backend: str = "colgen"
+
+
+def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list[tuple]:
+    out: list[tuple] = []
+    if labels is not None:
+        lab = np.asarray(labels)
+        out += [tuple(np.flatnonzero(lab == h).tolist()) for h in np.unique(lab)]
+    out += [tuple(c) for c in columns]
+    out += [(i,) for i in range(problem.s)]
+    seen, keep = set(), []
+    for c in out:
+        if c and c not in seen and data.allowed(np.asarray(c, dtype=np.int64)):
+            seen.add(c)
+            keep.append(c)
+    return keep
+
+
+def _bound(pi: np.ndarray, k: int, lower: float) -> float:
+    """sum(pi) + k * lower, rounded down: fsum is correctly rounded, and the product and the
+    sum add two roundings, which 4 ulps of their magnitudes cover."""
+    total = math.fsum(pi)
+    val = total + k * lower
+    return val - 4 * EPS * (abs(total) + abs(k * lower))
+
+
+def _matrix(s: int, columns: list[tuple], lam: np.ndarray, e: np.ndarray) -> np.ndarray:
+    Z = np.zeros((s, s))
+    for c, w in zip(columns, lam):
+        if w > 1e-12:
+            idx = np.asarray(c)
+            Z[np.ix_(idx, idx)] += w / e[idx].sum()
+    return Z
+
+
+def _labels(s: int, columns: list[tuple], lam: np.ndarray) -> np.ndarray | None:
+    lab = np.full(s, -1, dtype=np.int64)
+    used = [c for c, w in zip(columns, lam) if w > 0.5]
+    if not all(abs(w - round(w)) <= 1e-9 for w in lam):
+        return None
+    for h, c in enumerate(used):
+        lab[list(c)] = h
+    return lab if np.all(lab >= 0) else None
+
+
+def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: float,
+               held: dict) -> list[tuple[tuple, float]]:
+    """The clusters of ``found`` ((rc, members) pairs) not ``held`` by the master whose
+    reduced cost against its duals (``pi``, ``sigma``) is below ``-rc_tol``, with their
+    costs. (A held column can price slightly negative within the LP's own tolerances.)"""
+    out = []
+    for _, c in found:
+        if c in held:
+            continue
+        idx = np.asarray(c)
+        cost = data.cost(idx)
+        if cost - math.fsum(pi[idx]) - sigma < -rc_tol:
+            out.append((c, cost))
+    return out
+
+
+def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: float = math.inf,
+                 bound_target: float | None = None, time_limit: float | None = None,
+                 should_stop=None, max_iter: int | None = None, seed=0,
+                 verbose: bool = False) -> ColGenResult:
+    """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
+    generation, with a safe Lagrangian bound (module doc).
+
+    ``columns``: clusters to start from (super-point tuples, e.g. the parent's, restricted to
+    this node); ``labels``: a clustering of the super-points whose clusters start the master
+    too; ``upper_bound``: the incumbent SSE (it scales the tolerances); ``bound_target``:
+    stop with status 'target' once the bound reaches it; ``time_limit`` (seconds) and
+    ``should_stop()`` (polled every iteration) end the run with status 'time_limit', and
+    ``max_iter`` with 'max_iter'; the bound is valid at any stop. ``seed``: the random
+    pricing centres.
+    """
+    t0 = time.perf_counter()
+    deadline = math.inf if time_limit is None else t0 + float(time_limit)
+    rng = np.random.default_rng(seed)
+    data = PricingData.from_problem(problem)
+    s, k = problem.s, problem.k
+    total = float(np.sum(data.q))
+    big = 2.0 * total + 1.0
+    master = Master(s, k, big)
+    start = _start_columns(data, problem, columns, labels)
+    master.add(start, [data.cost(np.asarray(c)) for c in start])
+    best, best_pi, center = -math.inf, None, None
+    alpha, history, boxes = SMOOTHING, [], 0
+    status, message = "max_iter", "iteration limit reached"
+    max_iter = 100000 if max_iter is None else int(max_iter)
+    lam = np.zeros(0)
+    lp_value = math.inf
+    it = 0
+
+    def stopped() -> bool:
+        return time.perf_counter() >= deadline or (should_stop is not None and should_stop())
+
+    budget = FIRST_BOXES
+
+    def prove(pi: np.ndarray, start: float, tol: float):
+        nonlocal best, best_pi, center, boxes, budget
+        pr = price_exact(data, pi, tol=tol, max_boxes=budget, should_stop=stopped,
+                         start=start)
+        boxes += pr.boxes
+        L = _bound(pi, k, pr.lower)
+        if L > best:
+            best, best_pi, center = L, pi.copy(), pi.copy()
+        history.append((it, time.perf_counter() - t0, lp_value, best))
+        return pr
+
+    for it in range(1, max_iter + 1):
+        pi_lp, sigma, lam, lp_value = master.solve()
+        # the tolerances scale with the optimum: the master's value once it holds a
+        # clustering, else the incumbent's, else the total scatter (any SSE is below it)
+        scale = (abs(lp_value) if master.artificial_weight() < 1e-9 else
+                 abs(upper_bound) if math.isfinite(upper_bound) else total)
+        scale = max(scale, 1e-12 * total, 1e-300)
+        rc_tol = 1e-9 * scale / k
+        p_tol = PRICING_TOL * scale / k
+        if bound_target is not None and best >= bound_target:
+            status, message = "target", "the bound reached the target"
+            break
+        if stopped():
+            status, message = "time_limit", "time limit reached"
+            break
+        smooth = center is not None and alpha > 0
+        pi = alpha * center + (1 - alpha) * pi_lp if smooth else pi_lp
+        used = [np.asarray(c) for c, w in zip(master.columns, lam) if w > 1e-9]
+        centres = [(data.e[c, None] * data.m[c]).sum(axis=0) / data.e[c].sum() for c in used]
+        pick = rng.choice(s, size=min(s, RANDOM_CENTRES), replace=False)
+        centres = np.vstack(centres + [data.m[pick]]) if centres else data.m[pick]
+        found = price_heuristic(data, pi, centres, max_columns=COLUMNS_PER_ITERATION)
+
+        add = _improving(data, found, pi_lp, sigma, rc_tol, master.index)
+        # while artificial columns hold the master, its duals are of their cost's size and
+        # the exact pricing would meet every disk everywhere: the heuristic goes first
+        artificial = master.artificial_weight() > 1e-9
+        if (it % EXACT_EVERY == 0 and not artificial) or not add:
+            pr = prove(pi, min((rc for rc, _ in found), default=0.0), p_tol)
+            have = {c for c, _ in add}
+            add += [c for c in _improving(data, pr.columns, pi_lp, sigma, rc_tol,
+                                          master.index) if c[0] not in have]
+            if verbose:
+                print(f"colgen it {it:5d} cols {len(master.columns):6d} lp {lp_value:.10g} "
+                      f"bound {best:.10g} ({time.perf_counter() - t0:.1f} s)", flush=True)
+            if not add:
+                if artificial:
+                    # the clusters the exact pricing meets break the sizes (it relaxes them)
+                    # and the heuristic finds none that completes the master: a wider search
+                    # would not help it
+                    status, message = "stalled", ("the pricing finds no cluster that the "
+                                                  "sizes allow to complete the master")
+                    break
+                if not pr.complete and budget < MAX_BOXES and not stopped():
+                    budget = min(2 * budget, MAX_BOXES)
+                    continue  # cut short with nothing to add: price again, wider
+                if smooth:
+                    alpha = 0.0  # mispricing: the next round prices at the master's duals
+                    continue
+                if pr.complete:
+                    status, message = "solved", "no column of negative reduced cost: LP solved"
+                    break
+                status, message = "time_limit", "the exact pricing was stopped"
+                break
+        if add:
+            master.add([c for c, _ in add], [v for _, v in add])
+            alpha = SMOOTHING
+    if best_pi is None:
+        # stopped before any exact pricing: bound the master's duals now (a stop request
+        # cuts this pricing short too; its bound is valid, if weak)
+        pi_lp = master.solve()[0] if it == 0 else pi_lp
+        prove(pi_lp, 0.0, PRICING_TOL * max(abs(lp_value) if math.isfinite(lp_value) else total,
+                                             1e-300) / k)
+    Z = _matrix(s, master.columns, lam, data.e)
+    lab = _labels(s, master.columns, lam) if master.artificial_weight() < 1e-9 else None
+    return ColGenResult(best, lp_value, status, list(master.columns), lam, Z, lab, best_pi,
+                        it, time.perf_counter() - t0, message, boxes, history)

@@ -1,0 +1,86 @@
+"""The restricted master: the set-partitioning LP over the columns generated so far, kept in
+one HiGHS model that is warm-started as columns come and go.
+
+    min  sum_c cost_c lambda_c
+    s.t. sum_{c contains i} lambda_c = 1   for every super-point i     (duals pi_i)
+         sum_c lambda_c = k                                           (dual sigma)
+         lambda >= 0
+
+Artificial columns (one per row, at a cost above any clustering's) keep it feasible from the
+first solve on, whatever columns it holds; their duals are then bounded by that cost. The
+master's value is never used as a bound: the bound comes from its duals (pcsos.bounds.colgen
+.engine).
+"""
+
+from __future__ import annotations
+
+import highspy
+import numpy as np
+
+from pcsos.milp import _quiet_highs
+
+__all__ = ["Master"]
+
+
+class Master:
+    """The restricted master LP of ``s`` super-points and ``k`` clusters; ``big`` is the cost
+    of an artificial column (above the SSE of any clustering)."""
+
+    def __init__(self, s: int, k: int, big: float):
+        self.s, self.k = s, k
+        self.h = _quiet_highs(highspy)
+        h = self.h
+        h.setOptionValue("solver", "simplex")
+        ones = np.ones(s + 1)
+        target = np.concatenate([np.ones(s), [float(k)]])
+        h.addRows(s + 1, target, target, 0, np.zeros(0, dtype=np.int32),
+                  np.zeros(0, dtype=np.int32), np.zeros(0))
+        # artificials: +1 in each row, and -1 in the cardinality row (so that sum lambda = k
+        # is reachable from above and below)
+        idx = np.concatenate([np.arange(s + 1), [s]]).astype(np.int32)
+        vals = np.concatenate([ones, [-1.0]])
+        n_art = s + 2
+        h.addCols(n_art, np.full(n_art, float(big)), np.zeros(n_art),
+                  np.full(n_art, highspy.kHighsInf), n_art, np.arange(n_art, dtype=np.int32),
+                  idx, vals)
+        self.n_art = n_art
+        self.columns: list[tuple] = []   # members of the column j + n_art
+        self.index: dict[tuple, int] = {}
+        self.costs: list[float] = []
+
+    def add(self, columns: list[tuple], costs: list[float]) -> int:
+        """Add the columns (sorted member tuples) not already held; returns how many."""
+        new = [(c, v) for c, v in zip(columns, costs) if c not in self.index]
+        if not new:
+            return 0
+        starts, idx, vals = [], [], []
+        for c, _ in new:
+            starts.append(len(idx))
+            idx.extend(c)
+            idx.append(self.s)
+        vals = np.ones(len(idx))
+        self.h.addCols(len(new), np.array([v for _, v in new]), np.zeros(len(new)),
+                       np.full(len(new), highspy.kHighsInf), len(idx),
+                       np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), vals)
+        for c, v in new:
+            self.index[c] = len(self.columns)
+            self.columns.append(c)
+            self.costs.append(float(v))
+        return len(new)
+
+    def solve(self) -> tuple[np.ndarray, float, np.ndarray, float]:
+        """Solve; returns (pi, sigma, lambda of the generated columns, the LP's value)."""
+        h = self.h
+        h.run()
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise RuntimeError(f"the master LP ended with status {h.modelStatusToString(status)}")
+        sol = h.getSolution()
+        y = np.asarray(sol.row_dual, dtype=np.float64)
+        lam = np.asarray(sol.col_value, dtype=np.float64)[self.n_art:]
+        return y[:self.s].copy(), float(y[self.s]), lam, float(h.getInfo().objective_function_value)
+
+    def artificial_weight(self) -> float:
+        """The total weight on the artificial columns in the last solution (0: the master's
+        solution is a fractional clustering)."""
+        return float(np.sum(np.asarray(self.h.getSolution().col_value)[:self.n_art]))

@@ -1,0 +1,211 @@
+"""The set-partitioning LP bound by column generation (pcsos.bounds.colgen): its pricing and
+its bound against enumeration on tiny instances, and against the Peng-Wei SDP."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from bruteforce import brute_force
+
+from pcsos.bounds import SDPModel, solve_sdp
+from pcsos.bounds.colgen import colgen_bound
+from pcsos.bounds.colgen.pricing import PricingData, price_exact, price_heuristic
+from pcsos.errors import InfeasibleError
+from pcsos.problem import Problem, make_instance
+
+
+def _draw(rng, *, pairs=True, weights=False, sizes=False):
+    """A random tiny instance: (X, k, ml, cl, kw) with kw for make_instance."""
+    n = int(rng.integers(4, 10))
+    k = int(rng.integers(2, n))
+    d = int(rng.integers(1, 4))
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10) + rng.uniform(-50, 50)
+    ml, cl = [], []
+    if pairs:
+        for _ in range(int(rng.integers(0, 3))):
+            i, j = rng.choice(n, 2, replace=False)
+            (ml if rng.random() < 0.4 else cl).append((int(i), int(j)))
+    kw = {}
+    if weights:
+        kw["weights"] = rng.uniform(0.2, 3.0, size=n)
+    if sizes:
+        kw["size_min"] = 1
+        kw["size_max"] = int(math.ceil(n / k)) + int(rng.integers(0, 2))
+    return X, k, ml, cl, kw
+
+
+def _problem(X, k, ml, cl, kw):
+    try:
+        return Problem.from_instance(make_instance(X, k, ml, cl, **kw))
+    except InfeasibleError:
+        return None
+
+
+@pytest.mark.parametrize("case", ["plain", "pairs", "weights", "sizes"])
+def test_the_colgen_bound_never_exceeds_the_optimum(case):
+    rng = np.random.default_rng({"plain": 1, "pairs": 2, "weights": 3, "sizes": 4}[case])
+    checked = 0
+    for trial in range(12):
+        X, k, ml, cl, kw = _draw(rng, pairs=case != "plain", weights=case == "weights",
+                                 sizes=case == "sizes")
+        opt, _ = brute_force(X, k, ml, cl, weights=kw.get("weights"),
+                             size_min=kw.get("size_min"), size_max=kw.get("size_max"))
+        prob = _problem(X, k, ml, cl, kw)
+        if prob is None or not math.isfinite(opt) or prob.s < k:
+            continue
+        res = colgen_bound(prob, seed=trial)
+        assert math.isfinite(res.lower_bound)
+        assert res.lower_bound <= opt + 1e-12 * abs(opt), (trial, res.lower_bound, opt)
+        if res.status == "solved" and case != "sizes":
+            # the Lagrangian bound is the LP's value within the pricing tolerance (the exact
+            # pricing relaxes sizes, so with them it may sit lower)
+            assert res.lower_bound >= res.lp_value - 1e-6 * abs(res.lp_value)
+        checked += 1
+    assert checked >= 6
+
+
+def test_the_lp_bound_is_at_least_the_peng_wei_sdp_bound():
+    """Any LP solution is a feasible Peng-Wei matrix of the same value, so the LP's value is
+    at least the SDP's; the safe bounds keep that within their tolerances."""
+    rng = np.random.default_rng(7)
+    stronger = 0
+    for trial in range(10):
+        X, k, ml, cl, kw = _draw(rng)
+        prob = _problem(X, k, ml, cl, kw)
+        if prob is None or prob.s <= k:
+            continue
+        res = colgen_bound(prob, seed=trial)
+        sdp = solve_sdp(SDPModel.from_problem(prob), tol=1e-8)
+        if res.status == "solved":
+            assert res.lower_bound >= sdp.sdp_value - 1e-5 * abs(sdp.sdp_value), trial
+            stronger += res.lower_bound > sdp.lower_bound + 1e-6 * abs(sdp.lower_bound)
+    assert stronger >= 1  # on some draws the LP is strictly stronger
+
+
+def _least_reduced_cost(X, w, groups, cl, pi):
+    """min over every non-empty set of super-points obeying the cannot-link pairs of
+    cost - pi(set), by enumeration from the original points (independent of the pricing)."""
+    s = len(groups)
+    best = math.inf
+    for r in range(1, s + 1):
+        for c in itertools.combinations(range(s), r):
+            cs = set(c)
+            if any(a in cs and b in cs for a, b in cl):
+                continue
+            pts = np.concatenate([groups[i] for i in c])
+            mu = np.average(X[pts], axis=0, weights=w[pts])
+            cost = float(np.sum(w[pts] * np.sum((X[pts] - mu) ** 2, axis=1)))
+            best = min(best, cost - float(np.sum(pi[list(c)])))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed):
+    """The exact pricing's lower bound at random duals (the bound must hold at any pi, not
+    only the master's) is at most the enumerated minimum, and close to it when complete;
+    every column it returns has the reduced cost it claims and obeys the pairs."""
+    rng = np.random.default_rng(100 + seed)
+    X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1)
+    prob = _problem(X, k, ml, cl, kw)
+    if prob is None:
+        pytest.skip("an infeasible draw")
+    data = PricingData.from_problem(prob)
+    w = prob.point_weights
+    groups = [np.flatnonzero(prob.point_labels == i) for i in range(prob.s)]
+    scale = float(np.sum(data.q)) / prob.s
+    for _ in range(4):
+        pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
+        exact = _least_reduced_cost(X, w, groups, prob.cl.tolist(), pi)
+        res = price_exact(data, pi, tol=1e-9 * scale)
+        assert res.lower <= min(0.0, exact) + 1e-9 * scale
+        if res.complete:
+            assert res.lower >= min(0.0, exact) - 1e-6 * scale
+        for rc, col in res.columns + price_heuristic(data, pi, data.m):
+            idx = np.asarray(col)
+            assert data.allowed(idx)
+            assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
+            assert rc >= exact - 1e-9 * scale
+
+
+def test_k_from_two_to_n_minus_one():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(7, 2))
+    for k in range(2, 7):
+        opt, _ = brute_force(X, k)
+        res = colgen_bound(Problem.from_instance(make_instance(X, k)))
+        assert res.status == "solved"
+        assert opt * (1 - 1e-6) - 1e-9 <= res.lower_bound <= opt + 1e-12
+
+
+def test_a_time_limit_still_gives_a_valid_bound():
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(c, 0.3, size=(15, 2)) for c in ((0, 0), (3, 0), (0, 3))])
+    prob = Problem.from_instance(make_instance(X, 3))
+    calls = []
+
+    def stop():  # stops after a few polls: the run ends early, its bound stays valid
+        calls.append(1)
+        return len(calls) > 3
+
+    res = colgen_bound(prob, should_stop=stop)
+    full = colgen_bound(prob)
+    assert res.status == "time_limit"
+    assert res.lower_bound <= full.lp_value * (1 + 1e-12)
+    assert math.isfinite(res.lower_bound)
+
+
+def test_the_tree_with_the_colgen_engine_finds_the_optimum():
+    """The whole search with every node bounded by the LP (branching on the pairs its
+    solution splits) agrees with enumeration, and its certificate holds. With size bounds
+    (which the exact pricing relaxes) the root does not always close, so the search
+    branches."""
+    import pcsos
+
+    rng = np.random.default_rng(21)
+    branched = solved = 0
+    for trial in range(30):
+        X, k, ml, cl, kw = _draw(rng, weights=trial % 3 == 0, sizes=trial % 3 == 1)
+        opt, _ = brute_force(X, k, ml, cl, weights=kw.get("weights"),
+                             size_max=kw.get("size_max"))
+        if not math.isfinite(opt):
+            continue
+        res = pcsos.solve(X, k, ml, cl, sample_weight=kw.get("weights"), workers=1, seed=0,
+                          size_max=kw.get("size_max"), bound_settings={"engine": "colgen"},
+                          root_heuristic=None)
+        assert res.status == "optimal", trial
+        assert res.objective == pytest.approx(opt, rel=1e-9, abs=1e-12), trial
+        assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
+        assert all(row.get("engine") == "colgen" for row in res.log if "sdp_bound" in row)
+        branched += res.nodes > 1
+        solved += 1
+    assert solved >= 15 and branched >= 1
+
+
+def test_the_cli_bounds_and_solves_with_the_lp(tmp_path, capsys):
+    """``pcsos bound --method colgen`` prints a safe bound at most the optimum, and
+    ``pcsos solve --bound colgen`` certifies the optimum and says which engine bounded."""
+    import json
+
+    from pcsos.cli import main
+
+    rng = np.random.default_rng(9)
+    X = np.vstack([rng.normal(c, 0.4, size=(4, 2)) for c in ((0, 0), (4, 0), (0, 4))])
+    opt, _ = brute_force(X, 3, cl=[(0, 1)])
+    data, cons = tmp_path / "d.txt", tmp_path / "c.txt"
+    data.write_text("12 2\n" + "\n".join(f"{float(a)!r} {float(b)!r}" for a, b in X) + "\n")
+    cons.write_text("CL 0 1\n")
+    out = tmp_path / "b.json"
+    assert main(["bound", str(data), "-k", "3", "-c", str(cons), "--method", "colgen",
+                 "--json", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["method"] == "colgen" and rep["lower_bound"] <= opt + 1e-12 * opt
+    log = tmp_path / "gap.log"
+    assert main(["solve", str(data), "-k", "3", "-c", str(cons), "--bound", "colgen",
+                 "--workers", "1", "--log", str(log)]) == 0
+    assert "BOUND_ENGINE: colgen" in log.read_text()
+    with pytest.raises(SystemExit) as exc:  # argparse names the choices
+        main(["solve", str(data), "-k", "3", "--bound", "lp"])
+    assert exc.value.code == 2 and "choose from 'sdp', 'colgen'" in capsys.readouterr().err
