@@ -123,17 +123,22 @@ def colgen_root(problem: Problem, args: argparse.Namespace) -> ColGenResult:
                         verbose=args.verbose)
 
 
-def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float) -> int:
-    """``pcsos bound --method colgen``: bound, print the summary, write --json."""
-    res = colgen_root(problem, args)
-    total = time.perf_counter() - t0
-    out = report_stream(args.json)
+def _print_instance(out, inst, info, problem: Problem) -> None:
+    """The summary's first lines: the instance and its super-points."""
     print(f"instance:        n = {inst.n}, d = {inst.d}, k = {inst.k}, ml = {len(inst.ml)}, "
           f"cl = {len(inst.cl)}", file=out)
     if (extra_line := describe_weights_sizes(inst, info)) is not None:
         print(f"                 {extra_line}", file=out)
     print(f"super-points:    s = {problem.s} (cl pairs between them: {len(problem.cl)})",
           file=out)
+
+
+def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float) -> int:
+    """``pcsos bound --method colgen``: bound, print the summary, write --json."""
+    res = colgen_root(problem, args)
+    total = time.perf_counter() - t0
+    out = report_stream(args.json)
+    _print_instance(out, inst, info, problem)
     print(f"method:          colgen, status {res.status} ({res.message})", file=out)
     print(f"LP value:        {res.lp_value:.10g}  (the restricted master's; not a bound)",
           file=out)
@@ -167,12 +172,7 @@ def run(args: argparse.Namespace) -> int:
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)
                if res.sdp_value else float("nan"))
     out = report_stream(args.json)
-    print(f"instance:        n = {inst.n}, d = {inst.d}, k = {inst.k}, ml = {len(inst.ml)}, "
-          f"cl = {len(inst.cl)}", file=out)
-    if (extra_line := describe_weights_sizes(inst, info)) is not None:
-        print(f"                 {extra_line}", file=out)
-    print(f"super-points:    s = {problem.s} (cl pairs between them: {len(problem.cl)})",
-          file=out)
+    _print_instance(out, inst, info, problem)
     print(f"backend:         {res.backend}, status {res.status} ({res.message})", file=out)
     print(f"SDP objective:   {res.sdp_value:.10g}", file=out)
     print(f"safe bound:      {res.lower_bound:.10g}  (relative gap to the objective "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcsos.bounds.colgen.master import Master
+from pcsos.bounds.colgen.master import Master, MasterError
 from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heuristic
 from pcsos.problem import Problem
 
@@ -58,8 +58,9 @@ class ColGenResult:
     SSE); ``status``: 'solved' (no cluster of negative reduced cost is left: without size
     bounds the bound is then within the pricing tolerance of the LP's value; the exact
     pricing relaxes sizes, so with them the bound may sit lower), 'target' (the bound
-    reached ``bound_target``), 'time_limit', 'max_iter' or 'stalled' (no cluster found
-    completes the master: with size bounds);
+    reached ``bound_target``), 'time_limit', 'max_iter', 'stalled' (no cluster found
+    completes the master: with size bounds) or 'failed' (HiGHS could not solve the
+    master; the bound so far stands);
     ``columns``: every column generated (sorted super-point tuples) and ``lam``: their
     weights in the last master; ``Z``: the master's solution as a Peng-Wei matrix,
     sum_c lam_c 1_c 1_c^T / e(c) (s x s; it drives branching); ``labels``:
@@ -192,7 +193,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         return pr
 
     for it in range(1, max_iter + 1):
-        pi_lp, sigma, lam, lp_value = master.solve()
+        try:
+            pi_lp, sigma, lam, lp_value = master.solve()
+        except MasterError as exc:
+            status, message = "failed", str(exc)
+            break
         # the tolerances scale with the optimum: the master's value once it holds a
         # clustering, else the incumbent's, else the total scatter (any SSE is below it)
         scale = (abs(lp_value) if master.artificial_weight() < 1e-9 else
@@ -248,7 +253,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         if add:
             master.add([c for c, _ in add], [v for _, v in add])
             alpha = SMOOTHING
-    if best_pi is None:
+    if best_pi is None and status != "failed":
         # stopped before any exact pricing: bound the master's duals now (a stop request
         # cuts this pricing short too; its bound is valid, if weak)
         pi_lp = master.solve()[0] if it == 0 else pi_lp

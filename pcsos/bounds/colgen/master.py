@@ -19,7 +19,11 @@ import numpy as np
 
 from pcsos.milp import _quiet_highs
 
-__all__ = ["Master"]
+__all__ = ["Master", "MasterError"]
+
+
+class MasterError(RuntimeError):
+    """HiGHS could not solve the master LP (the engine stops; its bound so far stands)."""
 
 
 class Master:
@@ -74,7 +78,20 @@ class Master:
         h.run()
         status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"the master LP ended with status {h.modelStatusToString(status)}")
+            # a warm-started simplex can end 'unknown' on this degenerate LP: solve it again
+            # from scratch, then by the interior-point method
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            h.clearSolver()
+            h.setOptionValue("solver", "ipm")
+            h.run()
+            h.setOptionValue("solver", "simplex")
+            status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise MasterError(f"the master LP ended with status "
+                              f"{h.modelStatusToString(status)}")
         sol = h.getSolution()
         y = np.asarray(sol.row_dual, dtype=np.float64)
         lam = np.asarray(sol.col_value, dtype=np.float64)[self.n_art:]
