@@ -165,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
-    if args.method == "colgen":
+    # --bound-option engine=... may name the method too (it wins, as every --bound-option)
+    if bound_settings(args, engine=args.method).engine == "colgen":
         return run_colgen(args, problem, inst, info, t0)
     res, extra = compute_bound(problem, args)
     total = time.perf_counter() - t0
