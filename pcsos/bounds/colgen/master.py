@@ -35,6 +35,9 @@ class Master:
         self.h = _quiet_highs(highspy)
         h = self.h
         h.setOptionValue("solver", "simplex")
+        # one thread, as every HiGHS model of pcsos (pcsos.milp): the tree runs nodes side
+        # by side, and HiGHS's scheduler is process-wide, sized by the first model that runs
+        h.setOptionValue("threads", 1)
         ones = np.ones(s + 1)
         target = np.concatenate([np.ones(s), [float(k)]])
         h.addRows(s + 1, target, target, 0, np.zeros(0, dtype=np.int32),
