@@ -555,6 +555,13 @@ def _round_callback(ctx: Context):
     return cb
 
 
+def _first_points(problem: Problem) -> np.ndarray:
+    """Each super-point's first original point."""
+    first = np.full(problem.s, problem.n, dtype=np.int64)
+    np.minimum.at(first, problem.point_labels, np.arange(problem.n))
+    return first
+
+
 def _super_labels(problem: Problem, labels) -> np.ndarray | None:
     """The clustering ``labels`` of the original points as labels of the node's
     super-points, when it obeys the node (each super-point in one cluster, its cannot-link
@@ -562,9 +569,7 @@ def _super_labels(problem: Problem, labels) -> np.ndarray | None:
     if labels is None:
         return None
     labels = np.asarray(labels)
-    first = np.full(problem.s, problem.n, dtype=np.int64)
-    np.minimum.at(first, problem.point_labels, np.arange(problem.n))
-    sl = labels[first]
+    sl = labels[_first_points(problem)]
     if not np.array_equal(sl[problem.point_labels], labels) or not problem.satisfies(sl) \
             or len(np.unique(sl)) != problem.k:
         return None
@@ -684,8 +689,7 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
     pa = pb = None
     if labels is not None:
         # the clustering's label of each super-point (all its points share one label)
-        first = np.full(problem.s, problem.n, dtype=np.int64)
-        np.minimum.at(first, problem.point_labels, np.arange(problem.n))
+        first = _first_points(problem)
         pa, pb = labels[first[a]], labels[first[b]]
     out = []
     for kind in ("ml", "cl"):

@@ -133,6 +133,13 @@ def _print_instance(out, inst, info, problem: Problem) -> None:
           file=out)
 
 
+def _instance_fields(inst, info, problem: Problem) -> dict:
+    """The --json fields that describe the instance, for both methods."""
+    return {"data": info["data"], "constraints": info["constraints"], "n": inst.n,
+            "d": inst.d, "k": inst.k, "size": problem.s, "cl_super": len(problem.cl),
+            **weights_sizes(inst, info)}
+
+
 def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float) -> int:
     """``pcsos bound --method colgen``: bound, print the summary, write --json."""
     res = colgen_root(problem, args)
@@ -150,13 +157,12 @@ def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float
           file=out)
     if args.json:
         write_json(args.json, {
-            "data": info["data"], "constraints": info["constraints"], "n": inst.n,
-            "d": inst.d, "k": inst.k, "size": problem.s, "cl_super": len(problem.cl),
-            "method": "colgen", "lp_value": res.lp_value, "lower_bound": res.lower_bound,
+            **_instance_fields(inst, info, problem), "method": "colgen",
+            "lp_value": res.lp_value, "lower_bound": res.lower_bound,
             "columns": len(res.columns), "pricing_boxes": res.pricing_boxes,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
             "status": res.status, "message": res.message,
-            "history": [list(h) for h in res.history], **weights_sizes(inst, info)})
+            "history": [list(h) for h in res.history]})
     return 0
 
 
@@ -185,12 +191,11 @@ def run(args: argparse.Namespace) -> int:
           file=out)
     if args.json:
         write_json(args.json, {
-            "data": info["data"], "constraints": info["constraints"], "n": inst.n,
-            "d": inst.d, "k": inst.k, "size": problem.s, "cl_super": len(problem.cl),
-            "sdp_value": res.sdp_value, "dual_value": res.dual_value,
+            **_instance_fields(inst, info, problem), "sdp_value": res.sdp_value,
+            "dual_value": res.dual_value,
             "lower_bound": res.lower_bound, "relative_gap": rel_gap,
             "primal_residual": res.primal_residual, "dual_residual": res.dual_residual,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
             "status": res.status, "backend": res.backend, "message": res.message,
-            "tol": args.tol, **weights_sizes(inst, info), **extra})
+            "tol": args.tol, **extra})
     return 0
