@@ -12,6 +12,13 @@ extensions = [
         extra_compile_args=["-O3"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     ),
+    Extension(
+        "pcsos._kernels._pricing",
+        ["pcsos/_kernels/_pricing.pyx"],
+        include_dirs=[np.get_include()],
+        extra_compile_args=["-O3"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    ),
 ]
 
 setup(

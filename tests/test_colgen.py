@@ -11,7 +11,7 @@ import pytest
 from bruteforce import brute_force
 
 from pcsos.bounds import SDPModel, solve_sdp
-from pcsos.bounds.colgen import colgen_bound
+from pcsos.bounds.colgen import colgen_bound, pricing
 from pcsos.bounds.colgen.pricing import PricingData, price_exact, price_heuristic
 from pcsos.errors import InfeasibleError
 from pcsos.problem import Problem, make_instance
@@ -102,13 +102,21 @@ def _least_reduced_cost(X, w, groups, cl, pi):
     return best
 
 
+@pytest.mark.parametrize("crossing", [10, 1])
 @pytest.mark.parametrize("seed", range(6))
-def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed):
+def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed, crossing,
+                                                                   monkeypatch):
     """The exact pricing's lower bound at random duals (the bound must hold at any pi, not
     only the master's) is at most the enumerated minimum, and close to it when complete;
-    every column it returns has the reduced cost it claims and obeys the pairs."""
+    every column it returns has the reduced cost it claims and obeys the pairs. Both box
+    bounds are checked: the exact one over subsets of the crossing circles, and (crossing
+    1) the one by a matching of the cannot-link pairs."""
+    monkeypatch.setattr(pricing, "EXACT_CROSSING", crossing)
     rng = np.random.default_rng(100 + seed)
     X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1)
+    if seed >= 3:  # more cannot-link pairs, so that the matching has several to choose
+        n = len(X)
+        cl = cl + [tuple(int(v) for v in rng.choice(n, 2, replace=False)) for _ in range(4)]
     prob = _problem(X, k, ml, cl, kw)
     if prob is None:
         pytest.skip("an infeasible draw")

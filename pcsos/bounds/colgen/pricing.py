@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc
 from pcsos.problem import Problem
 
 __all__ = ["PricingData", "PricingResult", "price_heuristic", "price_exact"]
@@ -57,6 +58,8 @@ class PricingData:
     size_min: int = 1
     size_max: int | None = None
     cl_adj: list = field(default_factory=list)
+    cl_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    cl_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @classmethod
     def from_problem(cls, problem: Problem) -> PricingData:
@@ -74,8 +77,12 @@ class PricingData:
             adj[a].append(int(b))
             adj[b].append(int(a))
         counts = np.asarray(problem.counts, dtype=np.int64)
-        return cls(e, counts, m, q, within, mag, np.asarray(problem.cl, dtype=np.int64),
-                   int(lo), None if hi >= int(counts.sum()) else int(hi), adj)
+        ptr = np.zeros(problem.s + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([len(a) for a in adj])
+        idx = np.asarray([j for a in adj for j in a], dtype=np.int64)
+        return cls(e, counts, np.ascontiguousarray(m), q, within, mag,
+                   np.asarray(problem.cl, dtype=np.int64), int(lo),
+                   None if hi >= int(counts.sum()) else int(hi), adj, ptr, idx)
 
     @property
     def s(self) -> int:
@@ -180,7 +187,8 @@ class PricingResult:
 EXACT_CROSSING = 10
 
 
-def _box_lower(data, pi, cand, lo, hi):
+def _box_lower(data: PricingData, pi: np.ndarray, base: np.ndarray, cand: np.ndarray,
+               lo: np.ndarray, hi: np.ndarray, work: np.ndarray):
     """A lower bound of sum_i min(0, g_i(y)) over the box [lo, hi] among clusters obeying
     the cannot-link pairs, the candidates (of ``cand``) whose disk g_i < 0 meets it, and
     the set that attains the bound where it is exact (else None).
@@ -197,82 +205,12 @@ def _box_lower(data, pi, cand, lo, hi):
     cannot-link pairs among them only the more negative end counts (any matching bounds the
     best set obeying all of them).
     """
-    m = data.m[cand]
-    near = np.maximum(lo - m, 0.0) + np.maximum(m - hi, 0.0)
-    dist2 = np.einsum("ij,ij->i", near, near)
-    base = data.within[cand] - pi[cand]
-    t = data.e[cand] * dist2 + base
-    neg = t < 0
-    keep = cand[neg]
-    far = np.maximum(np.abs(m - lo), np.abs(m - hi))
-    far2 = np.einsum("ij,ij->i", far, far)
-    sure = neg & (data.e[cand] * far2 + base < 0)
-    pairs = _pairs_within(data, keep)
-    pos = np.full(data.s, -1, dtype=np.int64)
-    pos[cand] = np.arange(len(cand))
-    if len(pairs):
-        sure[pos[pairs.ravel()]] = False
-    e, mm = data.e[cand], np.einsum("ij,ij->i", m, m)
-    A = float(np.sum(e[sure]))
-    b = (e[sure, None] * m[sure]).sum(axis=0)
-    c = float(np.sum(e[sure] * mm[sure] + base[sure]))
-    other = np.flatnonzero(neg & ~sure)
-    if len(other) <= EXACT_CROSSING:
-        # every subset of the other points at once: one row of B per subset
-        u = len(other)
-        B = (np.arange(1 << u)[:, None] >> np.arange(u)[None, :]) & 1
-        if len(pairs):
-            col = np.full(len(cand), -1, dtype=np.int64)
-            col[other] = np.arange(u)
-            ends = col[pos[pairs]]
-            ends = ends[(ends >= 0).all(axis=1)]
-            if len(ends):
-                B = B[~(B[:, ends[:, 0]] & B[:, ends[:, 1]]).any(axis=1)]
-        B = B.astype(np.float64)
-        eo, mo = e[other], m[other]
-        At = A + B @ eo
-        bt = b[None, :] + B @ (eo[:, None] * mo)
-        ct = c + B @ (eo * mm[other] + base[other])
-        safe = np.where(At > 0, At, 1.0)
-        y = np.clip(bt / safe[:, None], lo, hi)
-        vals = At * np.einsum("ij,ij->i", y, y) - 2.0 * np.einsum("ij,ij->i", bt, y) + ct
-        best = int(np.argmin(vals))
-        value = float(vals[best])
-        # the minimising set: a cluster that obeys the pairs, worth at most value (at its
-        # own mean) up to rounding
-        members = np.sort(cand[np.concatenate([np.flatnonzero(sure), other[B[best] > 0]])])
-    else:
-        members = None
-        value = c
-        if A > 0:
-            y = np.clip(b / A, lo, hi)
-            value = A * float(y @ y) - 2.0 * float(b @ y) + c
-        tt = t.copy()
-        if len(pairs):
-            tv = tt[pos[pairs]]
-            order = np.argsort(-np.max(tv, axis=1), kind="stable")  # largest saving first
-            matched: set = set()
-            for a, b_ in pairs[order]:
-                if a not in matched and b_ not in matched:
-                    matched.update((int(a), int(b_)))
-                    ta, tb = tt[pos[a]], tt[pos[b_]]
-                    tt[pos[a]], tt[pos[b_]] = min(ta, tb), 0.0
-        value += float(np.sum(tt[other]))
     # every term is computed with a relative error of a few (d + 4) ulps of its magnitude
     # (e_i (||m_i||^2 + ||y||^2) <= 3 e_i ||m_i||^2 + 2 e_i far_i^2 for y in the box), and
-    # the sums add at most len ulps of the total (docs/safe_bound.md)
-    scale = float(np.sum(3.0 * data.mag[keep] + 2.0 * e[neg] * far2[neg] + np.abs(pi[keep])))
-    margin = 4.0 * (m.shape[1] + 4 + len(keep)) * EPS * scale
-    return value - margin, keep, members
-
-
-def _pairs_within(data: PricingData, members: np.ndarray) -> np.ndarray:
-    """The cannot-link pairs with both ends in ``members``."""
-    if not len(data.cl):
-        return data.cl
-    inside = np.zeros(data.s, dtype=bool)
-    inside[members] = True
-    return data.cl[inside[data.cl[:, 0]] & inside[data.cl[:, 1]]]
+    # the sums add at most len ulps of the total (docs/safe_bound.md): the kernel takes
+    # that margin off its value
+    return box_lower(data.m, data.e, base, data.mag, pi, cand, lo, hi, data.cl_ptr,
+                     data.cl_idx, EXACT_CROSSING, work)
 
 
 def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int = 200000,
@@ -295,7 +233,9 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     pad = r[:, None] + 1e-9 * (1.0 + np.abs(data.m[cand]))
     lo = (data.m[cand] - pad).min(axis=0)
     hi = (data.m[cand] + pad).max(axis=0)
-    lb0, cand0, _ = _box_lower(data, pi, cand, lo, hi)
+    base = data.within - pi
+    work = np.full(data.s, -1, dtype=np.int64)
+    lb0, cand0, _ = _box_lower(data, pi, base, cand, lo, hi, work)
     heap = [(lb0, 0, lo, hi, cand0)]
     counter, boxes, polls = 1, 1, 1
     # best is the value of a real (relaxed) cluster computed in floating point: the true one
@@ -313,12 +253,9 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
         # the cluster at the box's centre (cannot-link pairs repaired) bounds the minimum
         # from above; where it improves, Lloyd steps from there give more clusters
         y = 0.5 * (lo + hi)
-        diff = data.m[cand] - y
-        mem = cand[(data.e[cand] * np.einsum("ij,ij->i", diff, diff)
-                    + data.within[cand] - pi[cand]) < 0]
-        mem = _repair(data, pi, mem, y) if len(mem) else mem
+        relaxed, mem = centre_cluster(data.m, data.e, base, data.q, pi, cand, y,
+                                      data.cl_ptr, data.cl_idx, work)
         if len(mem):
-            relaxed = data.cost(mem) - math.fsum(pi[mem])
             if relaxed < best:
                 best = relaxed
                 found = price_heuristic(data, pi, y[None, :], max_columns=1)
@@ -337,12 +274,12 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
         for a, b in ((lo[axis], mid), (mid, hi[axis])):
             clo, chi = lo.copy(), hi.copy()
             clo[axis], chi[axis] = a, b
-            clb, ccand, cmem = _box_lower(data, pi, cand, clo, chi)
+            clb, ccand, cmem = _box_lower(data, pi, base, cand, clo, chi, work)
             boxes += 1
             if cmem is not None and len(cmem):
                 # the set that attains a box's exact bound: the greedy repair at the centre
                 # can miss it, and without it the search could not close the box
-                val = data.cost(cmem) - math.fsum(pi[cmem])
+                val = cluster_rc(data.m, data.e, data.q, pi, cmem)
                 if val < best:
                     best = val
                     key = tuple(int(i) for i in cmem)

@@ -1,0 +1,267 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Kernels of the exact pricing of the set-partitioning LP (pcsos.bounds.colgen.pricing).
+
+The search over boxes of the centre y evaluates two things per box, many thousand times per
+pricing, on a few hundred candidates: a lower bound of sum_i min(0, g_i(y)) over the box
+(:func:`box_lower`) and the cluster at the box's centre (:func:`centre_cluster`). The maths
+and the rounding margins are those of the module docs there and of docs/safe_bound.md; here
+they are plain C loops over the candidates.
+
+Shared conventions: ``m`` is the (s, d) C-contiguous array of super-point means, ``e`` the
+masses, ``base`` within_i - pi_i; cannot-link pairs come as a symmetric adjacency in CSR form
+(``cl_ptr``, ``cl_idx``) over the super-points; ``work`` is an int64 scratch array of length
+s, every entry -1 on entry and on return.
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport fabs
+from libc.stdlib cimport free, malloc
+
+cnp.import_array()
+
+cdef double EPS = np.finfo(np.float64).eps
+
+
+cdef inline double _dmax(double a, double b) nogil:
+    return a if a > b else b
+
+
+cdef inline double _clip(double v, double a, double b) nogil:
+    return a if v < a else (b if v > b else v)
+
+
+def box_lower(const double[:, ::1] m, const double[::1] e, const double[::1] base,
+              const double[::1] mag, const double[::1] pi, const cnp.int64_t[::1] cand,
+              const double[::1] lo, const double[::1] hi, const cnp.int64_t[::1] cl_ptr,
+              const cnp.int64_t[::1] cl_idx, int exact_crossing, cnp.int64_t[::1] work):
+    """``(bound, keep, members)``: a lower bound of sum_i min(0, g_i(y)) over the box
+    [lo, hi] among clusters that obey the cannot-link pairs, the candidates of ``cand``
+    whose disk g_i < 0 meets the box (in ``cand``'s order), and the set that attains the
+    bound where it is exact (sorted; else None). See ``pricing._box_lower``."""
+    cdef Py_ssize_t nc = cand.shape[0], d = m.shape[1]
+    cdef Py_ssize_t j, a, h, p, nk = 0, npairs = 0, u = 0, idx, i, S, nsub, best_s = 0
+    cdef double x, nl, f, dist2, far2, t, A = 0.0, c = 0.0, scale = 0.0, value, val
+    cdef double At, ct, yy, by, ya, best_val = 0.0
+    cdef cnp.int64_t nb
+    keep_arr = np.empty(nc, dtype=np.int64)
+    cdef cnp.int64_t[::1] keep = keep_arr
+    cdef double *tk = <double *> malloc((nc + 1) * sizeof(double))
+    cdef double *fk = <double *> malloc((nc + 1) * sizeof(double))
+    cdef char *sure = <char *> malloc((nc + 1) * sizeof(char))
+    cdef double *b = <double *> malloc(d * sizeof(double))
+    cdef double *bt = <double *> malloc(d * sizeof(double))
+    cdef Py_ssize_t *other = <Py_ssize_t *> malloc((nc + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *pa = NULL
+    cdef Py_ssize_t *pb = NULL
+    cdef long long *pmask = NULL
+    cdef Py_ssize_t *opos = NULL
+    members = None
+    try:
+        for idx in range(nc):
+            i = cand[idx]
+            dist2 = 0.0
+            far2 = 0.0
+            for a in range(d):
+                x = m[i, a]
+                nl = _dmax(lo[a] - x, 0.0) + _dmax(x - hi[a], 0.0)
+                dist2 += nl * nl
+                f = _dmax(fabs(x - lo[a]), fabs(x - hi[a]))
+                far2 += f * f
+            t = e[i] * dist2 + base[i]
+            if t < 0:
+                keep[nk] = i
+                tk[nk] = t
+                fk[nk] = far2
+                sure[nk] = e[i] * far2 + base[i] < 0
+                nk += 1
+        # the cannot-link pairs inside keep: neither end is sure to be in the cluster
+        for j in range(nk):
+            work[keep[j]] = j
+        for j in range(nk):
+            i = keep[j]
+            for p in range(cl_ptr[i], cl_ptr[i + 1]):
+                nb = cl_idx[p]
+                if nb > i and work[nb] >= 0:
+                    npairs += 1
+        if npairs:
+            pa = <Py_ssize_t *> malloc(npairs * sizeof(Py_ssize_t))
+            pb = <Py_ssize_t *> malloc(npairs * sizeof(Py_ssize_t))
+            npairs = 0
+            for j in range(nk):
+                i = keep[j]
+                for p in range(cl_ptr[i], cl_ptr[i + 1]):
+                    nb = cl_idx[p]
+                    if nb > i and work[nb] >= 0:
+                        pa[npairs] = j
+                        pb[npairs] = work[nb]
+                        sure[j] = 0
+                        sure[work[nb]] = 0
+                        npairs += 1
+        for j in range(nk):
+            work[keep[j]] = -1
+        for a in range(d):
+            b[a] = 0.0
+        for j in range(nk):
+            i = keep[j]
+            scale += 3.0 * mag[i] + 2.0 * e[i] * fk[j] + fabs(pi[i])
+            if sure[j]:
+                A += e[i]
+                yy = 0.0
+                for a in range(d):
+                    b[a] += e[i] * m[i, a]
+                    yy += m[i, a] * m[i, a]
+                c += e[i] * yy + base[i]
+            else:
+                other[u] = j
+                u += 1
+        if u <= exact_crossing:
+            # every subset of the other points that obeys the pairs, one quadratic each
+            opos = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+            pmask = <long long *> malloc((npairs + 1) * sizeof(long long))
+            for h in range(u):
+                opos[other[h]] = h
+            for p in range(npairs):
+                pmask[p] = (1LL << opos[pa[p]]) | (1LL << opos[pb[p]])
+            nsub = 1 << u
+            best_val = 0.0
+            best_s = -1
+            for S in range(nsub):
+                for p in range(npairs):
+                    if (S & pmask[p]) == pmask[p]:
+                        break
+                else:
+                    At = A
+                    ct = c
+                    for a in range(d):
+                        bt[a] = b[a]
+                    for h in range(u):
+                        if (S >> h) & 1:
+                            i = keep[other[h]]
+                            yy = 0.0
+                            for a in range(d):
+                                bt[a] += e[i] * m[i, a]
+                                yy += m[i, a] * m[i, a]
+                            At += e[i]
+                            ct += e[i] * yy + base[i]
+                    yy = 0.0
+                    by = 0.0
+                    for a in range(d):
+                        ya = _clip(bt[a] / At if At > 0 else bt[a], lo[a], hi[a])
+                        yy += ya * ya
+                        by += bt[a] * ya
+                    val = At * yy - 2.0 * by + ct
+                    if best_s < 0 or val < best_val:
+                        best_val = val
+                        best_s = S
+            value = best_val
+            mem = [keep[j] for j in range(nk) if sure[j]]
+            mem += [keep[other[h]] for h in range(u) if (best_s >> h) & 1]
+            members = np.sort(np.asarray(mem, dtype=np.int64))
+        else:
+            value = c
+            if A > 0:
+                yy = 0.0
+                by = 0.0
+                for a in range(d):
+                    ya = _clip(b[a] / A, lo[a], hi[a])
+                    yy += ya * ya
+                    by += b[a] * ya
+                value = A * yy - 2.0 * by + c
+            if npairs:
+                # a matching of the pairs, largest saving first: only the more negative
+                # end of each matched pair counts
+                order = sorted(range(npairs),
+                               key=lambda q: -_dmax(tk[pa[q]], tk[pb[q]]))
+                matched = set()
+                for p in order:
+                    if pa[p] not in matched and pb[p] not in matched:
+                        matched.add(pa[p])
+                        matched.add(pb[p])
+                        t = tk[pa[p]] if tk[pa[p]] < tk[pb[p]] else tk[pb[p]]
+                        tk[pa[p]] = t
+                        tk[pb[p]] = 0.0
+            for h in range(u):
+                value += tk[other[h]]
+        value -= 4.0 * (d + 4 + nk) * EPS * scale
+        return value, keep_arr[:nk].copy(), members
+    finally:
+        free(tk)
+        free(fk)
+        free(sure)
+        free(b)
+        free(bt)
+        free(other)
+        free(pa)
+        free(pb)
+        free(pmask)
+        free(opos)
+
+
+def centre_cluster(const double[:, ::1] m, const double[::1] e, const double[::1] base,
+                   const double[::1] q, const double[::1] pi, const cnp.int64_t[::1] cand,
+                   const double[::1] y, const cnp.int64_t[::1] cl_ptr,
+                   const cnp.int64_t[::1] cl_idx, cnp.int64_t[::1] work):
+    """``(rc, members)``: the cluster of the candidates with g_i(y) < 0, cannot-link pairs
+    repaired (of each violated pair the member of larger g_i leaves, the most negative
+    terms staying first), and its reduced cost sum q_i - ||sum e_i m_i||^2 / sum e_i -
+    sum pi_i (0.0 with no member). ``members`` is sorted."""
+    cdef Py_ssize_t nc = cand.shape[0], d = m.shape[1], idx, i, a, j, p, nk = 0
+    cdef double g, diff
+    gs = np.empty(nc, dtype=np.float64)
+    ids = np.empty(nc, dtype=np.int64)
+    cdef double[::1] gv = gs
+    cdef cnp.int64_t[::1] iv = ids
+    for idx in range(nc):
+        i = cand[idx]
+        g = 0.0
+        for a in range(d):
+            diff = m[i, a] - y[a]
+            g += diff * diff
+        g = e[i] * g + base[i]
+        if g < 0:
+            gv[nk] = g
+            iv[nk] = i
+            nk += 1
+    if nk == 0:
+        return 0.0, np.empty(0, dtype=np.int64)
+    mem = ids[:nk]
+    if cl_idx.shape[0]:
+        order = np.argsort(gs[:nk], kind="stable")
+        for j in range(nk):
+            work[iv[j]] = 1
+        for j in order:
+            i = iv[j]
+            if work[i] == 1:
+                for p in range(cl_ptr[i], cl_ptr[i + 1]):
+                    if work[cl_idx[p]] == 1:
+                        work[cl_idx[p]] = 0
+        mem = np.asarray([iv[j] for j in range(nk) if work[iv[j]] == 1], dtype=np.int64)
+        for j in range(nk):
+            work[iv[j]] = -1
+    return cluster_rc(m, e, q, pi, mem), mem
+
+
+def cluster_rc(const double[:, ::1] m, const double[::1] e, const double[::1] q,
+               const double[::1] pi, const cnp.int64_t[::1] members):
+    """The reduced cost sum q_i - ||sum e_i m_i||^2 / sum e_i - sum pi_i of the cluster
+    ``members`` (non-empty), in plain sums (the callers' margins cover their rounding)."""
+    cdef Py_ssize_t d = m.shape[1], j, i, a
+    cdef double E = 0.0, Q = 0.0, P = 0.0, ww = 0.0
+    cdef double *W = <double *> malloc(d * sizeof(double))
+    try:
+        for a in range(d):
+            W[a] = 0.0
+        for j in range(members.shape[0]):
+            i = members[j]
+            E += e[i]
+            Q += q[i]
+            P += pi[i]
+            for a in range(d):
+                W[a] += e[i] * m[i, a]
+        for a in range(d):
+            ww += W[a] * W[a]
+        return Q - ww / E - P
+    finally:
+        free(W)
