@@ -36,7 +36,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from pcsos._kernels import branching_score
-from pcsos.bounds.colgen import colgen_bound
+from pcsos.bounds.colgen import ColGenResult, colgen_bound, column_mip, inherit_columns
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.cuts.loop import (
@@ -189,6 +189,8 @@ class _NodeRun:
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
         self.row_note: dict = {}  # why the decomposition was skipped, for the log row
+        self.engine = options.bound_settings.engine_for(self.problem.k,
+                                                        self.problem.instance.d)
 
     # ------------------------------------------------------------ shared helpers
     def consider(self, labels, own: bool = True) -> None:
@@ -232,8 +234,10 @@ class _NodeRun:
             self.root_heuristic()
             if ctx.cancelled():
                 return self.unfinished(data.parent_bound)
-        need = _sdp_seconds(self.problem.s)
-        first = data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
+        # the SDP's size limits and the decomposition ahead of it are the SDP's alone
+        sdp_engine = self.engine == "sdp"
+        need = _sdp_seconds(self.problem.s) if sdp_engine else 0.0
+        first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
         # the decomposition gets all the time there is when the SDP cannot run after it
         if need > ctx.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first else 1.0):
             return self.too_large(need)
@@ -368,8 +372,11 @@ class _NodeRun:
         data, ctx, options = self.data, self.ctx, self.options
         ctx.report("bound", round=0)
         upper = min(ctx.incumbent, self.best_val)
-        if options.bound_settings.engine == "colgen":
-            br = _colgen(self.problem, upper, self.best_labels, options, ctx)
+        if self.engine == "colgen":
+            # a colgen node's warm start is the columns it inherits
+            cols = data.warm_start if isinstance(data.warm_start, list) else None
+            br = _colgen(self.problem, upper, self.best_labels, cols, options, ctx)
+            self.column_incumbent(br.sdp)
         else:
             br = cutting_plane_loop(
                 self.problem, cuts=data.cuts, warm_start=data.warm_start,
@@ -387,9 +394,21 @@ class _NodeRun:
             cp_iter=len(br.rounds), cp_flag=int(br.flag),
             cp_ineq=len(br.cuts) if br.cuts is not None else 0, **_family_averages(br),
             sdp_iterations=int(br.iterations), sdp_status=getattr(sdp, "status", None),
-            sdp_bound=float(br.lower_bound), engine=options.bound_settings.engine,
+            sdp_bound=float(br.lower_bound), engine=self.engine,
             **self.decomposed, **self.row_note)
         return br
+
+    def column_incumbent(self, res: ColGenResult) -> None:
+        """At the root, when the LP's solution is not a clustering (branch() takes it when
+        it is), the best clustering of the columns it generated: a MIP, with at most
+        COLUMN_MIP_SHARE of the time left."""
+        if res.labels is not None or self.data.kind != "root" or not res.columns:
+            return
+        rem = self.ctx.remaining()
+        labels = column_mip(res, self.problem.s, self.problem.k,
+                            time_limit=min(COLUMN_MIP_SECONDS, COLUMN_MIP_SHARE * rem))
+        if labels is not None and self.problem.satisfies(labels):
+            self.consider(self.problem.to_points(labels))
 
     def branch(self, br) -> NodeOutcome:
         """5. Split on the pair the branching score picks, or close the node when Z is a
@@ -443,6 +462,12 @@ DECOMPOSITION_SECOND_SHARE = 0.5
 #: the fallback runs because an SDP of this root's size cannot finish in the time left, so
 #: its subsets stay far below that size (certify's default, up to 1 000, is not capped)
 DECOMPOSITION_SUBSET = 300
+
+
+#: the root's MIP over the columns of its LP gets at most this share of the time left, and
+#: at most this many seconds
+COLUMN_MIP_SHARE = 0.1
+COLUMN_MIP_SECONDS = 60.0
 
 
 def _decomposition_size(k: int) -> int:
@@ -576,17 +601,19 @@ def _super_labels(problem: Problem, labels) -> np.ndarray | None:
     return sl
 
 
-def _colgen(problem: Problem, upper: float, labels, options: SolverOptions,
+def _colgen(problem: Problem, upper: float, labels, columns, options: SolverOptions,
             ctx: Context) -> BoundResult:
     """The node's bound by the set-partitioning LP (pcsos.bounds.colgen), in the shape of
     the cutting-plane loop's result: no cuts, its LP solution as the matrix that drives
-    branching, and the incumbent's clusters (where it obeys the node) as first columns."""
+    branching; its first columns are the parent's that this node allows (``columns``) and
+    the incumbent's clusters (where it obeys the node)."""
     target = None
     if math.isfinite(upper):
         # stop once the bound prunes the node (a hair inside the tree's pruning test)
         target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
-    res = colgen_bound(problem, labels=_super_labels(problem, labels), upper_bound=upper,
-                       bound_target=target, time_limit=_finite(ctx.remaining()),
+    res = colgen_bound(problem, columns=columns or (), labels=_super_labels(problem, labels),
+                       upper_bound=upper, bound_target=target,
+                       time_limit=_finite(ctx.remaining()),
                        should_stop=ctx.cancelled, seed=_seed(options, ctx),
                        max_iter=options.bound_settings.max_iter,
                        verbose=options.bound_settings.verbose)
@@ -682,8 +709,9 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
     the cuts they inherit and the parent's SDP point mapped onto them."""
     sel = inherited_selection(br, settings)
     parent_cuts = br.cuts.select(sel)
-    # only the SDP's point warm-starts a child's SDP (the LP engine starts afresh)
+    # the SDP's point warm-starts a child's SDP; the LP engine's columns a child's LP
     point = WarmStart.for_cuts(br.sdp, sel) if isinstance(br.sdp, SDPResult) else None
+    res = br.sdp if isinstance(br.sdp, ColGenResult) else None
 
     a, b = min(int(i), int(j)), max(int(i), int(j))
     pa = pb = None
@@ -697,6 +725,8 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
         if made is None:
             continue
         child, cuts, warm = made
+        if res is not None:
+            warm = inherit_columns(res, child.parent_map, child.s)
         known = pa is not None and ((pa == pb) if kind == "ml" else (pa != pb))
         out.append((NodeData(child, cuts, warm, lb, (a, b), kind, bool(known),
                              labels if known else None), lb))

@@ -216,4 +216,73 @@ def test_the_cli_bounds_and_solves_with_the_lp(tmp_path, capsys):
     assert "BOUND_ENGINE: colgen" in log.read_text()
     with pytest.raises(SystemExit) as exc:  # argparse names the choices
         main(["solve", str(data), "-k", "3", "--bound", "lp"])
-    assert exc.value.code == 2 and "choose from 'sdp', 'colgen'" in capsys.readouterr().err
+    assert exc.value.code == 2 and "choose from 'auto', 'sdp', 'colgen'" in capsys.readouterr().err
+
+
+def test_the_column_mip_finds_the_best_clustering_of_its_columns():
+    """Over every allowed cluster as a column, the MIP's clustering is the optimum."""
+    from pcsos.bounds.colgen import ColGenResult, column_mip
+
+    rng = np.random.default_rng(31)
+    for _ in range(5):
+        X, k, ml, cl, kw = _draw(rng)
+        prob = _problem(X, k, ml, cl, kw)
+        if prob is None:
+            continue
+        opt, _ = brute_force(X, k, ml, cl)
+        data = PricingData.from_problem(prob)
+        cols = [c for r in range(1, prob.s + 1) for c in itertools.combinations(range(prob.s), r)
+                if data.allowed(np.asarray(c))]
+        res = ColGenResult(0.0, 0.0, "solved", cols, np.zeros(len(cols)), np.zeros((1, 1)),
+                           None, None, 0, 0.0, "", costs=[data.cost(np.asarray(c))
+                                                         for c in cols])
+        lab = column_mip(res, prob.s, prob.k)
+        assert lab is not None and prob.satisfies(lab)
+        assert prob.instance.objective(prob.to_points(lab)) == pytest.approx(opt, rel=1e-9)
+
+
+def test_children_inherit_the_columns_their_pair_allows():
+    """A must-link child keeps the parent's columns that hold both ends or neither, merged;
+    a cannot-link child keeps them all (its master drops those holding both ends)."""
+    from pcsos.bounds.colgen import inherit_columns
+
+    rng = np.random.default_rng(41)
+    X = np.vstack([rng.normal(c, 0.4, size=(6, 2)) for c in ((0, 0), (3, 0), (0, 3))])
+    prob = Problem.from_instance(make_instance(X, 3))
+    res = colgen_bound(prob)
+    a, b = 0, 7
+    child = prob.merge(a, b)
+    kept = inherit_columns(res, child.parent_map, child.s, limit=10**6)
+    expect = {tuple(sorted(set(child.parent_map[list(c)].tolist()))) for c in res.columns
+              if (a in c) == (b in c)}
+    assert set(kept) == expect
+    cl_child = prob.add_cl(a, b)
+    assert set(inherit_columns(res, cl_child.parent_map, cl_child.s, limit=10**6)) == \
+        set(res.columns)
+    # fewer: the LP solution's columns are always kept
+    few = inherit_columns(res, cl_child.parent_map, cl_child.s, limit=0)
+    assert set(few) == {c for c, w in zip(res.columns, res.lam) if w > 1e-9}
+
+
+def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
+    """'auto' (the default) bounds with the LP from AUTO_COLGEN_MIN_K clusters in at most
+    AUTO_COLGEN_MAX_D dimensions, else with the SDP, and the log says which."""
+    import pcsos
+    from pcsos.bounds.settings import AUTO_COLGEN_MAX_D, AUTO_COLGEN_MIN_K, BoundSettings
+
+    bs = BoundSettings()
+    assert bs.engine == "auto"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K, AUTO_COLGEN_MAX_D) == "colgen"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K - 1, AUTO_COLGEN_MAX_D) == "sdp"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K, AUTO_COLGEN_MAX_D + 1) == "sdp"
+    assert BoundSettings.make(engine="sdp").engine_for(50, 1) == "sdp"
+    rng = np.random.default_rng(3)
+    k = AUTO_COLGEN_MIN_K
+    X = np.vstack([rng.normal((3 * h, h % 2), 0.3, size=(5, AUTO_COLGEN_MAX_D))
+                   for h in range(k)])
+    for d, engine in ((AUTO_COLGEN_MAX_D, "colgen"), (AUTO_COLGEN_MAX_D + 1, "sdp")):
+        Y = np.hstack([X] + [rng.normal(0, 0.3, size=(len(X), 1))] * (d - X.shape[1]))
+        res = pcsos.solve(Y, k, workers=1, seed=0)
+        assert res.status == "optimal"
+        engines = {row["engine"] for row in res.log if "engine" in row}
+        assert engines == {engine}, d

@@ -24,17 +24,22 @@ __all__ = ["BoundSettings", "BACKENDS", "ENGINES"]
 
 #: the SDP solvers, chosen by name (pcsos.bounds.solve)
 BACKENDS = ("admm", "mosek", "scs", "clarabel")
-#: the bound engines a node can run
-ENGINES = ("sdp", "colgen")
+#: the bound engines a node can run ('auto' picks one of the other two: engine_for)
+ENGINES = ("auto", "sdp", "colgen")
+#: 'auto' takes the set-partitioning LP for at least this many clusters in at most this many
+#: dimensions, where its exact pricing (a search over the centre) is quick and the Peng-Wei
+#: SDP weak; else the SDP (docs/solver.md, "Many clusters", has the measurements)
+AUTO_COLGEN_MIN_K = 4
+AUTO_COLGEN_MAX_D = 2
 
 
 @dataclass(frozen=True)
 class BoundSettings:
     """Settings of the bound layer, with their defaults.
 
-    engine : the bound a node computes: 'sdp' (the Peng-Wei SDP with cuts) or 'colgen'
+    engine : the bound a node computes: 'sdp' (the Peng-Wei SDP with cuts), 'colgen'
         (the set-partitioning LP by column generation, :mod:`pcsos.bounds.colgen`; for
-        many clusters in few dimensions).
+        many clusters in few dimensions) or 'auto' (:meth:`engine_for`).
     backend : the SDP solver: 'admm' (built in), 'mosek' (licensed), 'scs' or 'clarabel'
         (via cvxpy, references).
     tol : relative KKT tolerance of a tight solve (the bound is valid at any tolerance).
@@ -49,7 +54,7 @@ class BoundSettings:
     verbose : print the solver's log.
     """
 
-    engine: str = "sdp"
+    engine: str = "auto"
     backend: str = "admm"
     tol: float = SDP_TOL
     max_iter: int | None = None
@@ -59,6 +64,14 @@ class BoundSettings:
     anderson: int | None = None
     sigma_ratio: float | None = None
     verbose: bool = False
+
+    def engine_for(self, k: int, d: int) -> str:
+        """The engine that bounds a problem of ``k`` clusters in ``d`` dimensions: the one
+        named, or for 'auto' 'colgen' when k >= AUTO_COLGEN_MIN_K and d <= AUTO_COLGEN_MAX_D,
+        else 'sdp'."""
+        if self.engine != "auto":
+            return self.engine
+        return "colgen" if k >= AUTO_COLGEN_MIN_K and d <= AUTO_COLGEN_MAX_D else "sdp"
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

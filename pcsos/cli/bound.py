@@ -54,10 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cp.add_argument("--seed", type=int, default=0,
                     help="seed of the triangle visiting order (default 0)")
     parser.add_argument("--method", choices=ENGINES, default="sdp",
-                        help="the bound: sdp (default: the Peng-Wei SDP, with --cuts) or "
+                        help="the bound: sdp (default: the Peng-Wei SDP, with --cuts), "
                              "colgen (the set-partitioning LP by column generation, for many "
                              "clusters in few dimensions; --upper-bound, --time-limit, "
-                             "--max-iter and --seed apply)")
+                             "--max-iter and --seed apply) or auto (the one pcsos solve's "
+                             "default takes for the instance)")
     parser.add_argument("--backend", choices=BACKENDS, default="admm",
                         help="SDP solver: admm (default, built in), mosek (licensed), "
                              "scs or clarabel (via cvxpy, references)")
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
-    if bound_settings(args, engine=args.method).engine == "colgen":
+    if bound_settings(args, engine=args.method).engine_for(inst.k, inst.d) == "colgen":
         return run_colgen(args, problem, inst, info, t0)
     res, extra = compute_bound(problem, args)
     total = time.perf_counter() - t0

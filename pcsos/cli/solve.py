@@ -19,7 +19,7 @@ import argparse
 import dataclasses
 import math
 
-from pcsos.bounds.settings import ENGINES, BoundSettings
+from pcsos.bounds.settings import AUTO_COLGEN_MAX_D, AUTO_COLGEN_MIN_K, ENGINES, BoundSettings
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_bound_arguments,
@@ -91,9 +91,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="heuristic run before the root's bound, within a quarter of the "
                           "time left (default: %(default)s; none: skip it)")
     alg.add_argument("--bound", choices=ENGINES, default=BoundSettings.engine,
-                     help="the bound of every node: sdp (default: the Peng-Wei SDP with cuts) "
-                          "or colgen (the set-partitioning LP by column generation, for "
-                          "many clusters in few dimensions)")
+                     help="the bound of every node: sdp (the Peng-Wei SDP with cuts), colgen "
+                          "(the set-partitioning LP by column generation, for many clusters "
+                          "in few dimensions) or auto (default: colgen for k >= "
+                          f"{AUTO_COLGEN_MIN_K} in at most {AUTO_COLGEN_MAX_D} dimensions, "
+                          "else sdp)")
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)
@@ -128,7 +130,7 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
         feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order)
 
 
-def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
+def _settings(opts: SolverOptions, args: argparse.Namespace, inst) -> dict:
     """The log header's settings: the reference program's keys, then pcsos's own."""
     cp, bs = opts.cp_settings, opts.bound_settings
     threads = opts.threads or 1
@@ -141,7 +143,9 @@ def _settings(opts: SolverOptions, args: argparse.Namespace) -> dict:
         "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[opts.order],
         "SDP_SOLVER_SESSION_THREADS_ROOT": opts.root_threads or threads,
         "SDP_SOLVER_SESSION_THREADS": threads,
-        "BOUND_ENGINE": bs.engine,
+        # 'auto' says what it picked for this instance
+        "BOUND_ENGINE": (bs.engine if bs.engine != "auto" else
+                         f"auto ({bs.engine_for(inst.k, inst.d)})"),
         "SDP_SOLVER_BACKEND": bs.backend,
         "SDP_SOLVER_TOL": bs.tol,
         "SDP_SOLVER_DEVICE": bs.device,
@@ -183,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         print_notes(info)
     opts = solver_options(args).checked()
     cp, workers = opts.cp_settings, opts.workers
-    settings = _settings(opts, args)
+    settings = _settings(opts, args, inst)
     gap_log = GapLog(args.log) if args.log else None
     jsonl = JsonlLog(args.jsonl) if args.jsonl else None
     out = report_stream(args.json)

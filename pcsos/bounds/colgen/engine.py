@@ -24,12 +24,14 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import csc_matrix
 
 from pcsos.bounds.colgen.master import Master, MasterError
 from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heuristic
+from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem
 
-__all__ = ["ColGenResult", "colgen_bound"]
+__all__ = ["ColGenResult", "colgen_bound", "inherit_columns", "column_mip"]
 
 #: smoothing of the pricing duals towards the best ones so far (0: none)
 SMOOTHING = 0.8
@@ -42,6 +44,10 @@ COLUMNS_PER_ITERATION = 60
 EXACT_EVERY = 5
 #: relative tolerance of the exact pricing: L loses at most this share of the LP's value
 PRICING_TOL = 1e-7
+#: a child inherits the columns of its parent's LP solution and at most this many more, those
+#: of least reduced cost at the parent's bound duals (more slow its first masters and cost
+#: memory in every open node)
+INHERITED_COLUMNS = 1500
 #: boxes of one exact pricing: at first (far from the LP's optimum the duals are large, the
 #: disks overlap and the search is wide; a pricing cut short is still a valid bound and
 #: still finds columns), and at most, the budget doubling after each one that found nothing
@@ -61,9 +67,9 @@ class ColGenResult:
     reached ``bound_target``), 'time_limit', 'max_iter', 'stalled' (no cluster found
     completes the master: with size bounds) or 'failed' (HiGHS could not solve the
     master; the bound so far stands);
-    ``columns``: every column generated (sorted super-point tuples) and ``lam``: their
-    weights in the last master; ``Z``: the master's solution as a Peng-Wei matrix,
-    sum_c lam_c 1_c 1_c^T / e(c) (s x s; it drives branching); ``labels``:
+    ``columns``: every column generated (sorted super-point tuples), ``costs``: their SSEs
+    and ``lam``: their weights in the last master; ``Z``: the master's solution as a
+    Peng-Wei matrix, sum_c lam_c 1_c 1_c^T / e(c) (s x s; it drives branching); ``labels``:
     super-point labels when that solution is a clustering, else None; ``pi``: the duals of
     the bound; ``history``: (iteration, seconds, master value, bound) after each exact
     pricing.
@@ -83,6 +89,7 @@ class ColGenResult:
     pricing_boxes: int = 0
     history: list = field(default_factory=list)
     backend: str = "colgen"
+    costs: list = field(default_factory=list)
 
 
 def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list[tuple]:
@@ -262,4 +269,60 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     Z = _matrix(s, master.columns, lam, data.e)
     lab = _labels(s, master.columns, lam) if master.artificial_weight() < 1e-9 else None
     return ColGenResult(best, lp_value, status, list(master.columns), lam, Z, lab, best_pi,
-                        it, time.perf_counter() - t0, message, boxes, history)
+                        it, time.perf_counter() - t0, message, boxes, history,
+                        costs=list(master.costs))
+
+
+def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
+                    limit: int = INHERITED_COLUMNS) -> list[tuple]:
+    """The columns of a parent's result that are columns of a child whose super-points are
+    ``parent_map`` of the parent's (a must-link merge, or the identity): those that hold
+    each child super-point whole or not at all, mapped onto it. Kept: the LP solution's and
+    up to ``limit`` more of least reduced cost at the parent's bound duals. (The child's
+    master drops those that break its cannot-link pairs or sizes.)"""
+    parent_map = np.asarray(parent_map, dtype=np.int64)
+    lam = np.asarray(res.lam)
+    order = np.arange(len(res.columns))
+    if res.pi is not None and len(res.costs) == len(res.columns):
+        rc = np.array([v - math.fsum(res.pi[list(c)]) for c, v in zip(res.columns, res.costs)])
+        order = np.argsort(rc, kind="stable")
+    used = np.zeros(len(res.columns), dtype=bool)
+    used[:len(lam)] = lam > 1e-9
+    picked = np.concatenate([np.flatnonzero(used), [j for j in order if not used[j]][:limit]])
+    whole = np.bincount(parent_map, minlength=s_child)
+    out, seen = [], set()
+    for j in picked.astype(np.int64):
+        mapped = parent_map[list(res.columns[j])]
+        kids, n_in = np.unique(mapped, return_counts=True)
+        if np.array_equal(n_in, whole[kids]):
+            key = tuple(int(v) for v in kids)
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
+    return out
+
+
+def column_mip(res: ColGenResult, s: int, k: int, *, time_limit: float | None = None
+               ) -> np.ndarray | None:
+    """The best clustering of the super-points made of ``res``'s columns (a set-partitioning
+    MIP in HiGHS, within ``time_limit`` seconds), as labels; None when it finds none."""
+    if not res.columns or len(res.costs) != len(res.columns):
+        return None
+    cols = res.columns
+    idx = np.concatenate([np.asarray(c, dtype=np.int64) for c in cols] +
+                         [np.full(len(cols), s, dtype=np.int64)])
+    jdx = np.concatenate([np.full(len(c), j, dtype=np.int64) for j, c in enumerate(cols)] +
+                         [np.arange(len(cols), dtype=np.int64)])
+    A = csc_matrix((np.ones(len(idx)), (idx, jdx)), shape=(s + 1, len(cols)))
+    A.sort_indices()
+    rows = np.concatenate([np.ones(s), [float(k)]])
+    m = len(cols)
+    mip = Milp(np.asarray(res.costs, dtype=np.float64), A, rows, rows, np.zeros(m),
+               np.ones(m), np.ones(m, dtype=bool), name="column MIP")
+    out = adapter("highs").solve(mip, time_limit=time_limit)
+    if out.x is None:
+        return None
+    lab = np.full(s, -1, dtype=np.int64)
+    for h, j in enumerate(np.flatnonzero(out.x > 0.5)):
+        lab[list(cols[j])] = h
+    return lab if np.all(lab >= 0) else None
