@@ -616,6 +616,7 @@ def _colgen(problem: Problem, upper: float, labels, columns, options: SolverOpti
                        time_limit=_finite(ctx.remaining()),
                        should_stop=ctx.cancelled, seed=_seed(options, ctx),
                        max_iter=options.bound_settings.max_iter,
+                       aggregate=options.bound_settings.aggregate,
                        verbose=options.bound_settings.verbose)
     flag = {"target": PRUNED, "time_limit": TIME_LIMIT}.get(res.status, NO_CUT)
     return BoundResult(res.lower_bound, res, CutSet.empty(), [], flag, res.iterations,

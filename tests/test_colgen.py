@@ -286,3 +286,38 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
         assert res.status == "optimal"
         engines = {row["engine"] for row in res.log if "engine" in row}
         assert engines == {engine}, d
+
+
+def test_constraint_aggregation_gives_the_same_lp_and_a_valid_bound():
+    """With rows aggregated from a clustering, the LP solved is the same one (its value and
+    bound match the run without aggregation) and the bound stays below the optimum; the
+    groups split where the pricing's columns cut them."""
+    from pcsos.bounds.colgen.aggregation import Aggregation
+
+    agg = Aggregation(np.array([1.0, 2.0, 1.0, 1.0]), [5, 5, 7, 7])
+    assert agg.rows([(0, 1), (0,), (0, 1, 2, 3)]) == [(0,), None, (0, 1)]
+    assert np.allclose(agg.disaggregate(np.array([3.0, 2.0])), [1.0, 2.0, 1.0, 1.0])
+    assert agg.split((0, 2)) and agg.n == 4 and not agg.split((0, 1, 2, 3))
+    rng = np.random.default_rng(61)
+    checked = split = 0
+    for trial in range(12):
+        X, k, ml, cl, kw = _draw(rng, weights=trial % 2 == 0)
+        prob = _problem(X, k, ml, cl, kw)
+        opt, lab = brute_force(X, k, ml, cl, weights=kw.get("weights"))
+        if prob is None or not math.isfinite(opt) or prob.s <= k:
+            continue
+        labels = np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
+        # a clustering that obeys the node but is not the optimum's, at times
+        if trial % 3 == 0:
+            labels = np.arange(prob.s) % k
+            if not prob.satisfies(labels):
+                continue
+        res = colgen_bound(prob, labels=labels, aggregate=True, seed=trial)
+        plain = colgen_bound(prob, seed=trial)
+        assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
+        if res.status == plain.status == "solved":
+            assert res.lp_value == pytest.approx(plain.lp_value, rel=1e-7), trial
+            assert res.lower_bound >= res.lp_value - 1e-6 * abs(res.lp_value)
+        checked += 1
+        split += res.splits > 0
+    assert checked >= 6 and split >= 1

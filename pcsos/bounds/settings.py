@@ -51,6 +51,9 @@ class BoundSettings:
     anderson : memory of the ADMM's Anderson acceleration (None: its default; 0: off).
     sigma_ratio : the ADMM rebalances sigma when the residuals' ratio leaves [1/r, r]
         (None: its default).
+    aggregate : the LP engine aggregates its rows from the incumbent's clusters
+        (:mod:`pcsos.bounds.colgen.aggregation`); off by default: it solves fl417's k = 4
+        root LP 8x faster but pr299's 2-5x slower (docs/solver.md, "Many clusters").
     verbose : print the solver's log.
     """
 
@@ -63,6 +66,7 @@ class BoundSettings:
     device: Any = "cpu"
     anderson: int | None = None
     sigma_ratio: float | None = None
+    aggregate: bool = False
     verbose: bool = False
 
     def engine_for(self, k: int, d: int) -> str:
@@ -136,6 +140,7 @@ class BoundSettings:
         if self.sigma_ratio is not None and (isinstance(self.sigma_ratio, bool) or not (
                 isinstance(self.sigma_ratio, (int, float)) and self.sigma_ratio > 1)):
             raise bad("sigma_ratio", "a number > 1 or None")
-        if not isinstance(self.verbose, bool):
-            raise bad("verbose", "True or False")
+        for name in ("aggregate", "verbose"):
+            if not isinstance(getattr(self, name), bool):
+                raise bad(name, "True or False")
         return self

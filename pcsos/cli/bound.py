@@ -121,7 +121,7 @@ def colgen_root(problem: Problem, args: argparse.Namespace) -> ColGenResult:
             else max(args.time_limit - (time.perf_counter() - t0), 0.0))
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=left, max_iter=args.max_iter, seed=args.seed,
-                        verbose=args.verbose)
+                        aggregate=bound_settings(args).aggregate, verbose=args.verbose)
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csc_matrix
 
+from pcsos.bounds.colgen.aggregation import Aggregation
 from pcsos.bounds.colgen.master import Master, MasterError
 from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heuristic
 from pcsos.milp import Milp, adapter
@@ -44,6 +45,22 @@ COLUMNS_PER_ITERATION = 60
 EXACT_EVERY = 5
 #: relative tolerance of the exact pricing: L loses at most this share of the LP's value
 PRICING_TOL = 1e-7
+#: constraint aggregation splits the partition by the best column when the best compatible
+#: column's reduced cost is at most this share of it (or there is none; CG+DCA's default)
+SPLIT_SHARE = 0.25
+#: a split refines the partition by this many of the best columns at most
+SPLIT_COLUMNS = 5
+#: once the groups are more than this share of the super-points, aggregation stops (one row
+#: per super-point): the LP needs nearly every row apart (pr299, k = 4: the split columns
+#: never stop cutting groups, where fl417's many near-duplicate points stay in 150 groups)
+AGGREGATE_MAX_SHARE = 0.5
+#: incompatible columns kept for when a split makes them compatible, at most (the latest)
+INCOMPATIBLE_KEPT = 3000
+#: the master keeps at most RETIRE_ABOVE generated columns: beyond, those out of its solution
+#: of largest reduced cost leave it until RETIRE_TO remain (each simplex iteration prices
+#: every column, and at small k a column holds hundreds of points)
+RETIRE_ABOVE = 3000
+RETIRE_TO = 1500
 #: a child inherits the columns of its parent's LP solution and at most this many more, those
 #: of least reduced cost at the parent's bound duals (more slow its first masters and cost
 #: memory in every open node)
@@ -67,12 +84,14 @@ class ColGenResult:
     reached ``bound_target``), 'time_limit', 'max_iter', 'stalled' (no cluster found
     completes the master: with size bounds) or 'failed' (HiGHS could not solve the
     master; the bound so far stands);
-    ``columns``: every column generated (sorted super-point tuples), ``costs``: their SSEs
-    and ``lam``: their weights in the last master; ``Z``: the master's solution as a
+    ``columns``: the columns of the last master solved (sorted super-point tuples; the
+    master retires columns beyond RETIRE_ABOVE), ``costs``: their SSEs and ``lam``: their
+    weights; ``Z``: the master's solution as a
     Peng-Wei matrix, sum_c lam_c 1_c 1_c^T / e(c) (s x s; it drives branching); ``labels``:
     super-point labels when that solution is a clustering, else None; ``pi``: the duals of
     the bound; ``history``: (iteration, seconds, master value, bound) after each exact
-    pricing.
+    pricing; ``rows``: the master's rows at the end (groups of super-points under
+    constraint aggregation) and ``splits``: how often the aggregation was refined.
     """
 
     lower_bound: float
@@ -90,6 +109,8 @@ class ColGenResult:
     history: list = field(default_factory=list)
     backend: str = "colgen"
     costs: list = field(default_factory=list)
+    rows: int = 0
+    splits: int = 0
 
 
 def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list[tuple]:
@@ -134,6 +155,19 @@ def _labels(s: int, columns: list[tuple], lam: np.ndarray) -> np.ndarray | None:
     return lab if np.all(lab >= 0) else None
 
 
+def _retire(master: Master, pi: np.ndarray, lam: np.ndarray, keep: int) -> None:
+    """Retire the master's columns out of its last solution ``lam`` (which weighs its first
+    len(lam) columns) of largest reduced cost at its duals ``pi`` until ``keep`` remain (the
+    pricing finds them again if they price out later)."""
+    rc = np.array([v - float(np.sum(pi[list(c)])) for c, v in zip(master.columns,
+                                                                   master.costs)])
+    rc[np.flatnonzero(lam > 1e-12)] = -np.inf
+    rc[len(lam):] = -np.inf  # added since that solve
+    extra = len(rc) - keep
+    if extra > 0:
+        master.retire(np.argpartition(-rc, extra - 1)[:extra])
+
+
 def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: float,
                held: dict) -> list[tuple[tuple, float]]:
     """The clusters of ``found`` ((rc, members) pairs) not ``held`` by the master whose
@@ -153,7 +187,7 @@ def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: f
 def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: float = math.inf,
                  bound_target: float | None = None, time_limit: float | None = None,
                  should_stop=None, max_iter: int | None = None, seed=0,
-                 verbose: bool = False) -> ColGenResult:
+                 aggregate: bool = False, verbose: bool = False) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
     generation, with a safe Lagrangian bound (module doc).
 
@@ -163,7 +197,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     stop with status 'target' once the bound reaches it; ``time_limit`` (seconds) and
     ``should_stop()`` (polled every iteration) end the run with status 'time_limit', and
     ``max_iter`` with 'max_iter'; the bound is valid at any stop. ``seed``: the random
-    pricing centres.
+    pricing centres. ``aggregate``: constraint aggregation from the clusters of ``labels``
+    (module :mod:`.aggregation`; without labels there is none).
     """
     t0 = time.perf_counter()
     deadline = math.inf if time_limit is None else t0 + float(time_limit)
@@ -172,15 +207,21 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     s, k = problem.s, problem.k
     total = float(np.sum(data.q))
     big = 2.0 * total + 1.0
-    master = Master(s, k, big)
+    # constraint aggregation from the incumbent's clusters (module aggregation); without
+    # a clustering to start from, one row per super-point
+    agg = (Aggregation(data.e, labels) if labels is not None and aggregate
+           else Aggregation.singletons(data.e))
     start = _start_columns(data, problem, columns, labels)
-    master.add(start, [data.cost(np.asarray(c)) for c in start])
+    waiting: dict[tuple, float] = {}  # incompatible columns met, by members: their costs
+    master = _build(agg, k, big, start, [data.cost(np.asarray(c)) for c in start], waiting)
+    splits = 0
     best, best_pi, center = -math.inf, None, None
     alpha, history, boxes = SMOOTHING, [], 0
     status, message = "max_iter", "iteration limit reached"
     max_iter = 100000 if max_iter is None else int(max_iter)
     lam = np.zeros(0)
     lp_value = math.inf
+    art_weight, pi_lp = math.inf, None
     it = 0
 
     def stopped() -> bool:
@@ -200,14 +241,18 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         return pr
 
     for it in range(1, max_iter + 1):
+        if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
+            _retire(master, pi_lp, lam, RETIRE_TO)
         try:
-            pi_lp, sigma, lam, lp_value = master.solve()
+            alpha_lp, sigma, lam, lp_value = master.solve()
         except MasterError as exc:
             status, message = "failed", str(exc)
             break
+        pi_lp = agg.disaggregate(alpha_lp)
+        art_weight = master.artificial_weight()
         # the tolerances scale with the optimum: the master's value once it holds a
         # clustering, else the incumbent's, else the total scatter (any SSE is below it)
-        scale = (abs(lp_value) if master.artificial_weight() < 1e-9 else
+        scale = (abs(lp_value) if art_weight < 1e-9 else
                  abs(upper_bound) if math.isfinite(upper_bound) else total)
         scale = max(scale, 1e-12 * total, 1e-300)
         rc_tol = 1e-9 * scale / k
@@ -229,7 +274,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         add = _improving(data, found, pi_lp, sigma, rc_tol, master.index)
         # while artificial columns hold the master, its duals are of their cost's size and
         # the exact pricing would meet every disk everywhere: the heuristic goes first
-        artificial = master.artificial_weight() > 1e-9
+        artificial = art_weight > 1e-9
         if (it % EXACT_EVERY == 0 and not artificial) or not add:
             pr = prove(pi, min((rc for rc, _ in found), default=0.0), p_tol)
             have = {c for c, _ in add}
@@ -258,19 +303,60 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 status, message = "time_limit", "the exact pricing was stopped"
                 break
         if add:
-            master.add([c for c, _ in add], [v for _, v in add])
+            rows = agg.rows([c for c, _ in add])
+            rc = [v - math.fsum(pi_lp[list(c)]) - sigma for c, v in add]
+            comp = [j for j, r in enumerate(rows) if r is not None]
+            best_j = int(np.argmin(rc))
+            if not comp or min(rc[j] for j in comp) >= SPLIT_SHARE * rc[best_j]:
+                # the compatible columns are far worse than the best: split the groups the
+                # best ones cut, and rebuild the master on the finer rows
+                for j in np.argsort(rc, kind="stable")[:SPLIT_COLUMNS]:
+                    agg.split(add[int(j)][0])
+                splits += 1
+                if agg.n > AGGREGATE_MAX_SHARE * s:
+                    agg = Aggregation.singletons(data.e)
+                waiting.update(add)
+                master = _build(agg, k, big, master.columns, master.costs, waiting)
+                lam = np.zeros(0)
+            else:
+                master.add([add[j][0] for j in comp], [add[j][1] for j in comp],
+                           [rows[j] for j in comp])
+                waiting.update(add[j] for j, r in enumerate(rows) if r is None)
+            while len(waiting) > INCOMPATIBLE_KEPT:
+                del waiting[next(iter(waiting))]
             alpha = SMOOTHING
     if best_pi is None and status != "failed":
         # stopped before any exact pricing: bound the master's duals now (a stop request
         # cuts this pricing short too; its bound is valid, if weak)
-        pi_lp = master.solve()[0] if it == 0 else pi_lp
+        pi_lp = agg.disaggregate(master.solve()[0]) if it == 0 else pi_lp
         prove(pi_lp, 0.0, PRICING_TOL * max(abs(lp_value) if math.isfinite(lp_value) else total,
                                              1e-300) / k)
-    Z = _matrix(s, master.columns, lam, data.e)
-    lab = _labels(s, master.columns, lam) if master.artificial_weight() < 1e-9 else None
-    return ColGenResult(best, lp_value, status, list(master.columns), lam, Z, lab, best_pi,
+    # the columns of the last master solved, which lam weighs (more may have come since)
+    held, held_costs = master.columns[:len(lam)], master.costs[:len(lam)]
+    Z = _matrix(s, held, lam, data.e)
+    lab = _labels(s, held, lam) if held and art_weight < 1e-9 else None
+    return ColGenResult(best, lp_value, status, list(held), lam, Z, lab, best_pi,
                         it, time.perf_counter() - t0, message, boxes, history,
-                        costs=list(master.costs))
+                        costs=list(held_costs), rows=agg.n, splits=splits)
+
+
+def _build(agg: Aggregation, k: int, big: float, columns: list[tuple], costs: list[float],
+           waiting: dict) -> Master:
+    """A master on ``agg``'s groups holding the compatible ones of ``columns`` (with their
+    ``costs``) and of the ``waiting`` incompatible columns (which lose those)."""
+    held = set(columns)
+    cols = list(columns) + [c for c in waiting if c not in held]
+    vals = list(costs) + [waiting[c] for c in cols[len(columns):]]
+    rows = agg.rows(cols)
+    master = Master(agg.n, k, big)
+    keep = [j for j, r in enumerate(rows) if r is not None]
+    master.add([cols[j] for j in keep], [vals[j] for j in keep], [rows[j] for j in keep])
+    for j in keep:
+        waiting.pop(cols[j], None)
+    for j, r in enumerate(rows):
+        if r is None:
+            waiting[cols[j]] = vals[j]
+    return master
 
 
 def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,

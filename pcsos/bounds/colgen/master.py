@@ -2,9 +2,12 @@
 one HiGHS model that is warm-started as columns come and go.
 
     min  sum_c cost_c lambda_c
-    s.t. sum_{c contains i} lambda_c = 1   for every super-point i     (duals pi_i)
+    s.t. sum_{c covers g} lambda_c = 1   for every row g                 (duals alpha_g)
          sum_c lambda_c = k                                           (dual sigma)
          lambda >= 0
+
+A row is a super-point, or with constraint aggregation a group of them (pcsos.bounds.colgen
+.aggregation); a column is given by its members (the key) and the rows it covers.
 
 Artificial columns (one per row, at a cost above any clustering's) keep it feasible from the
 first solve on, whatever columns it holds; their duals are then bounded by that cost. The
@@ -27,8 +30,8 @@ class MasterError(RuntimeError):
 
 
 class Master:
-    """The restricted master LP of ``s`` super-points and ``k`` clusters; ``big`` is the cost
-    of an artificial column (above the SSE of any clustering)."""
+    """The restricted master LP of ``s`` rows and ``k`` clusters; ``big`` is the cost of an
+    artificial column (above the SSE of any clustering)."""
 
     def __init__(self, s: int, k: int, big: float):
         self.s, self.k = s, k
@@ -59,28 +62,45 @@ class Master:
         self.index: dict[tuple, int] = {}
         self.costs: list[float] = []
 
-    def add(self, columns: list[tuple], costs: list[float]) -> int:
-        """Add the columns (sorted member tuples) not already held; returns how many."""
-        new = [(c, v) for c, v in zip(columns, costs) if c not in self.index]
+    def add(self, columns: list[tuple], costs: list[float], rows: list[tuple] | None = None
+            ) -> int:
+        """Add the columns (sorted member tuples) not already held, covering ``rows`` (their
+        members when None); returns how many."""
+        rows = columns if rows is None else rows
+        new = [(c, v, r) for c, v, r in zip(columns, costs, rows) if c not in self.index]
         if not new:
             return 0
         starts, idx, vals = [], [], []
-        for c, _ in new:
+        for _, _, r in new:
             starts.append(len(idx))
-            idx.extend(c)
+            idx.extend(r)
             idx.append(self.s)
         vals = np.ones(len(idx))
-        self.h.addCols(len(new), np.array([v for _, v in new]), np.zeros(len(new)),
+        self.h.addCols(len(new), np.array([v for _, v, _ in new]), np.zeros(len(new)),
                        np.full(len(new), highspy.kHighsInf), len(idx),
                        np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), vals)
-        for c, v in new:
+        for c, v, _ in new:
             self.index[c] = len(self.columns)
             self.columns.append(c)
             self.costs.append(float(v))
         return len(new)
 
+    def retire(self, drop) -> None:
+        """Delete the generated columns at positions ``drop`` (positions in ``columns``);
+        the others keep their order. Columns out of the basis leave it valid."""
+        drop = np.unique(np.asarray(drop, dtype=np.int64))
+        if not len(drop):
+            return
+        self.h.deleteCols(len(drop), (drop + self.n_art).astype(np.int32))
+        keep = np.ones(len(self.columns), dtype=bool)
+        keep[drop] = False
+        self.columns = [c for c, kp in zip(self.columns, keep) if kp]
+        self.costs = [v for v, kp in zip(self.costs, keep) if kp]
+        self.index = {c: j for j, c in enumerate(self.columns)}
+
     def solve(self) -> tuple[np.ndarray, float, np.ndarray, float]:
-        """Solve; returns (pi, sigma, lambda of the generated columns, the LP's value)."""
+        """Solve; returns (the rows' duals, sigma, lambda of the generated columns, the LP's
+        value)."""
         h = self.h
         h.run()
         status = h.getModelStatus()
