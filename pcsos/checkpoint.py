@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from pcsos.bounds.colgen import ColumnStart
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.errors import InputError
@@ -100,6 +101,7 @@ _TYPES: dict[str, tuple[type, Any]] = {
     "CutSet": (CutSet, _cutset_fields),
     "WarmStart": (WarmStart, _dataclass_fields),
     "SDPResult": (SDPResult, _dataclass_fields),
+    "ColumnStart": (ColumnStart, _dataclass_fields),
 }
 _NAMES = {cls: name for name, (cls, _) in _TYPES.items()}
 
@@ -308,7 +310,15 @@ def _check_node(node: NodeData, instance: Instance) -> None:
         if not ok:
             raise _Corrupt("a node whose cuts do not fit its problem")
     ws = node.warm_start
-    if ws is not None:
+    if isinstance(ws, ColumnStart):
+        ip, mem = ws.indptr, ws.members
+        ok = (isinstance(ip, np.ndarray) and isinstance(mem, np.ndarray) and ip.ndim == 1
+              and mem.ndim == 1 and len(ip) >= 1 and ip[0] == 0 and ip[-1] == len(mem)
+              and bool(np.all(np.diff(ip) >= 0))
+              and (len(mem) == 0 or (mem.min() >= 0 and mem.max() < s)))
+        if not ok:
+            raise _Corrupt("a node whose columns do not fit its problem")
+    elif ws is not None:
         if not isinstance(ws, (WarmStart, SDPResult)):
             raise _Corrupt("a node with a malformed warm start")
         shapes = {"Z": (s, s), "N": (s, s), "S": (s, s), "y": (s + 1,)}

@@ -36,7 +36,13 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from pcsos._kernels import branching_score
-from pcsos.bounds.colgen import ColGenResult, colgen_bound, column_mip, inherit_columns
+from pcsos.bounds.colgen import (
+    ColGenResult,
+    ColumnStart,
+    colgen_bound,
+    column_mip,
+    inherit_columns,
+)
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.cuts.loop import (
@@ -374,7 +380,8 @@ class _NodeRun:
         upper = min(ctx.incumbent, self.best_val)
         if self.engine == "colgen":
             # a colgen node's warm start is the columns it inherits
-            cols = data.warm_start if isinstance(data.warm_start, list) else None
+            ws = data.warm_start
+            cols = ws.columns() if isinstance(ws, ColumnStart) else None
             br = _colgen(self.problem, upper, self.best_labels, cols, options, ctx)
             self.column_incumbent(br.sdp)
         else:

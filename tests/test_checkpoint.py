@@ -53,6 +53,28 @@ def test_stop_and_resume_reach_the_uninterrupted_optimum(tmp_path):
     assert done.status == "optimal" and done.nodes == again.nodes and not done.log
 
 
+def test_a_colgen_tree_stops_and_resumes_with_its_columns(tmp_path):
+    """The LP engine's open nodes keep the columns they inherit through a checkpoint (a
+    ColumnStart, checked against the node on reading), and the resumed run ends at the
+    uninterrupted optimum."""
+    from pcsos.bounds.colgen import ColumnStart
+
+    X = _uniform(14, seed=3)
+    opts = dict(tol=1e-9, workers=1, root_heuristic=None, bound_settings={"engine": "colgen"})
+    whole = pcsos.solve(X, 4, **opts)
+    assert whole.status == "optimal"
+    if whole.nodes < 3:
+        pytest.skip("the LP closed this draw at the root")
+    ck = tmp_path / "cg.ckpt"
+    first = pcsos.solve(X, 4, max_nodes=1, checkpoint=ck, **opts)
+    state, _ = read_checkpoint(ck, make_instance(X, 4))
+    starts = [row[4].warm_start for row in state.open]
+    assert starts and all(isinstance(ws, ColumnStart) and len(ws) for ws in starts)
+    again = pcsos.solve(X, 4, resume=ck, **opts)
+    assert first.status == "node_limit" and again.status == "optimal"
+    assert again.objective == pytest.approx(whole.objective, rel=1e-9)
+
+
 def test_a_checkpoint_of_other_data_is_refused(tmp_path):
     X = _uniform()
     ck = tmp_path / "run.ckpt"

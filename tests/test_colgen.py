@@ -252,15 +252,15 @@ def test_children_inherit_the_columns_their_pair_allows():
     res = colgen_bound(prob)
     a, b = 0, 7
     child = prob.merge(a, b)
-    kept = inherit_columns(res, child.parent_map, child.s, limit=10**6)
+    kept = inherit_columns(res, child.parent_map, child.s, limit=10**6).columns()
     expect = {tuple(sorted(set(child.parent_map[list(c)].tolist()))) for c in res.columns
               if (a in c) == (b in c)}
     assert set(kept) == expect
     cl_child = prob.add_cl(a, b)
-    assert set(inherit_columns(res, cl_child.parent_map, cl_child.s, limit=10**6)) == \
-        set(res.columns)
+    assert set(inherit_columns(res, cl_child.parent_map, cl_child.s,
+                               limit=10**6).columns()) == set(res.columns)
     # fewer: the LP solution's columns are always kept
-    few = inherit_columns(res, cl_child.parent_map, cl_child.s, limit=0)
+    few = inherit_columns(res, cl_child.parent_map, cl_child.s, limit=0).columns()
     assert set(few) == {c for c, w in zip(res.columns, res.lam) if w > 1e-9}
 
 

@@ -7,6 +7,12 @@ Modules: :mod:`.master` (the restricted master LP in HiGHS), :mod:`.pricing` (he
 exact pricing), :mod:`.engine` (the column-generation loop and its bound).
 """
 
-from pcsos.bounds.colgen.engine import ColGenResult, colgen_bound, column_mip, inherit_columns
+from pcsos.bounds.colgen.engine import (
+    ColGenResult,
+    ColumnStart,
+    colgen_bound,
+    column_mip,
+    inherit_columns,
+)
 
-__all__ = ["ColGenResult", "colgen_bound", "column_mip", "inherit_columns"]
+__all__ = ["ColGenResult", "ColumnStart", "colgen_bound", "column_mip", "inherit_columns"]

@@ -32,7 +32,7 @@ from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heu
 from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem
 
-__all__ = ["ColGenResult", "colgen_bound", "inherit_columns", "column_mip"]
+__all__ = ["ColGenResult", "ColumnStart", "colgen_bound", "inherit_columns", "column_mip"]
 
 #: smoothing of the pricing duals towards the best ones so far (0: none)
 SMOOTHING = 0.8
@@ -111,6 +111,30 @@ class ColGenResult:
     costs: list = field(default_factory=list)
     rows: int = 0
     splits: int = 0
+
+
+@dataclass
+class ColumnStart:
+    """Columns a node's LP starts from (its warm start; what a child inherits), packed:
+    column j holds the super-points ``members[indptr[j]:indptr[j + 1]]``, sorted."""
+
+    members: np.ndarray
+    indptr: np.ndarray
+
+    @classmethod
+    def pack(cls, columns: list[tuple]) -> ColumnStart:
+        lens = [len(c) for c in columns]
+        return cls(np.fromiter((i for c in columns for i in c), dtype=np.int64,
+                               count=sum(lens)),
+                   np.concatenate([[0], np.cumsum(lens, dtype=np.int64)]).astype(np.int64))
+
+    def columns(self) -> list[tuple]:
+        """The columns as sorted member tuples."""
+        m, ip = self.members.tolist(), self.indptr.tolist()
+        return [tuple(m[ip[j]:ip[j + 1]]) for j in range(len(ip) - 1)]
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
 
 
 def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list[tuple]:
@@ -360,7 +384,7 @@ def _build(agg: Aggregation, k: int, big: float, columns: list[tuple], costs: li
 
 
 def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
-                    limit: int = INHERITED_COLUMNS) -> list[tuple]:
+                    limit: int = INHERITED_COLUMNS) -> ColumnStart:
     """The columns of a parent's result that are columns of a child whose super-points are
     ``parent_map`` of the parent's (a must-link merge, or the identity): those that hold
     each child super-point whole or not at all, mapped onto it. Kept: the LP solution's and
@@ -385,7 +409,7 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
             if key not in seen:
                 seen.add(key)
                 out.append(key)
-    return out
+    return ColumnStart.pack(out)
 
 
 def column_mip(res: ColGenResult, s: int, k: int, *, time_limit: float | None = None
