@@ -315,7 +315,9 @@ def _check_node(node: NodeData, instance: Instance) -> None:
         ok = (isinstance(ip, np.ndarray) and isinstance(mem, np.ndarray) and ip.ndim == 1
               and mem.ndim == 1 and len(ip) >= 1 and ip[0] == 0 and ip[-1] == len(mem)
               and bool(np.all(np.diff(ip) >= 0))
-              and (len(mem) == 0 or (mem.min() >= 0 and mem.max() < s)))
+              and (len(mem) == 0 or (mem.min() >= 0 and mem.max() < s))
+              and (ws.duals is None or (isinstance(ws.duals, np.ndarray)
+                                        and ws.duals.shape == (s,))))
         if not ok:
             raise _Corrupt("a node whose columns do not fit its problem")
     elif ws is not None:

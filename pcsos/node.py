@@ -380,9 +380,8 @@ class _NodeRun:
         upper = min(ctx.incumbent, self.best_val)
         if self.engine == "colgen":
             # a colgen node's warm start is the columns it inherits
-            ws = data.warm_start
-            cols = ws.columns() if isinstance(ws, ColumnStart) else None
-            br = _colgen(self.problem, upper, self.best_labels, cols, options, ctx)
+            ws = data.warm_start if isinstance(data.warm_start, ColumnStart) else None
+            br = _colgen(self.problem, upper, self.best_labels, ws, options, ctx)
             self.column_incumbent(br.sdp)
         else:
             br = cutting_plane_loop(
@@ -608,17 +607,19 @@ def _super_labels(problem: Problem, labels) -> np.ndarray | None:
     return sl
 
 
-def _colgen(problem: Problem, upper: float, labels, columns, options: SolverOptions,
-            ctx: Context) -> BoundResult:
+def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
+            options: SolverOptions, ctx: Context) -> BoundResult:
     """The node's bound by the set-partitioning LP (pcsos.bounds.colgen), in the shape of
     the cutting-plane loop's result: no cuts, its LP solution as the matrix that drives
-    branching; its first columns are the parent's that this node allows (``columns``) and
-    the incumbent's clusters (where it obeys the node)."""
+    branching; its first columns are the parent's that this node allows, with the parent's
+    duals (``start``), and the incumbent's clusters (where it obeys the node)."""
     target = None
     if math.isfinite(upper):
         # stop once the bound prunes the node (a hair inside the tree's pruning test)
         target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
-    res = colgen_bound(problem, columns=columns or (), labels=_super_labels(problem, labels),
+    res = colgen_bound(problem, columns=start.columns() if start is not None else (),
+                       duals=start.duals if start is not None else None,
+                       labels=_super_labels(problem, labels),
                        upper_bound=upper, bound_target=target,
                        time_limit=_finite(ctx.remaining()),
                        should_stop=ctx.cancelled, seed=_seed(options, ctx),

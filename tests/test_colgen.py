@@ -11,7 +11,7 @@ import pytest
 from bruteforce import brute_force
 
 from pcsos.bounds import SDPModel, solve_sdp
-from pcsos.bounds.colgen import colgen_bound, pricing
+from pcsos.bounds.colgen import colgen_bound, engine, pricing
 from pcsos.bounds.colgen.pricing import PricingData, price_exact, price_heuristic
 from pcsos.errors import InfeasibleError
 from pcsos.problem import Problem, make_instance
@@ -280,12 +280,12 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
     k = AUTO_COLGEN_MIN_K
     X = np.vstack([rng.normal((3 * h, h % 2), 0.3, size=(5, AUTO_COLGEN_MAX_D))
                    for h in range(k)])
-    for d, engine in ((AUTO_COLGEN_MAX_D, "colgen"), (AUTO_COLGEN_MAX_D + 1, "sdp")):
+    for d, expected in ((AUTO_COLGEN_MAX_D, "colgen"), (AUTO_COLGEN_MAX_D + 1, "sdp")):
         Y = np.hstack([X] + [rng.normal(0, 0.3, size=(len(X), 1))] * (d - X.shape[1]))
         res = pcsos.solve(Y, k, workers=1, seed=0)
         assert res.status == "optimal"
         engines = {row["engine"] for row in res.log if "engine" in row}
-        assert engines == {engine}, d
+        assert engines == {expected}, d
 
 
 def test_constraint_aggregation_gives_the_same_lp_and_a_valid_bound():
@@ -321,3 +321,27 @@ def test_constraint_aggregation_gives_the_same_lp_and_a_valid_bound():
         checked += 1
         split += res.splits > 0
     assert checked >= 6 and split >= 1
+
+
+def test_a_child_bounds_its_parents_duals_first_and_no_lower():
+    """At the parent's duals summed over merged super-points, a child's first bound is at
+    least the parent's (its clusters are some of the parent's), for both children."""
+    from pcsos.bounds.colgen import inherit_columns
+
+    rng = np.random.default_rng(43)
+    X = np.vstack([rng.normal(c, 0.8, size=(6, 2)) for c in ((0, 0), (2, 0), (0, 2))])
+    prob = Problem.from_instance(make_instance(X, 3))
+    res = colgen_bound(prob)
+    assert res.status == "solved"
+    for child in (prob.merge(0, 9), prob.add_cl(0, 1)):
+        start = inherit_columns(res, child.parent_map, child.s)
+        assert start.duals is not None and start.duals.shape == (child.s,)
+        sub = colgen_bound(child, columns=start.columns(), duals=start.duals,
+                           upper_bound=res.lp_value)
+        first = sub.history[0][3]
+        # each exact pricing stops within its tolerance (PRICING_TOL of the scale) of the
+        # least reduced cost, so two bounds at the same duals may differ by that much
+        tol = 2 * engine.PRICING_TOL * max(res.lp_value, float(np.sum(
+            PricingData.from_problem(prob).q)))
+        assert first >= res.lower_bound - tol
+        assert sub.lower_bound >= first

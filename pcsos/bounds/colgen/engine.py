@@ -115,18 +115,22 @@ class ColGenResult:
 
 @dataclass
 class ColumnStart:
-    """Columns a node's LP starts from (its warm start; what a child inherits), packed:
-    column j holds the super-points ``members[indptr[j]:indptr[j + 1]]``, sorted."""
+    """What a node's LP starts from (its warm start; what a child inherits), packed: column
+    j holds the super-points ``members[indptr[j]:indptr[j + 1]]``, sorted; ``duals``: duals
+    to bound first and to smooth towards (the parent's, summed over merged super-points),
+    or None."""
 
     members: np.ndarray
     indptr: np.ndarray
+    duals: np.ndarray | None = None
 
     @classmethod
-    def pack(cls, columns: list[tuple]) -> ColumnStart:
+    def pack(cls, columns: list[tuple], duals: np.ndarray | None = None) -> ColumnStart:
         lens = [len(c) for c in columns]
         return cls(np.fromiter((i for c in columns for i in c), dtype=np.int64,
                                count=sum(lens)),
-                   np.concatenate([[0], np.cumsum(lens, dtype=np.int64)]).astype(np.int64))
+                   np.concatenate([[0], np.cumsum(lens, dtype=np.int64)]).astype(np.int64),
+                   duals)
 
     def columns(self) -> list[tuple]:
         """The columns as sorted member tuples."""
@@ -211,7 +215,8 @@ def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: f
 def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: float = math.inf,
                  bound_target: float | None = None, time_limit: float | None = None,
                  should_stop=None, max_iter: int | None = None, seed=0,
-                 aggregate: bool = False, verbose: bool = False) -> ColGenResult:
+                 aggregate: bool = False, duals: np.ndarray | None = None,
+                 verbose: bool = False) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
     generation, with a safe Lagrangian bound (module doc).
 
@@ -222,7 +227,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     ``should_stop()`` (polled every iteration) end the run with status 'time_limit', and
     ``max_iter`` with 'max_iter'; the bound is valid at any stop. ``seed``: the random
     pricing centres. ``aggregate``: constraint aggregation from the clusters of ``labels``
-    (module :mod:`.aggregation`; without labels there is none).
+    (module :mod:`.aggregation`; without labels there is none). ``duals``: duals (one per
+    super-point) to bound before the first master, whose bound is then the one to beat and
+    towards which the pricing is smoothed (e.g. the parent's).
     """
     t0 = time.perf_counter()
     deadline = math.inf if time_limit is None else t0 + float(time_limit)
@@ -264,6 +271,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         history.append((it, time.perf_counter() - t0, lp_value, best))
         return pr
 
+    if duals is not None and len(duals) == s and np.all(np.isfinite(duals)):
+        scale0 = abs(upper_bound) if math.isfinite(upper_bound) else total
+        prove(np.asarray(duals, dtype=np.float64), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
     for it in range(1, max_iter + 1):
         if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
             _retire(master, pi_lp, lam, RETIRE_TO)
@@ -388,8 +398,9 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
     """The columns of a parent's result that are columns of a child whose super-points are
     ``parent_map`` of the parent's (a must-link merge, or the identity): those that hold
     each child super-point whole or not at all, mapped onto it. Kept: the LP solution's and
-    up to ``limit`` more of least reduced cost at the parent's bound duals. (The child's
-    master drops those that break its cannot-link pairs or sizes.)"""
+    up to ``limit`` more of least reduced cost at the parent's bound duals (the child's
+    master drops those that break its cannot-link pairs or sizes), and those duals mapped
+    onto the child."""
     parent_map = np.asarray(parent_map, dtype=np.int64)
     lam = np.asarray(res.lam)
     order = np.arange(len(res.columns))
@@ -409,7 +420,12 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
             if key not in seen:
                 seen.add(key)
                 out.append(key)
-    return ColumnStart.pack(out)
+    # a child's clusters are clusters of the parent (a merge keeps a pair together, a
+    # cannot-link pair forbids some), so at the parent's duals summed over merged points its
+    # least reduced cost is no lower: its bound there is at least the parent's
+    duals = (None if res.pi is None else
+             np.bincount(parent_map, weights=res.pi, minlength=s_child).astype(np.float64))
+    return ColumnStart.pack(out, duals)
 
 
 def column_mip(res: ColGenResult, s: int, k: int, *, time_limit: float | None = None
