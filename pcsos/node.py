@@ -84,7 +84,9 @@ _SDP_FLAGS = {"solved": FLAG_SOLVED, "max_iter": FLAG_PARTIAL, "time_limit": FLA
               # stopped once the safe bound pruned the node: what the node needed is solved
               "target": FLAG_SOLVED,
               # the LP engine: no cluster the sizes allow completes its master
-              "stalled": FLAG_PARTIAL}
+              "stalled": FLAG_PARTIAL,
+              # the LP engine: its master fell below the pruning target, the node branches
+              "branch": FLAG_PARTIAL}
 
 
 #: below this branching score Z is taken as a clustering matrix (module doc, step 5)
@@ -619,6 +621,9 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
         target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
     res = colgen_bound(problem, columns=start.columns() if start is not None else (),
                        duals=start.duals if start is not None else None,
+                       # below the child's pruning target its LP cannot prune it: branch
+                       # (the root's LP runs to the end: its bound and columns serve all)
+                       branch_below=target if start is not None else None,
                        labels=_super_labels(problem, labels),
                        upper_bound=upper, bound_target=target,
                        time_limit=_finite(ctx.remaining()),

@@ -81,8 +81,9 @@ class ColGenResult:
     SSE); ``status``: 'solved' (no cluster of negative reduced cost is left: without size
     bounds the bound is then within the pricing tolerance of the LP's value; the exact
     pricing relaxes sizes, so with them the bound may sit lower), 'target' (the bound
-    reached ``bound_target``), 'time_limit', 'max_iter', 'stalled' (no cluster found
-    completes the master: with size bounds) or 'failed' (HiGHS could not solve the
+    reached ``bound_target``), 'branch' (the master fell below ``branch_below``),
+    'time_limit', 'max_iter', 'stalled' (no cluster found completes the master: with size
+    bounds) or 'failed' (HiGHS could not solve the
     master; the bound so far stands);
     ``columns``: the columns of the last master solved (sorted super-point tuples; the
     master retires columns beyond RETIRE_ABOVE), ``costs``: their SSEs and ``lam``: their
@@ -216,7 +217,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  bound_target: float | None = None, time_limit: float | None = None,
                  should_stop=None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, duals: np.ndarray | None = None,
-                 verbose: bool = False) -> ColGenResult:
+                 branch_below: float | None = None, verbose: bool = False) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
     generation, with a safe Lagrangian bound (module doc).
 
@@ -229,7 +230,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     pricing centres. ``aggregate``: constraint aggregation from the clusters of ``labels``
     (module :mod:`.aggregation`; without labels there is none). ``duals``: duals (one per
     super-point) to bound before the first master, whose bound is then the one to beat and
-    towards which the pricing is smoothed (e.g. the parent's).
+    towards which the pricing is smoothed (e.g. the parent's). ``branch_below``: stop with
+    status 'branch' once the master (free of artificial columns) is worth less than this,
+    after one exact pricing: the LP's value is then below it too, so a node whose pruning
+    needs this much will branch whatever the rest of the generation proves.
     """
     t0 = time.perf_counter()
     deadline = math.inf if time_limit is None else t0 + float(time_limit)
@@ -293,6 +297,12 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         p_tol = PRICING_TOL * scale / k
         if bound_target is not None and best >= bound_target:
             status, message = "target", "the bound reached the target"
+            break
+        if (branch_below is not None and art_weight < 1e-9 and lp_value < branch_below
+                and best_pi is not None):
+            # the restricted master's value bounds the LP's from above: the LP cannot reach
+            # the target, so no bound of this node will prune it
+            status, message = "branch", "the LP's value is below the target: branch"
             break
         if stopped():
             status, message = "time_limit", "time limit reached"
