@@ -345,3 +345,18 @@ def test_a_child_bounds_its_parents_duals_first_and_no_lower():
             PricingData.from_problem(prob).q)))
         assert first >= res.lower_bound - tol
         assert sub.lower_bound >= first
+
+
+def test_a_master_below_the_target_stops_the_generation_to_branch():
+    """branch_below: once the master is below it (so the LP is too) the engine stops with
+    status 'branch' and a valid bound; below the LP's value it runs to the end."""
+    rng = np.random.default_rng(47)
+    X = rng.uniform(size=(12, 2))
+    prob = Problem.from_instance(make_instance(X, 3))
+    opt, _ = brute_force(X, 3)
+    full = colgen_bound(prob)
+    stop = colgen_bound(prob, branch_below=2 * opt)
+    assert stop.status == "branch" and stop.lp_value < 2 * opt
+    assert stop.lower_bound <= opt + 1e-12 * opt
+    low = colgen_bound(prob, branch_below=0.5 * full.lower_bound)
+    assert low.status == "solved"
