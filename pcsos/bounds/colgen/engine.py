@@ -241,7 +241,13 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     data = PricingData.from_problem(problem)
     s, k = problem.s, problem.k
     total = float(np.sum(data.q))
-    big = 2.0 * total + 1.0
+    # the artificial columns' cost boxes the master's duals (each pi_i and sigma is at most
+    # about it): at twice the incumbent's SSE, not at the data's whole scatter, the first
+    # masters' degenerate duals stay of the optimum's size (fl417, k = 8, from the optimal
+    # incumbent: 18 s, where duals of the scatter's size stalled it for 450 s). Where the
+    # LP needs wider duals, the box widens (below); any duals give a valid bound.
+    big_max = 2.0 * total + 1.0
+    big = min(2.0 * upper_bound + 1.0, big_max) if math.isfinite(upper_bound) else big_max
     # constraint aggregation from the incumbent's clusters (module aggregation); without
     # a clustering to start from, one row per super-point
     agg = (Aggregation(data.e, labels) if labels is not None and aggregate
@@ -328,6 +334,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 print(f"colgen it {it:5d} cols {len(master.columns):6d} lp {lp_value:.10g} "
                       f"bound {best:.10g} ({time.perf_counter() - t0:.1f} s)", flush=True)
             if not add:
+                if artificial and big < big_max:
+                    # the artificial columns are in use: the box may be what holds them
+                    big = min(10.0 * big, big_max)
+                    master.set_big(big)
+                    continue
                 if artificial:
                     # the clusters the exact pricing meets break the sizes (it relaxes them)
                     # and the heuristic finds none that completes the master: a wider search

@@ -85,6 +85,11 @@ class Master:
             self.costs.append(float(v))
         return len(new)
 
+    def set_big(self, big: float) -> None:
+        """Give every artificial column the cost ``big`` (the basis stays valid)."""
+        self.h.changeColsCost(self.n_art, np.arange(self.n_art, dtype=np.int32),
+                              np.full(self.n_art, float(big)))
+
     def retire(self, drop) -> None:
         """Delete the generated columns at positions ``drop`` (positions in ``columns``);
         the others keep their order. Columns out of the basis leave it valid."""
