@@ -162,7 +162,9 @@ def test_kill_9_between_checkpoints_then_resume(tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(_DRIVER)
     gate = tmp_path / "gate"
-    common = [str(data), "-k", "4", "--cuts", "none", "--sdp-tol", "1e-3", "--tol", "1e-6",
+    # the SDP engine (auto would take the LP at k = 4 in the plane): a tree of many nodes
+    common = [str(data), "-k", "4", "--bound", "sdp", "--cuts", "none", "--sdp-tol", "1e-3",
+              "--tol", "1e-6",
               "--workers", "1", "--root-heuristic", "none", "-q", "--checkpoint", str(ck),
               "--checkpoint-every", "0.2"]
     env = {**os.environ, "GATE": str(gate), "GATE_AFTER": "3"}
