@@ -51,8 +51,10 @@ class Run(Child):
     the command, e.g. a driver script), its output read as it comes."""
 
     def __init__(self, d, data: str = "data.txt", prog=("-m", "pcsos"), extra=(), env=None):
+        # --bound sdp: the SDP's cutting-plane rounds are what the tests interrupt
         super().__init__([sys.executable, *prog, "solve", data, "-c", "cons.txt", "-k", "6",
-                          "--workers", "2", "--max-rounds", "3", "--max-rounds-child", "2",
+                          "--bound", "sdp", "--workers", "2", "--max-rounds", "3",
+                          "--max-rounds-child", "2",
                           "--time-limit", "120", "--json", "out.json", *extra], d, env)
 
 

@@ -47,7 +47,8 @@ def _branching(seed=3, n=160, k=6, n_cl=40):
 
 
 # no cuts and a loose SDP: weak bounds, so the tree branches at once and nodes are quick
-WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
+# the SDP engine, which these trees were built for (auto takes the LP at k >= 4 in the plane)
+WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3, "engine": "sdp"}}
 
 
 # ---------------------------------------------------------------- output paths (exit 2)
@@ -207,7 +208,8 @@ def test_a_root_sdp_that_cannot_finish_is_not_started(monkeypatch):
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 50)
     X, k, cl = _branching(n=200, n_cl=20)
     statuses = []
-    res = pcsos.solve(X, k, cl=cl, workers=1, time_limit=300, progress=statuses.append)
+    res = pcsos.solve(X, k, cl=cl, workers=1, time_limit=300, progress=statuses.append,
+                      bound_settings={"engine": "sdp"})
     assert res.status == "time_limit" and res.seconds < 60
     assert res.labels is not None and 0.0 < res.lower_bound < res.objective
     assert "needs at least" in res.message and "decomposition bound: 4 subsets" in res.message
