@@ -326,6 +326,16 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
     return rank[inv.ravel()]
 
 
+def cl_adjacency(s: int, cl: np.ndarray) -> list[np.ndarray]:
+    """For each of ``s`` points, the points it has a cannot-link pair with (``cl``: (p, 2)
+    index pairs), in the pairs' order."""
+    adj: list[list[int]] = [[] for _ in range(s)]
+    for a, b in np.asarray(cl, dtype=np.int64).reshape(-1, 2).tolist():
+        adj[a].append(b)
+        adj[b].append(a)
+    return [np.asarray(x, dtype=np.int64) for x in adj]
+
+
 def pairs_satisfied(labels: np.ndarray, ml: np.ndarray, cl: np.ndarray) -> bool:
     """True when every ML pair shares a label and every CL pair does not."""
     labels = np.asarray(labels)

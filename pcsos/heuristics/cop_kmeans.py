@@ -27,7 +27,7 @@ import numpy as np
 from pcsos.errors import InputError
 from pcsos.heuristics.assignment import centres_of, squared_costs
 from pcsos.heuristics.base import Deadline, HeuristicResult, kmeanspp, start_centres
-from pcsos.heuristics.smdeclust import _cl_adjacency
+from pcsos.problem import cl_adjacency
 
 __all__ = ["cop_kmeans"]
 
@@ -45,7 +45,7 @@ def cop_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
     if _ignored:
         raise InputError(f"unknown cop-kmeans option(s): {', '.join(sorted(_ignored))}")
     k, s = problem.k, problem.s
-    adj = _cl_adjacency(s, problem.cl)
+    adj = cl_adjacency(s, problem.cl)
     inst = problem.instance
     # the room a cluster has in a pass: a greedy pass cannot aim at exact sizes, only stay
     # below the largest one

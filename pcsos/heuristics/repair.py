@@ -29,7 +29,7 @@ import numpy as np
 from pcsos.errors import InputError
 from pcsos.heuristics.assignment import group_sums
 from pcsos.heuristics.base import Deadline, HeuristicResult, weighted_kmeans
-from pcsos.heuristics.smdeclust import _cl_adjacency
+from pcsos.problem import cl_adjacency
 
 __all__ = ["repair"]
 
@@ -108,7 +108,7 @@ def repair(problem, Z, rng: np.random.Generator, deadline: Deadline, *, labels=N
             cl_state.move(g, h)
         stats["ml_moves"] += 1
     # step 2: cannot-link violations
-    adj = _cl_adjacency(s, problem.cl)
+    adj = cl_adjacency(s, problem.cl)
     cl = problem.cl
     limit = 100 * s if max_moves is None else int(max_moves)
     moves = 0

@@ -42,6 +42,7 @@ from pcsos.heuristics.base import (
     assign_update_loop,
     start_centres,
 )
+from pcsos.problem import cl_adjacency
 
 __all__ = ["smdeclust", "greedy_assign", "VARIANTS"]
 
@@ -82,14 +83,6 @@ def greedy_assign(costs: np.ndarray, cl_adj: list[np.ndarray], order: np.ndarray
             ci = c[i]
         labels[i] = int(np.argmin(ci))
     return labels
-
-
-def _cl_adjacency(s: int, cl: np.ndarray) -> list[np.ndarray]:
-    adj: list[list[int]] = [[] for _ in range(s)]
-    for a, b in cl:
-        adj[a].append(int(b))
-        adj[b].append(int(a))
-    return [np.asarray(x, dtype=np.int64) for x in adj]
 
 
 def smdeclust(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
@@ -161,7 +154,7 @@ class _Evolution:
                       "variant": variant, "assignment_method": self.engine.method,
                       "stop": ""}
         self.milp = self.engine.method != "matching"
-        self.cl_adj = _cl_adjacency(problem.s, problem.cl)
+        self.cl_adj = cl_adjacency(problem.s, problem.cl)
         self.pop_labels: list[np.ndarray] = []
         self.pop_f: list[float] = []
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc
-from pcsos.problem import Problem
+from pcsos.problem import Problem, cl_adjacency
 
 __all__ = ["PricingData", "PricingResult", "price_heuristic", "price_exact"]
 
@@ -72,14 +72,11 @@ class PricingData:
         within = np.maximum(q - np.einsum("ij,ij->i", W, m), 0.0)
         mag = q + e * np.einsum("ij,ij->i", m, m)
         lo, hi = problem.instance.size_bounds()
-        adj: list = [[] for _ in range(problem.s)]
-        for a, b in np.asarray(problem.cl, dtype=np.int64):
-            adj[a].append(int(b))
-            adj[b].append(int(a))
+        adj = cl_adjacency(problem.s, problem.cl)
         counts = np.asarray(problem.counts, dtype=np.int64)
         ptr = np.zeros(problem.s + 1, dtype=np.int64)
         ptr[1:] = np.cumsum([len(a) for a in adj])
-        idx = np.asarray([j for a in adj for j in a], dtype=np.int64)
+        idx = np.concatenate([np.zeros(0, dtype=np.int64), *adj])
         return cls(e, counts, np.ascontiguousarray(m), q, within, mag,
                    np.asarray(problem.cl, dtype=np.int64), int(lo),
                    None if hi >= int(counts.sum()) else int(hi), adj, ptr, idx)
