@@ -27,7 +27,7 @@ from scipy.sparse.csgraph import connected_components
 from pcsos.errors import InfeasibleError, InputError
 
 __all__ = ["Instance", "Problem", "make_instance", "sse", "bipartition", "pairs_satisfied",
-           "group_sums", "canonical_labels", "check_start"]
+           "group_sums", "canonical_labels", "check_start", "cl_adjacency"]
 
 
 def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
