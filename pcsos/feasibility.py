@@ -47,7 +47,7 @@ from scipy.sparse import coo_matrix
 
 from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
 from pcsos.milp import BACKENDS, Milp, adapter
-from pcsos.problem import Instance, Problem, bipartition
+from pcsos.problem import Instance, Problem, bipartition, cl_adjacency
 
 __all__ = ["Feasibility", "check_instance", "check_problem", "spread_labels"]
 
@@ -482,15 +482,13 @@ def _greedy_pack(problem: Problem, lo: int, hi: int) -> np.ndarray | None:
     counts = problem.counts
     need, cap = _capacities(problem, lo, hi)
     exact = problem.instance.sizes is not None
-    adj: list[list[int]] = [[] for _ in range(problem.s)]
-    for a, b in problem.cl.tolist():
-        adj[a].append(b)
-        adj[b].append(a)
+    adj = cl_adjacency(problem.s, problem.cl)
     room = cap.copy()
     lab = np.full(problem.s, -1, dtype=np.int64)
     for g in np.argsort(-counts, kind="stable"):
         ok = room >= counts[g]
-        ok[[lab[u] for u in adj[g] if lab[u] >= 0]] = False
+        taken = lab[adj[g]]
+        ok[taken[taken >= 0]] = False
         if not ok.any():
             return None
         c = int(np.argmin(np.where(ok, room, np.iinfo(np.int64).max)) if exact

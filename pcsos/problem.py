@@ -327,8 +327,8 @@ def canonical_labels(labels: np.ndarray) -> np.ndarray:
 
 
 def cl_adjacency(s: int, cl: np.ndarray) -> list[np.ndarray]:
-    """For each of ``s`` points, the points it has a cannot-link pair with (``cl``: (p, 2)
-    index pairs), in the pairs' order."""
+    """For each of ``s`` points, the points it has a pair with (``cl``: (p, 2) index pairs,
+    e.g. the cannot-link ones), in the pairs' order."""
     adj: list[list[int]] = [[] for _ in range(s)]
     for a, b in np.asarray(cl, dtype=np.int64).reshape(-1, 2).tolist():
         adj[a].append(b)
@@ -399,10 +399,7 @@ def bipartition(s: int, edges: np.ndarray) -> tuple[np.ndarray | None, list[int]
     Returns ``(colours, None)`` with colours in {0, 1} (each component's smallest vertex gets
     0), or ``(None, cycle)`` with the vertices of an odd cycle, in cycle order.
     """
-    adj: list[list[int]] = [[] for _ in range(s)]
-    for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2):
-        adj[a].append(int(b))
-        adj[b].append(int(a))
+    adj = [a.tolist() for a in cl_adjacency(s, edges)]
     colour = np.full(s, -1, dtype=np.int64)
     parent = np.full(s, -1, dtype=np.int64)
     for root in range(s):
