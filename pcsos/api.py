@@ -1,7 +1,7 @@
-"""The solver's front door: :func:`solve` and its :class:`Result`.
+"""The solver's front door: :func:`~pcsos.solve` and its :class:`~pcsos.Result`.
 
-``pcsos.solve(X, k, ml, cl)`` runs the SDP branch-and-cut (:mod:`pcsos.tree` over
-:mod:`pcsos.node`) and returns a SciPy ``OptimizeResult``-like :class:`Result`. Infeasible
+``pcsos.solve(X, k, ml, cl)`` runs the branch-and-cut (:mod:`pcsos.tree` over
+``pcsos.node``) and returns a SciPy ``OptimizeResult``-like :class:`Result`. Infeasible
 constraints are a normal outcome of ``solve`` (``status='infeasible'``, the explanation in
 ``message``, the conflicting pairs in ``infeasible_pairs``); malformed input raises
 :class:`~pcsos.errors.InputError`. :class:`pcsos.estimator.PCSOSClustering` wraps it as a
@@ -45,21 +45,56 @@ from pcsos.tree import NodeEvent, branch_and_bound, relative_gap
 __all__ = ["solve", "solve_instance", "Result", "ProgressPrinter", "SolverOptions", "ABS_TOL"]
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
-    """Outcome of :func:`solve` (SciPy ``OptimizeResult``-like: ``status`` + ``message``).
+    """Outcome of :func:`solve`, like SciPy's ``OptimizeResult``: ``status`` and ``message``.
 
-    labels : (n,) int array, the best clustering found (None if none).
-    objective : its SSE, computed from the original data (inf if none).
-    lower_bound : certified lower bound on the optimal SSE (inf when infeasible).
-    gap : certified relative gap (objective - lower_bound) / objective.
-    status : 'optimal', 'node_limit', 'time_limit', 'interrupted', 'infeasible' or
-        'unresolved' (nodes that failed numerically keep the gap open).
-    message : a sentence saying why it stopped (for 'infeasible': the explanation).
-    nodes : nodes processed; seconds : wall time (over every run of a resumed solve).
-    root_lower_bound, root_gap, root_size : the root's bound, gap and SDP size (s).
-    log : per-node rows (dicts; the keys of the pc-sos-sdp log table and more).
-    infeasible_pairs : conflicting pairs (original indices) when infeasible.
+    Fields are also reachable as ``result["gap"]``; :meth:`to_dict`, :meth:`to_json` and
+    :meth:`from_json` turn it into plain data and back.
+
+    Attributes
+    ----------
+    labels : ndarray of shape (n,), int, or None
+        The best clustering found (None if none).
+    objective : float
+        Its SSE, computed from the original data (inf if none).
+    lower_bound : float
+        Certified lower bound on the optimal SSE (inf when infeasible).
+    gap : float
+        Certified relative gap ``(objective - lower_bound) / objective``.
+    status : str
+        ``'optimal'``, ``'node_limit'``, ``'time_limit'``, ``'interrupted'``,
+        ``'infeasible'`` or ``'unresolved'`` (nodes that failed numerically keep the gap
+        open).
+    message : str
+        A sentence saying why it stopped (for ``'infeasible'``: the explanation).
+    nodes : int
+        Nodes processed.
+    seconds : float
+        Wall time, summed over every run of a resumed solve.
+    root_lower_bound, root_gap : float
+        The root's bound and gap.
+    root_size : int
+        The root's number of super-points (the SDP's size s).
+    log : list of dict
+        Per-node rows: the columns of the pc-sos-sdp log table and more
+        (:ref:`the gap log <gap-log>`).
+    infeasible_pairs : list of tuple
+        Conflicting pairs (original indices) when infeasible.
+    n, k : int
+        Number of points and clusters.
+
+    Examples
+    --------
+    >>> import numpy as np, pcsos
+    >>> X = np.array([[0.0, 0], [0, 2], [10, 0], [10, 2]])
+    >>> res = pcsos.solve(X, k=2, cl=[(0, 1)])
+    >>> res.status, res.labels.tolist(), round(res.objective, 4)
+    ('optimal', [0, 1, 0, 0], 69.3333)
+    >>> res.gap <= 1e-4 and res.lower_bound <= res.objective
+    True
+    >>> res["nodes"] == res.nodes
+    True
     """
 
     labels: np.ndarray | None
@@ -89,6 +124,35 @@ class Result:
         if math.isinf(self.objective) or math.isinf(self.lower_bound):
             return math.inf
         return self.objective - self.lower_bound
+
+    # what repr and the notebook show: the certificate first, then the effort
+    _SHOWN = ("status", "message", "objective", "lower_bound", "gap", "nodes", "seconds",
+              "root_gap", "n", "k")
+
+    def _shown(self) -> list[tuple[str, str]]:
+        def text(v) -> str:
+            if isinstance(v, float):
+                return f"{v:.6g}"
+            return str(v)
+        rows = [(key, text(getattr(self, key))) for key in self._SHOWN]
+        if self.labels is not None:
+            rows.insert(5, ("labels", np.array2string(np.asarray(self.labels), threshold=12,
+                                                      edgeitems=5, separator=" ")))
+        return rows
+
+    def __repr__(self) -> str:
+        # SciPy's OptimizeResult layout: one right-aligned field per line
+        rows = self._shown()
+        width = max(len(key) for key, _ in rows)
+        return "\n".join(f"{key:>{width}}: {value}" for key, value in rows)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        body = "".join(f"<tr><th style='text-align:left'>{key}</th>"
+                       f"<td style='text-align:left'>{html.escape(value)}</td></tr>"
+                       for key, value in self._shown())
+        return f"<table><caption>pcsos.Result</caption>{body}</table>"
 
     def __getitem__(self, key: str):  # OptimizeResult-style access
         try:
@@ -202,19 +266,65 @@ class Result:
 def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, *,
           sample_weight=None, size_min: int | None = None, size_max: int | None = None,
           sizes=None, **kwargs) -> Result:
-    """Solve constrained MSSC to certified optimality by SDP branch-and-cut.
+    """Solve constrained MSSC to certified optimality by branch-and-cut.
 
-    ``X`` (n x d data), ``k`` clusters, ``ml`` / ``cl`` pairs of 0-based indices.
-    ``sample_weight``: n positive point weights (the objective becomes
-    sum_i w_i ||x_i - mu_c||^2, mu_c the weighted mean); ``size_min`` / ``size_max``: bounds
-    on every cluster's number of points; ``sizes``: the k exact cluster sizes, in any order
-    (sizes count points, not weights). See :func:`~pcsos.problem.make_instance`.
-    ``options``: a :class:`~pcsos.options.SolverOptions`; keywords override its fields
-    (``tol``, ``time_limit``, ``workers``, ... see there) or are those of
-    :func:`solve_instance` (``init_labels``, ``executor``, ``dask``, ``callback``,
-    ``progress``, ``stop_event``, ``abort_event``, ``verbose``, ``checkpoint``,
-    ``checkpoint_every``, ``resume``). Raises :class:`InputError` for malformed
-    input; infeasible constraints give ``status='infeasible'``.
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        The points; finite numbers.
+    k : int
+        Number of clusters, 1 <= k <= n.
+    ml, cl : iterable of (i, j) pairs
+        Must-link and cannot-link pairs of 0-based point indices.
+    options : SolverOptions, optional
+        Every setting of the search (default: the defaults); keywords in ``kwargs`` named
+        as its fields (``tol``, ``time_limit``, ``workers``, ``bound_settings``, ...)
+        override it.
+    sample_weight : array_like of shape (n,), optional
+        Positive point weights: the objective becomes sum_i w_i ||x_i - mu_c||^2, with
+        mu_c the weighted mean.
+    size_min, size_max : int, optional
+        Bounds on every cluster's number of points.
+    sizes : sequence of k int, optional
+        The exact cluster sizes, in any order (sizes count points, not weights).
+    **kwargs
+        Fields of :class:`SolverOptions`, or the keywords of
+        :func:`~pcsos.api.solve_instance`
+        (``init_labels``, ``executor``, ``dask``, ``callback``, ``progress``,
+        ``stop_event``, ``abort_event``, ``verbose``, ``checkpoint``,
+        ``checkpoint_every``, ``resume``).
+
+    Returns
+    -------
+    Result
+        The best clustering, its certified lower bound and gap, and the log. Infeasible
+        pairs are an outcome, not an error: ``status='infeasible'``, the explanation in
+        ``message`` and the conflicting pairs in ``infeasible_pairs``.
+
+    Raises
+    ------
+    InputError
+        Malformed input: a non-finite value, an index out of range, a self pair, k out
+        of range, bad weights or sizes, an unknown option, a warm start that breaks a
+        pair, a checkpoint of other data. The message names the offending value.
+
+    See Also
+    --------
+    make_instance : the validation, on its own.
+    PCSOSClustering : the same as a scikit-learn estimator.
+    certify : a certified gap for data too large for the tree.
+
+    Examples
+    --------
+    >>> import numpy as np, pcsos
+    >>> X = np.array([[0.0, 0], [0, 2], [10, 0], [10, 2]])
+    >>> pcsos.solve(X, k=2).labels.tolist()
+    [0, 0, 1, 1]
+    >>> res = pcsos.solve(X, k=2, cl=[(0, 1)], time_limit=60)
+    >>> res.status, round(res.objective, 4)
+    ('optimal', 69.3333)
+    >>> pcsos.solve(X, k=2, ml=[(0, 1)], cl=[(0, 1)]).status
+    'infeasible'
     """
     inst = make_instance(X, k, ml, cl, weights=sample_weight, size_min=size_min,
                          size_max=size_max, sizes=sizes)
@@ -238,31 +348,68 @@ def solve_instance(
     dask=None,
     **changes,
 ) -> Result:
-    """:func:`solve` on a validated :class:`Instance` (e.g. from :func:`make_instance`).
+    """:func:`pcsos.solve` on a validated :class:`~pcsos.Instance`.
 
-    ``options`` (a :class:`~pcsos.options.SolverOptions`, default: the defaults) with
-    ``changes`` (keywords named as its fields) decide the search; ``threads`` and
-    ``root_threads`` are BLAS threads per job and for the root (see the module doc).
-    ``init_labels``: a clustering to start from (n integer labels, exactly k distinct
-    values, every pair obeyed; else :class:`InputError` naming the broken pairs): the first
-    incumbent and the start of the heuristics at the root, and proof of feasibility in
-    place of the feasibility check.
-    ``callback(row)`` receives every node's log row (a dict) in the calling thread;
-    ``progress(status)`` a snapshot (``nodes``, ``open``, ``bound``, ``incumbent``, ``gap``,
-    ``elapsed`` and what the running jobs do, ``running``; before the tree starts only
-    ``stage``) about once a second, from the first second on; ``stop_event`` (a
-    threading.Event) stops the search like Ctrl-C, ``abort_event`` also abandons the
-    running jobs at once instead of giving them a second to hand in their work;
-    ``executor`` replaces the default thread pool (any ``concurrent.futures.Executor``, e.g.
-    a process pool); ``verbose`` prints the progress table on stderr.
-    ``checkpoint``: a file to which the open nodes, incumbent and bounds are written every
-    ``checkpoint_every`` seconds (None: only at the end) and when the solve ends, atomically
-    (:mod:`pcsos.checkpoint`); ``resume``: such a file (of the same data and pairs, else
-    :class:`InputError`) to go on from: nodes and seconds are summed over the runs,
-    ``max_nodes`` counts every run and ``time_limit`` this one.
-    ``dask``: run the nodes on a Dask cluster (:mod:`pcsos.distributed`): a
-    ``distributed.Client``, ``'local:N'`` (a LocalCluster of N worker processes, closed at
-    the end) or a scheduler address; ``workers`` then defaults to the cluster's threads.
+    Parameters
+    ----------
+    instance : Instance
+        From :func:`~pcsos.make_instance`.
+    options : SolverOptions, optional
+        The search's settings (default: the defaults); ``changes`` (keywords named as its
+        fields) override them. ``threads`` and ``root_threads`` are BLAS threads per job
+        and for the root (the module :mod:`pcsos.api` says why one is the default).
+    init_labels : array_like of shape (n,), optional
+        A clustering to start from: n integer labels, exactly k distinct values, every
+        pair obeyed. It is the first incumbent and the heuristics' start at the root, and
+        proves feasibility in place of the feasibility check.
+    executor : concurrent.futures.Executor, optional
+        Replaces the default thread pool (any ``Executor``, e.g. a process pool).
+    callback : callable, optional
+        ``callback(row)`` receives every node's log row (a dict) in the calling thread.
+    progress : callable, optional
+        ``progress(status)`` receives a snapshot about once a second, from the first
+        second on: ``nodes``, ``open``, ``bound``, ``incumbent``, ``gap``, ``elapsed`` and
+        what the running jobs do, ``running``; before the tree starts only ``stage``.
+    stop_event : threading.Event, optional
+        Once set, stops the search like Ctrl-C: the running jobs get a second to hand in
+        their work.
+    abort_event : threading.Event, optional
+        Once set, also abandons the running jobs at once.
+    verbose : bool, default False
+        Print the progress table on stderr.
+    checkpoint : str or path, optional
+        A file to which the open nodes, incumbent and bounds are written atomically every
+        ``checkpoint_every`` seconds and when the solve ends (:mod:`pcsos.checkpoint`).
+    checkpoint_every : float or None, default 60
+        Seconds between checkpoints (None: only at the end).
+    resume : str or path, optional
+        A checkpoint of the same data and pairs to go on from: nodes and seconds are summed
+        over the runs, ``max_nodes`` counts every run and ``time_limit`` this one.
+    dask : distributed.Client or str, optional
+        Run the nodes on a Dask cluster (:mod:`pcsos.distributed`): a Client,
+        ``'local:N'`` (a LocalCluster of N worker processes, closed at the end) or a
+        scheduler address; ``workers`` then defaults to the cluster's threads.
+    **changes
+        Fields of :class:`~pcsos.SolverOptions`.
+
+    Returns
+    -------
+    Result
+
+    Raises
+    ------
+    InputError
+        An unknown or invalid option, a start that breaks a pair (naming the pairs), a
+        checkpoint of other data, both ``executor`` and ``dask``.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> inst = pcsos.make_instance([[0.0], [1], [9], [10]], 2, cl=[(0, 1)])
+    >>> from pcsos.api import solve_instance
+    >>> res = solve_instance(inst, init_labels=[0, 1, 1, 1], max_nodes=10)
+    >>> res.status, res.labels.tolist()
+    ('optimal', [0, 1, 1, 1])
     """
     opts = SolverOptions.make(options, **changes).checked()
     start = None if init_labels is None else check_start(instance, init_labels)

@@ -44,14 +44,33 @@ WIDER_GAP = 1e-4
 
 @dataclass
 class CertifyResult:
-    """A certified gap for a clustering of a large instance (:func:`certify`).
+    """A certified gap for a clustering of a large instance (:func:`pcsos.certify`).
 
-    ``lower_bound`` (valid for the optimum), ``objective`` of ``labels``, ``gap`` =
-    (objective - lower_bound) / objective, ``spectral_floor`` (the closed-form bound of the
-    whole), ``subsets`` (per-subset bounds), ``heuristic`` (which made the labels, or
-    'given'), ``seconds``, ``message``, ``subset_size`` (the size asked of the subsets) and
-    ``interrupted`` (a stop request ended the run early; :attr:`cut_short` lists the
-    subsets it left with a weaker, still valid, bound).
+    Attributes
+    ----------
+    lower_bound : float
+        A lower bound valid for the optimum.
+    objective : float
+        The SSE of ``labels``.
+    gap : float
+        ``(objective - lower_bound) / objective``.
+    labels : ndarray of shape (n,)
+        The clustering certified.
+    spectral_floor : float
+        The closed-form bound of the whole.
+    subsets : list of SubsetBound
+        Per-subset bounds (:class:`pcsos.decomposition.SubsetBound`).
+    heuristic : str
+        Which heuristic made the labels, or 'given'.
+    seconds : float
+        Wall time.
+    message : str
+        How it ended, in a sentence.
+    subset_size : int
+        The size asked of the subsets.
+    interrupted : bool
+        A stop request ended the run early; :attr:`cut_short` lists the subsets it left
+        with a weaker, still valid, bound.
     """
 
     lower_bound: float
@@ -93,34 +112,83 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
             progress=None, stop_event=None, sample_weight=None) -> CertifyResult:
     """A clustering and a certified lower bound for an instance of any size.
 
-    ``sample_weight``: n positive point weights, as in :func:`pcsos.solve` (each subset
-    keeps its points' weights).
+    The bound is the larger of the spectral floor and the decomposition bound: the data is
+    partitioned into subsets small enough for one SDP each, each subset is bounded
+    exactly, and the bounds add up (docs/decomposition.md has the proof).
 
-    ``labels``: the clustering to certify (checked: n labels, k clusters, every pair
-    obeyed); default: ``heuristic`` run within a quarter of ``time_limit``. The bound is
-    the larger of :func:`spectral_floor` and :func:`decomposition_bound` over
-    :func:`partition` subsets of at most ``subset_size`` points (default:
-    :func:`subset_size_for` of k, n, the time left after the heuristic and ``workers``), as
-    many as :func:`subset_count` says; with that default and a time limit, a gap above
-    ``WIDER_GAP`` gets a second pass on the largest subsets the time left affords
-    (:func:`largest_subset_size`, at least twice the first's size; the first pass then
-    leaves ``WIDER_SHARE`` of the time for it when such subsets could fit), and the better
-    pass is kept. The subsets run on
-    ``executor``, or on Dask (``dask``: a Client, ``'local:N'`` or a scheduler address, as
-    in :func:`pcsos.solve`; ``workers`` then defaults to the cluster's threads), else on a
-    process pool of ``workers`` (default: the CPU count). ``bound_settings``: the subsets'
-    :class:`~pcsos.bounds.settings.BoundSettings` (a dict of its fields; None: the
-    defaults); ``cp_settings``: their cutting-plane settings, used as given (default:
-    :func:`subset_settings`).
-    ``progress(stage, done, total, bound)`` reports the stages: 'heuristic' (it starts),
-    'clustering' (the clustering exists, ``total`` subsets are to be bounded, ``bound`` is
-    its objective), 'wider' (a second pass of ``total`` larger subsets starts) and 'subsets'
-    (``done`` of the pass's subsets bounded, their sum). ``stop_event`` (a
-    threading.Event), once set, stops the heuristic with its best clustering and the
-    bounding as :func:`decomposition_bound` says: the result, ``interrupted``, keeps the
-    clustering and a valid bound. Raises :class:`InputError` for bad input,
-    :class:`InfeasibleError` when no clustering exists and :class:`UndecidedError` when none
-    was found (the heuristic failed, or was stopped first).
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        The points.
+    k : int
+        Number of clusters.
+    ml, cl : iterable of (i, j) pairs
+        Must-link and cannot-link pairs.
+    labels : array_like of shape (n,), optional
+        The clustering to certify (checked: n labels, k clusters, every pair obeyed).
+        Default: ``heuristic`` run within a quarter of ``time_limit``.
+    subset_size : int, optional
+        The subsets' largest size. Default: from k, n, the time left after the heuristic
+        and ``workers`` (:func:`pcsos.decomposition.subset_size_for`). With that default
+        and a time limit, a gap above ``WIDER_GAP`` gets a second pass on the largest
+        subsets the time left affords (at least twice the first's size; the first pass
+        then leaves ``WIDER_SHARE`` of the time for it when such subsets could fit), and
+        the better pass is kept.
+    time_limit : float, optional
+        Seconds for the whole run.
+    workers : int, optional
+        Subsets bounded at once (default: the CPU count, or the Dask cluster's threads).
+    executor : concurrent.futures.Executor, optional
+        Runs the subsets (default: a process pool of ``workers``).
+    dask : distributed.Client or str, optional
+        Run the subsets on Dask: a Client, ``'local:N'`` or a scheduler address, as in
+        :func:`pcsos.solve`.
+    heuristic : str, default 's-mdeclust'
+        The registered heuristic that makes the clustering when ``labels`` is None.
+    seed : int, default 0
+        Its seed.
+    bound_settings : BoundSettings or dict, optional
+        The subsets' :class:`~pcsos.bounds.settings.BoundSettings` (None: the defaults).
+    cp_settings : CuttingPlaneSettings or dict, optional
+        Their cutting-plane settings, used as given (default:
+        :func:`pcsos.decomposition.subset_settings`).
+    progress : callable, optional
+        ``progress(stage, done, total, bound)`` for the stages 'heuristic' (it starts),
+        'clustering' (the clustering exists, ``total`` subsets are to be bounded,
+        ``bound`` is its objective), 'wider' (a second pass of ``total`` larger subsets
+        starts) and 'subsets' (``done`` of the pass's subsets bounded, their sum).
+    stop_event : threading.Event, optional
+        Once set, stops the heuristic with its best clustering and the bounding; the
+        result, ``interrupted``, keeps the clustering and a valid bound.
+    sample_weight : array_like of shape (n,), optional
+        Positive point weights, as in :func:`pcsos.solve` (each subset keeps its points'
+        weights).
+
+    Returns
+    -------
+    CertifyResult
+        The clustering, its objective, the certified lower bound and gap, and the
+        subsets' bounds.
+
+    Raises
+    ------
+    InputError
+        Bad input.
+    InfeasibleError
+        No clustering obeys the pairs.
+    UndecidedError
+        None was found (the heuristic failed, or was stopped first).
+
+    Examples
+    --------
+    >>> import numpy as np, pcsos
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(c, 0.3, size=(40, 2)) for c in (0, 4, 8)])
+    >>> cert = pcsos.certify(X, 3, subset_size=40, workers=1)
+    >>> cert.lower_bound <= cert.objective, len(cert.subsets) >= 3
+    (True, True)
+    >>> cert.gap < 0.05
+    True
     """
     t0 = time.perf_counter()
     inst = make_instance(X, k, ml, cl, weights=sample_weight)

@@ -10,7 +10,7 @@ Loading a checkpoint never runs code, whoever wrote the file. A checkpoint is on
 The search state is written as a tree of JSON values in which an array is
 ``{"array": index}``, a tuple ``{"tuple": [...]}``, a non-finite float ``{"float": "inf"}``
 and an object ``{"type": NAME, "fields": {...}}`` where NAME is one of the few classes in
-:data:`_TYPES` (node, problem, cuts, warm start, tree state). Reading builds only those
+``_TYPES`` (node, problem, cuts, warm start, tree state). Reading builds only those
 classes, only numeric arrays are accepted (``np.load(allow_pickle=False)`` refuses object
 arrays), and the decoded state is checked against the instance (array shapes, index ranges)
 before any node is handed to the solver. Why not pickle: a pickle runs any function its

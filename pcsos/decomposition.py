@@ -172,9 +172,9 @@ def partition(instance: Instance, labels: np.ndarray, size: int,
               seed: int = 0, sweeps: int = 3) -> list[np.ndarray]:
     """Subsets of about ``size`` points, each must-link group in one, each a stratified
     share of every cluster of ``labels`` whose mean is moved towards the cluster's mean by
-    ``sweeps`` rounds of swaps (module doc, :func:`_balance`); sorted point indices per
+    ``sweeps`` rounds of swaps (module doc, ``_balance``); sorted point indices per
     subset. A cannot-link component of at most ``size / BLOCK_SHARE`` points goes whole
-    into one subset (:func:`_pair_blocks`): a pair between two subsets is dropped, and the
+    into one subset (``_pair_blocks``): a pair between two subsets is dropped, and the
     subsets' optima, hence the bound, fall with every dropped pair."""
     n = instance.n
     if size < 1:
@@ -377,7 +377,7 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | 
     """One subset's bound; a module-level function of picklable data, so that a process
     pool or a Dask worker can run it. ``blas_limit`` caps BLAS threads around the job (only
     where it runs alone in its process: threadpoolctl limits are process-wide). ``stop``
-    (an event; in a :func:`process_pool` worker, the pool's own by default) ends the SDP at
+    (an event; in a ``process_pool`` worker, the pool's own by default) ends the SDP at
     its next iteration, with the safe bound of that iterate."""
     t0 = time.perf_counter()
     stop = _WORKER_STOP if stop is None else stop
@@ -503,11 +503,11 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     """Sum of the subsets' lower bounds (a valid lower bound of the whole; module doc).
 
     ``subsets`` must partition the points with each must-link group inside one (else
-    :class:`InputError`). At most ``workers`` subsets (default: the CPU count) are bounded
+    :class:`~pcsos.InputError`). At most ``workers`` subsets (default: the CPU count) are bounded
     at once: on ``executor`` when given (any ``concurrent.futures.Executor``: threads,
     processes, Dask's ``client.get_executor()``; the jobs and ``bound_settings`` (a
     :class:`~pcsos.bounds.settings.BoundSettings`, a dict or None) are pickled for
-    processes), else in this thread when ``workers`` is 1, else on a :func:`process_pool`
+    processes), else in this thread when ``workers`` is 1, else on a ``process_pool``
     of ``workers`` processes (threads would share one interpreter lock, which costs a
     third of an iteration's time; docs/decomposition.md). Each subset
     starts with an equal share of the core-seconds left before ``time_limit``; ``labels``,

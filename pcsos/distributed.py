@@ -4,7 +4,7 @@
 ``dask="tcp://scheduler:8786"`` (a running scheduler) or ``dask=client`` (a
 ``distributed.Client``) runs the nodes on Dask workers (``pip install 'pcsos[dask]'``). The
 tree manager stays in the calling process and knows nothing of Dask: it gets an
-``Executor`` (:class:`DaskExecutor`) and a ``remote`` signal object (:class:`DaskSignals`).
+``Executor`` (``DaskExecutor``) and a ``remote`` signal object (``DaskSignals``).
 
 * The data travels once: the instance is the result of one task that every job depends
   on, so a worker fetches it once while it holds it. It is not scattered: Dask's memory
@@ -14,7 +14,7 @@ tree manager stays in the calling process and knows nothing of Dask: it gets an
   the children that come back. The rest of a node (its branching decisions as a
   super-point problem, its cut set, its warm start) is compact arrays.
 * Ctrl-C, a stop event and the time limit reach running nodes through a Dask ``Event``
-  that their :class:`~pcsos.tree.Context` polls (at most every ``poll`` seconds), so remote
+  that their ``Context`` (:mod:`pcsos.tree`) polls (at most every ``poll`` seconds), so remote
   SDP solves stop within about a second; the incumbent reaches them through a Dask
   ``Variable``, their pruning target.
 * A worker that dies loses no node: Dask runs its task again on another worker.

@@ -6,7 +6,22 @@ from collections.abc import Sequence
 
 
 class PcsosError(Exception):
-    """Base class of every error pcsos raises on purpose."""
+    """Base class of every error pcsos raises on purpose.
+
+    Attributes
+    ----------
+    exit_code : int
+        The exit status of the ``pcsos`` command when this error ends it.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> try:
+    ...     pcsos.solve([[0.0], [1.0]], k=3)
+    ... except pcsos.PcsosError as exc:
+    ...     print(type(exc).__name__, exc.exit_code)
+    InputError 2
+    """
 
     exit_code = 1
 
@@ -14,7 +29,25 @@ class PcsosError(Exception):
 class InputError(PcsosError, ValueError):
     """The user's input is malformed or out of range (CLI exit code 2).
 
-    ``source`` names the file (or argument) and ``line`` the 1-based line, when known.
+    Also a ``ValueError``. The message starts with ``source:line:`` when they are known.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, naming the offending value.
+    source : str, optional
+        The file or argument it came from.
+    line : int, optional
+        The 1-based line in that file.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> try:
+    ...     pcsos.make_instance([[0.0], [1.0]], 1, cl=[(0, 5)])
+    ... except pcsos.InputError as exc:
+    ...     print(exc.source)
+    cl
     """
 
     exit_code = 2
@@ -31,8 +64,24 @@ class InputError(PcsosError, ValueError):
 class InfeasibleError(PcsosError):
     """The constraints cannot all be satisfied with exactly k non-empty clusters (exit code 3).
 
-    ``pairs`` lists the conflicting (i, j) pairs in original point indices, ``reason`` is a
-    short machine-readable code (see :mod:`pcsos.feasibility`).
+    Parameters
+    ----------
+    message : str
+        The explanation (a must-link chain, an odd cycle, ...).
+    reason : str
+        A short machine-readable code (the ``reason`` of a :class:`~pcsos.Feasibility`).
+    pairs : sequence of (i, j)
+        The conflicting pairs, in original point indices.
+
+    Examples
+    --------
+    >>> import numpy as np, pcsos
+    >>> inst = pcsos.make_instance(np.eye(3), 2, cl=[(0, 1), (1, 2), (0, 2)])
+    >>> try:
+    ...     pcsos.check_instance(inst).raise_if_infeasible()
+    ... except pcsos.InfeasibleError as exc:
+    ...     print(exc.reason, exc.pairs)
+    odd_cycle [(0, 1), (0, 2), (1, 2)]
     """
 
     exit_code = 3
@@ -45,13 +94,38 @@ class InfeasibleError(PcsosError):
 
 
 class UndecidedError(PcsosError):
-    """A decision (e.g. feasibility) could not be reached within its time limit (exit code 1)."""
+    """A decision could not be reached within its time limit (exit code 1).
+
+    Raised where an answer is needed and none came: e.g. :func:`pcsos.certify` or
+    :func:`pcsos.impact` when no clustering was found in time.
+
+    Examples
+    --------
+    >>> from pcsos import UndecidedError
+    >>> UndecidedError("no clustering within 1 s").exit_code
+    1
+    """
 
     exit_code = 1
 
 
 class BackendUnavailableError(PcsosError, RuntimeError):
-    """An optional backend (MOSEK, Gurobi, SCS, a GPU library) is not installed or not licensed."""
+    """An optional backend is not installed or not licensed (exit code 2).
+
+    MOSEK, Gurobi, SCS or a GPU library; the message says which, and how to install it.
+    Also a ``RuntimeError``.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> try:
+    ...     res = pcsos.solve([[0.0], [1.0]], 1, feasibility_backend="gurobi")
+    ... except pcsos.BackendUnavailableError as exc:
+    ...     print("gurobi" in str(exc).lower())
+    ... else:
+    ...     print(True)  # gurobipy is installed and licensed here
+    True
+    """
 
     exit_code = 2
 

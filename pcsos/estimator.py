@@ -80,15 +80,56 @@ def _seed(random_state) -> int | None:
 class PCSOSClustering(*_BASES):
     """Exact k-means (minimum sum of squares) with must-link / cannot-link pairs, certified.
 
-    Parameters: ``n_clusters``; ``size_min`` / ``size_max`` (bounds on every cluster's
-    number of points) or ``sizes`` (the exact sizes, any order), as in :func:`pcsos.solve`;
-    every field of :class:`~pcsos.options.SolverOptions` but ``seed`` (same names, same
-    defaults; ``heuristic_options`` None for empty); ``random_state``;
-    ``verbose`` (the progress table on stderr).
-    After :meth:`fit`: ``labels_``, ``cluster_centers_`` (weighted means with
-    ``sample_weight``), ``inertia_`` (the (weighted) SSE),
-    ``lower_bound_``, ``gap_``, ``n_nodes_``, ``status_``, ``result_`` (the full
-    :class:`~pcsos.api.Result`), ``n_features_in_``.
+    A scikit-learn estimator (a ``BaseEstimator`` and ``ClusterMixin`` when scikit-learn is
+    installed) over :func:`pcsos.solve`; the pairs are given to :meth:`fit`.
+
+    Parameters
+    ----------
+    n_clusters : int, default 8
+        Number of clusters k.
+    size_min, size_max : int, optional
+        Bounds on every cluster's number of points.
+    sizes : sequence of int, optional
+        The exact cluster sizes, in any order (not with ``size_min`` / ``size_max``).
+    tol, abs_tol, max_nodes, time_limit, workers, threads, root_threads, heuristic, \
+heuristic_options, heuristic_time_limit, root_heuristic, bound_settings, cp_settings, \
+feasibility_backend, order
+        The fields of :class:`~pcsos.options.SolverOptions`, same names, same defaults
+        (``heuristic_options`` None for empty).
+    random_state : int, numpy Generator or RandomState, optional
+        Seed of every random choice (None: 0, so that fits repeat).
+    verbose : bool, default False
+        Print the progress table on stderr.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n,)
+        The certified clustering.
+    cluster_centers_ : ndarray of shape (k, d)
+        The cluster means (weighted means with ``sample_weight``).
+    inertia_ : float
+        Its (weighted) SSE.
+    lower_bound_, gap_ : float
+        The certified lower bound and relative gap.
+    n_nodes_ : int
+        Nodes of the search tree.
+    status_ : str
+        As the ``status`` of a :class:`~pcsos.Result`; a stop at a limit still sets every attribute.
+    result_ : Result
+        The full result of the solve.
+    n_features_in_ : int
+        Number of features seen by :meth:`fit`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pcsos import PCSOSClustering
+    >>> X = np.array([[0.0, 0], [0, 2], [10, 0], [10, 2]])
+    >>> model = PCSOSClustering(n_clusters=2, random_state=0).fit(X, cl=[(0, 1)])
+    >>> model.labels_.tolist(), model.status_
+    ([0, 1, 0, 0], 'optimal')
+    >>> model.predict([[9.0, 1.0]]).tolist()
+    [0]
     """
 
     def __init__(self, n_clusters: int = 8, *, size_min: int | None = None,
@@ -147,17 +188,35 @@ class PCSOSClustering(*_BASES):
 
     def fit(self, X, y=None, *, ml=None, cl=None, sample_weight=None,
             init_labels=None) -> PCSOSClustering:
-        """Solve on X with the must-link / cannot-link pairs; returns self.
+        """Solve on X with the must-link / cannot-link pairs.
 
-        ``y`` is ignored (scikit-learn convention); pairs are keyword-only so that they are
-        never mistaken for ``y``. ``sample_weight``: n positive point weights (None: all 1).
-        ``init_labels``: a feasible clustering to start from (see
-        :func:`pcsos.api.solve_instance`).
+        Parameters
+        ----------
+        X : array_like of shape (n, d)
+            The points.
+        y : None
+            Ignored (scikit-learn convention); the pairs are keyword-only so that they are
+            never mistaken for it.
+        ml, cl : iterable of (i, j) pairs, optional
+            Must-link and cannot-link pairs of 0-based row indices.
+        sample_weight : array_like of shape (n,), optional
+            Positive point weights (None: all 1).
+        init_labels : array_like of shape (n,), optional
+            A feasible clustering to start from (see :func:`pcsos.api.solve_instance`).
 
-        Raises :class:`InputError` (or scikit-learn's ValueError / TypeError for malformed
-        X) for bad input and :class:`InfeasibleError` when the constraints admit no
-        clustering into ``n_clusters`` non-empty clusters. A stop at a limit still sets
-        every attribute (``status_`` and ``gap_`` say how good it is).
+        Returns
+        -------
+        PCSOSClustering
+            self, fitted. A stop at a limit still sets every attribute (``status_`` and
+            ``gap_`` say how good it is).
+
+        Raises
+        ------
+        InputError
+            Bad input (scikit-learn's ValueError / TypeError for malformed X).
+        InfeasibleError
+            The pairs admit no clustering into ``n_clusters`` non-empty clusters, or none
+            was found before a limit.
         """
         Xa = self._validate(X, reset=True)
         if isinstance(self.n_clusters, (int, np.integer)) and Xa.shape[0] < self.n_clusters:

@@ -7,7 +7,7 @@ super-points into new clusters. Deciding it is NP-complete, so cheap tests come 
 an exact ILP decides the rest:
 
 1. a cannot-link pair inside a must-link group (``'ml_cl_conflict'``, raised by
-   :meth:`Problem.from_instance`, which names the chain);
+   :meth:`~pcsos.Problem.from_instance`, which names the chain);
 2. fewer than k super-points (``'too_few_groups'``);
 3. k = 2: bipartiteness (``'bipartite'`` or ``'odd_cycle'``);
 4. a DSATUR colouring with at most k colours (``'dsatur'``);
@@ -58,13 +58,41 @@ _MAX_CLIQUES = 20000
 
 @dataclass
 class Feasibility:
-    """The verdict of a feasibility check.
+    """The verdict of a feasibility check (:func:`check_instance`).
 
-    ``feasible`` is True, False, or None (undecided: the time limit stopped the ILP).
-    ``labels`` is a witness over the original points with exactly k non-empty clusters that
-    satisfies every pair (None unless feasible); ``super_labels`` the same over super-points.
-    ``reason`` says how it was decided (see the module docstring); ``pairs`` lists the
-    conflicting pairs in original point indices (empty unless infeasible).
+    Attributes
+    ----------
+    feasible : bool or None
+        True, False, or None (undecided: the time limit stopped the ILP).
+    reason : str
+        How it was decided: ``'ml_cl_conflict'``, ``'too_few_groups'``, ``'bipartite'``,
+        ``'odd_cycle'``, ``'dsatur'``, ``'clique'``, ``'ilp'``, ``'ilp_infeasible'``,
+        ``'time_limit'``, and with sizes ``'group_too_large'``, ``'sizes_greedy'``,
+        ``'sizes_ilp'``, ``'sizes_packing'``, ``'sizes_ilp_infeasible'``
+        (:mod:`pcsos.feasibility` says what each test is).
+    message : str
+        The verdict in a sentence, with the explanation when infeasible.
+    labels : ndarray of shape (n,) or None
+        A witness over the original points: exactly k non-empty clusters obeying every
+        pair (None unless feasible).
+    super_labels : ndarray of shape (s,) or None
+        The same over the super-points.
+    pairs : list of (i, j)
+        The conflicting pairs in original point indices (empty unless infeasible).
+    s : int or None
+        Number of super-points.
+    backend : str or None
+        The MILP backend that decided, when an ILP ran.
+    seconds : float
+        Wall time of the check.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> inst = pcsos.make_instance([[0.0], [1], [2], [3]], 3, cl=[(0, 1), (1, 2), (0, 2)])
+    >>> verdict = pcsos.check_instance(inst)
+    >>> verdict.status, verdict.reason, verdict.labels.tolist()
+    ('feasible', 'dsatur', [0, 1, 2, 0])
     """
 
     feasible: bool | None
@@ -88,7 +116,8 @@ class Feasibility:
         return self.feasible is not None
 
     def raise_if_infeasible(self) -> Feasibility:
-        """Raise :class:`InfeasibleError` (reason, pairs, message) when infeasible; else self."""
+        """Raise :class:`~pcsos.errors.InfeasibleError` (reason, pairs, message) when
+        infeasible; else return self."""
         if self.feasible is False:
             raise InfeasibleError(self.message, reason=self.reason, pairs=self.pairs)
         return self
@@ -98,9 +127,43 @@ def check_instance(instance: Instance, backend: str = "highs", time_limit: float
                    *, infer_k2: bool = True, method: str = "auto") -> Feasibility:
     """Decide whether ``instance`` has a partition into exactly k clusters obeying all pairs.
 
-    Every :class:`InfeasibleError` of :meth:`Problem.from_instance` (a cannot-link inside a
-    must-link group, an odd cycle at k = 2) becomes an infeasible verdict; the rest is
-    :func:`check_problem` on the super-point problem (after k = 2 inference).
+    Cheap tests first, then an exact ILP on what they leave (the steps are in
+    :mod:`pcsos.feasibility`). An infeasible instance is a verdict, not an error: a
+    cannot-link pair inside a must-link group or an odd cycle at k = 2 included.
+
+    Parameters
+    ----------
+    instance : Instance
+        From :func:`make_instance`.
+    backend : {'highs', 'gurobi'}
+        The ILP's solver.
+    time_limit : float, optional
+        Seconds for the ILP (None: none); past it the verdict is undecided.
+    infer_k2 : bool, default True
+        At k = 2, merge the points that the cannot-link graph forces together first.
+    method : {'auto', 'ilp'}
+        'ilp' skips the cheap tests (for testing them against it).
+
+    Returns
+    -------
+    Feasibility
+        The verdict, with a witness clustering when feasible and the conflicting pairs
+        when infeasible.
+
+    Raises
+    ------
+    InputError
+        An unknown backend or method.
+    BackendUnavailableError
+        ``backend='gurobi'`` without gurobipy or its licence.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> inst = pcsos.make_instance([[0.0], [1], [2]], 2, cl=[(0, 1), (1, 2), (0, 2)])
+    >>> verdict = pcsos.check_instance(inst)
+    >>> verdict.feasible, verdict.reason, verdict.pairs
+    (False, 'odd_cycle', [(0, 1), (0, 2), (1, 2)])
     """
     t0 = time.perf_counter()
     try:

@@ -34,22 +34,59 @@ ABS_TOL = 1e-10
 class SolverOptions:
     """Every option of the exact solver, with its default.
 
-    tol : relative gap tolerance, (UB - LB) / UB.
-    abs_tol : absolute gap tolerance UB - LB, in units of the SSE (0: off).
-    max_nodes, time_limit : node limit and wall-clock limit in seconds (None: none).
-    workers : nodes processed at once (None: the CPU count).
-    threads, root_threads : BLAS threads per job, and for the root, which runs alone
-        (None: 1, and ``threads``).
-    heuristic, heuristic_options, heuristic_time_limit : the upper-bound heuristic of every
-        node, its options and its seconds per call (None: the node's time left).
-    root_heuristic : run once before the root's bound (None: none).
-    bound_settings : :class:`pcsos.bounds.settings.BoundSettings` (the bound engine, the SDP
-        backend, its tolerance, device, ...), a dict of its fields, or None (the defaults).
-    cp_settings : :class:`pcsos.cuts.loop.CuttingPlaneSettings`, a dict of its fields, or
-        None (the defaults); its prune tolerances are always ``tol`` and ``abs_tol``.
-    feasibility_backend : 'highs' or 'gurobi'.
-    seed : seed of every random choice (None: 0).
-    order : 'best' (ties deeper first), 'depth' or 'breadth'.
+    One object serves :func:`pcsos.solve`, ``pcsos solve`` and :class:`PCSOSClustering`.
+    Nothing is checked on construction; :meth:`checked` validates (``solve`` calls it).
+
+    Parameters
+    ----------
+    tol : float, default 1e-4
+        Relative gap tolerance, (UB - LB) / UB, in [0, 1).
+    abs_tol : float, default 1e-10
+        Absolute gap tolerance UB - LB, in units of the SSE (0: off).
+    max_nodes : int, optional
+        Node limit, over every run of a resumed solve (None: none).
+    time_limit : float, optional
+        Wall-clock limit of this run in seconds (None: none).
+    workers : int, optional
+        Nodes processed at once (None: the CPU count).
+    threads, root_threads : int, optional
+        BLAS threads per job, and for the root, which runs alone (None: 1, and
+        ``threads``).
+    heuristic : str, default 'ipc-kmeans'
+        The upper-bound heuristic of every node, by registered name
+        (:func:`pcsos.heuristics.available_heuristics`).
+    heuristic_options : dict
+        Keyword options of that heuristic.
+    heuristic_time_limit : float, optional
+        Its seconds per call (None: the node's time left).
+    root_heuristic : str or None, default 's-mdeclust'
+        Run once before the root's bound (None: none).
+    bound_settings : BoundSettings, dict or None
+        The bound layer's :class:`~pcsos.bounds.settings.BoundSettings` (the engine, the
+        SDP backend, its tolerance, device, ...), a dict of its fields, or None (the
+        defaults).
+    cp_settings : CuttingPlaneSettings, dict or None
+        The :class:`~pcsos.cuts.loop.CuttingPlaneSettings`, a dict of its fields, or None
+        (the defaults); its prune tolerances are always ``tol`` and ``abs_tol``.
+    feasibility_backend : {'highs', 'gurobi'}
+        The MILP solver of the feasibility check.
+    seed : int, optional
+        Seed of every random choice (None: 0).
+    order : {'best', 'depth', 'breadth'}
+        Node selection; 'best' breaks ties deeper first.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> opts = pcsos.SolverOptions(time_limit=600, workers=2)
+    >>> pcsos.SolverOptions.make(opts, tol=1e-6).tol
+    1e-06
+    >>> opts.checked().bound_settings.engine
+    'auto'
+    >>> pcsos.SolverOptions(tol=2).checked()
+    Traceback (most recent call last):
+    ...
+    pcsos.errors.InputError: tol: tol must be a number in [0, 1), got 2
     """
 
     tol: float = 1e-4
@@ -76,7 +113,8 @@ class SolverOptions:
 
     @classmethod
     def make(cls, options: SolverOptions | None = None, **changes) -> SolverOptions:
-        """``options`` (or the defaults) with ``changes``; an unknown name is an InputError."""
+        """``options`` (or the defaults) with ``changes``; an unknown name is an
+        :class:`~pcsos.errors.InputError`."""
         unknown = sorted(set(changes) - set(cls.names()))
         if unknown:
             raise InputError(f"unknown option(s) {', '.join(map(repr, unknown))}; the "
@@ -87,9 +125,10 @@ class SolverOptions:
         return dataclasses.replace(options if options is not None else cls(), **changes)
 
     def checked(self) -> SolverOptions:
-        """A validated copy: bound_settings made a BoundSettings, cp_settings a
-        CuttingPlaneSettings that stops where the tree prunes. Raises :class:`InputError`
-        naming the option."""
+        """A validated copy: ``bound_settings`` made a
+        :class:`~pcsos.bounds.settings.BoundSettings`, ``cp_settings`` a
+        :class:`~pcsos.cuts.loop.CuttingPlaneSettings` that stops where the tree prunes.
+        Raises :class:`~pcsos.errors.InputError` naming the option."""
         _positive_int = _check_positive_int
         if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
                                               and 0 <= self.tol < 1):

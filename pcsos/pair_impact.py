@@ -42,9 +42,22 @@ __all__ = ["impact", "ImpactResult", "PairImpact"]
 
 @dataclass
 class PairImpact:
-    """One pair's scores: ``i``, ``j`` (0-based, i < j), ``type`` ('ML' or 'CL'), ``score``
-    (= ``drop``: a proven lower bound on how much the clustering's value would fall without
-    the pair) and ``dual`` (the thesis's Lagrangian score, >= 0)."""
+    """One pair's scores, in the ``pairs`` of an :class:`~pcsos.pair_impact.ImpactResult`.
+
+    Attributes
+    ----------
+    i, j : int
+        The pair's points, 0-based, i < j.
+    type : {'ML', 'CL'}
+        Must-link or cannot-link.
+    score : float
+        Equal to ``drop``, the ranking key.
+    drop : float
+        A proven lower bound on how much the clustering's value would fall without the
+        pair.
+    dual : float
+        The thesis's Lagrangian score, >= 0.
+    """
 
     i: int
     j: int
@@ -56,10 +69,27 @@ class PairImpact:
 
 @dataclass
 class ImpactResult:
-    """Pairs ranked by ``score`` (highest first), the clustering they were scored against
-    (``labels``, its ``objective``, and whether it is certified ``optimal``), ``seconds``;
-    ``interrupted``: a stop request ended the run with ``pairs`` holding only the pairs
-    scored by then, of ``total`` (-1: not counted, for a result built by hand)."""
+    """What :func:`pcsos.impact` returns.
+
+    Attributes
+    ----------
+    pairs : list of PairImpact
+        Ranked by ``score``, highest first.
+    labels : ndarray of shape (n,)
+        The clustering the pairs were scored against.
+    objective : float
+        Its SSE.
+    optimal : bool
+        Whether that clustering is certified optimal.
+    seconds : float
+        Wall time.
+    notes : list of str
+        What the run had to note (e.g. a first solve stopped at its limit).
+    interrupted : bool
+        A stop request ended the run: ``pairs`` holds only the pairs scored by then.
+    total : int
+        Pairs to score (-1: not counted, for a result built by hand).
+    """
 
     pairs: list[PairImpact]
     labels: np.ndarray
@@ -144,18 +174,66 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
            **solve_options) -> ImpactResult:
     """Score every pair by how much the optimum would drop without it; ranked, highest first.
 
-    ``labels``: the clustering to score against (checked as a warm start: n labels, k
-    clusters, every pair obeyed); default: the optimum from :func:`pcsos.solve` (with
-    ``time_limit`` and ``solve_options``; if a limit stops it, its best clustering, and
-    ``optimal`` is False). Per pair, ``heuristic`` (a registered name) or, with ``exact``,
-    the exact solver re-solves the instance without the pair from that clustering, within
-    ``time_limit`` seconds each. ``progress(done, total)`` is called after each pair.
-    ``stop_event`` (a threading.Event), once set, stops the first solve with its best
-    clustering and the scoring: the result, ``interrupted``, holds the pairs scored before
-    (a pair whose re-solve was cut short is left out: its drop would be too small).
-    Raises :class:`InputError` for bad input (also for ``sample_weight`` and the size
-    keywords: not supported yet), :class:`InfeasibleError` when no clustering exists and
-    :class:`UndecidedError` when none was found (or the stop came first).
+    A wrong pair (a label error) usually costs the most, so it ranks near the top
+    (docs/impact.md measures how well).
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        The points.
+    k : int
+        Number of clusters.
+    ml, cl : iterable of (i, j) pairs
+        The pairs to score.
+    labels : array_like of shape (n,), optional
+        The clustering to score against, checked as a warm start (n labels, k clusters,
+        every pair obeyed). Default: the optimum from :func:`pcsos.solve` (with
+        ``time_limit`` and ``solve_options``; if a limit stops it, its best clustering, and
+        ``optimal`` is False).
+    heuristic : str, default 'ipc-kmeans'
+        The registered heuristic that re-solves the instance without each pair, from that
+        clustering.
+    exact : bool, default False
+        Re-solve with the exact solver instead.
+    seed : int, default 0
+        Seed of the heuristic.
+    time_limit : float, optional
+        Seconds for the first solve, and for each re-solve.
+    progress : callable, optional
+        ``progress(done, total)``, called after each pair.
+    stop_event : threading.Event, optional
+        Once set, stops the first solve with its best clustering, and the scoring.
+    sample_weight : None
+        Not supported yet (an :class:`~pcsos.errors.InputError`), nor are the size
+        keywords.
+    **solve_options
+        Fields of :class:`~pcsos.options.SolverOptions` for the solves.
+
+    Returns
+    -------
+    ImpactResult
+        The pairs ranked by score. After a stop, ``interrupted`` is True and it holds the
+        pairs scored before (a pair whose re-solve was cut short is left out: its drop
+        would be too small).
+
+    Raises
+    ------
+    InputError
+        Bad input, ``sample_weight`` or a size keyword.
+    InfeasibleError
+        No clustering obeys the pairs.
+    UndecidedError
+        None was found in time (or the stop came first).
+
+    Examples
+    --------
+    >>> import numpy as np, pcsos
+    >>> X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [5.2]])
+    >>> ranked = pcsos.impact(X, 2, ml=[(0, 1)], cl=[(0, 2)])
+    >>> [(p.type, p.i, p.j) for p in ranked.pairs]
+    [('CL', 0, 2), ('ML', 0, 1)]
+    >>> ranked.pairs[0].score > 0 and ranked.optimal
+    True
     """
     t0 = time.perf_counter()
     given = {"sample_weight": sample_weight,

@@ -45,8 +45,8 @@ PLOTTED_KEYS = ("elapsed", "global_lb", "gub", "gap")
 def read_run(path) -> list[dict]:
     """The node rows of a ``pcsos solve --jsonl`` file (null numbers become nan).
 
-    Raises :class:`InputError` naming the file and line for a line that is not a JSON
-    object with ``elapsed``, or whose drawn values (:data:`PLOTTED_KEYS`) are not finite
+    Raises :class:`~pcsos.InputError` naming the file and line for a line that is not a JSON
+    object with ``elapsed``, or whose drawn values (``PLOTTED_KEYS``) are not finite
     numbers or null (the writer turns inf and nan into null).
     """
     source = os.fspath(path)
@@ -96,8 +96,8 @@ def plot_progress(rows: Iterable[Mapping], path=None, *, title: str | None = Non
                   source: str = "rows"):
     """Bound, incumbent and gap of a solve against time and nodes; returns the Figure.
 
-    ``rows``: the per-node log rows (``Result.log``, or :func:`read_run` of a ``--jsonl``
-    file), whose ``elapsed``, ``global_lb``, ``gub`` and ``gap`` are the state of the
+    ``rows``: the per-node log rows (``Result.log``, or :func:`~pcsos.plot.read_run` of a
+    ``--jsonl`` file), whose ``elapsed``, ``global_lb``, ``gub`` and ``gap`` are the state of the
     search after each node. Missing values (no incumbent yet, no bound) are left out.
     ``source`` names the rows in an error (the file they were read from).
     """

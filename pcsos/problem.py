@@ -57,15 +57,39 @@ def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
 
 @dataclass(frozen=True, eq=False)
 class Instance:
-    """A validated user instance: data, k and deduplicated, oriented ML/CL pairs, and
-    optionally point weights and cluster sizes.
+    """A validated user instance: data, k, pairs, and optionally weights and sizes.
 
-    ``weights``: (n,) positive finite point weights (None: every point weighs 1, also when
-    all given weights are 1); the objective is sum_i w_i ||x_i - mu_c||^2 with mu_c the
-    weighted mean. ``size_min`` /
-    ``size_max``: bounds on every cluster's number of points (None: none); ``sizes``: the
-    multiset of exact cluster sizes, k integers summing to n, sorted in decreasing order
-    (clusters are interchangeable). Sizes count points, not weights.
+    Made by :func:`make_instance`, which checks every field; the arrays are read-only, so
+    the caller's later changes cannot invalidate a solve.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d), float64
+        The data (a copy).
+    k : int
+        Number of clusters.
+    ml, cl : ndarray of shape (m, 2), int64
+        Must-link and cannot-link pairs, each oriented (i < j) and deduplicated.
+    ml_duplicates, cl_duplicates : int
+        How many repeated pairs the deduplication dropped.
+    weights : ndarray of shape (n,) or None
+        Positive finite point weights (None: every point weighs 1, also when all given
+        weights are 1); the objective is sum_i w_i ||x_i - mu_c||^2 with mu_c the weighted
+        mean.
+    size_min, size_max : int or None
+        Bounds on every cluster's number of points (None: none).
+    sizes : tuple of int or None
+        The multiset of exact cluster sizes, k integers summing to n, in decreasing order
+        (clusters are interchangeable). Sizes count points, not weights.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> inst = pcsos.make_instance([[0.0], [1], [5]], 2, ml=[(1, 0), (0, 1)])
+    >>> inst.ml.tolist(), inst.ml_duplicates, inst.n, inst.d
+    ([[0, 1]], 1, 3, 1)
+    >>> inst.objective([0, 0, 1])
+    0.5
     """
 
     X: np.ndarray
@@ -136,15 +160,49 @@ class Instance:
 def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=None,
                   size_min: int | None = None, size_max: int | None = None,
                   sizes=None) -> Instance:
-    """Validate data, k and pairs (finite values, indices in range, no self pairs, 1 <= k <= n),
-    and the optional weights and sizes (see :class:`Instance`).
+    """Validate data, k, pairs and the optional weights and sizes into an :class:`Instance`.
 
-    Raises :class:`InputError` naming the offending value: a weight that is not positive and
-    finite, or of the wrong length; size bounds that no partition of n points into k
-    non-empty clusters meets (k * size_max < n, k * size_min > n, size_min > size_max);
-    ``sizes`` that are not k positive integers summing to n, or given with size_min /
-    size_max. The data is copied (float64, read-only) so later changes by the caller cannot
-    invalidate a solve.
+    Parameters
+    ----------
+    X : array_like of shape (n, d) or (n,)
+        The points: finite numbers, not so large that their squares overflow. A 1-D array
+        is n points in one dimension.
+    k : int
+        Number of clusters, 1 <= k <= n.
+    ml, cl : iterable of (i, j) pairs
+        Must-link and cannot-link pairs of 0-based indices in range, no self pairs.
+    weights : array_like of shape (n,), optional
+        Positive finite point weights.
+    size_min, size_max : int, optional
+        Bounds on every cluster's number of points.
+    sizes : sequence of k int, optional
+        Exact cluster sizes: k positive integers summing to n, in any order; not with
+        ``size_min`` / ``size_max``.
+
+    Returns
+    -------
+    Instance
+        The validated instance; the data is copied (float64, read-only) so that later
+        changes by the caller cannot invalidate a solve.
+
+    Raises
+    ------
+    InputError
+        Naming the offending value: a non-finite value (with its row and column), an
+        index out of range, a self pair, k out of range, a weight that is not positive and
+        finite or of the wrong length, size bounds that no partition of n points into k
+        non-empty clusters meets (k * size_max < n, k * size_min > n,
+        size_min > size_max), or ``sizes`` that are not k positive integers summing to n.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> pcsos.make_instance([[0.0, 1.0], [2.0, 3.0]], 2, cl=[(0, 1)]).cl.tolist()
+    [[0, 1]]
+    >>> pcsos.make_instance([[0.0], [float("nan")]], 1)
+    Traceback (most recent call last):
+    ...
+    pcsos.errors.InputError: X: non-finite value nan at row 1, column 0 (1 in all)
     """
     try:
         Xa = np.array(X, dtype=np.float64, copy=True)
@@ -300,10 +358,50 @@ def group_sums(labels: np.ndarray, M: np.ndarray, k: int) -> np.ndarray:
 
 
 def sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> float:
-    """Sum of (weighted) squared distances of the rows of X to the (weighted) mean of their
-    cluster, from the data: sum_i w_i ||x_i - mu_c||^2 (``weights`` None: every w_i = 1)."""
+    """The k-means objective of a clustering: sum_i w_i ||x_i - mu_c||^2.
+
+    Computed from the data, mu_c being the (weighted) mean of x_i's cluster.
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+        The points.
+    labels : array_like of shape (n,)
+        Any hashable cluster labels.
+    weights : array_like of shape (n,), optional
+        Point weights (None: every w_i = 1).
+
+    Returns
+    -------
+    float
+        The (weighted) sum of squared distances to the cluster means.
+
+    Raises
+    ------
+    InputError
+        X is not an (n, d) array, or ``labels`` or ``weights`` do not have n entries.
+
+    Examples
+    --------
+    >>> from pcsos import sse
+    >>> sse([[0.0], [2.0], [10.0]], [0, 0, 1])
+    2.0
+    >>> sse([[0.0], [2.0], [10.0]], [0, 0, 1], weights=[3.0, 1.0, 1.0])
+    3.0
+    """
     X = np.asarray(X, dtype=np.float64)
     labels = np.asarray(labels)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise InputError(f"X must be an n x d matrix, got shape {X.shape}", source="X")
+    n = len(X)
+    if labels.shape != (n,):
+        raise InputError(f"expected {n} labels (one per row of X), got shape {labels.shape}",
+                         source="labels")
+    if weights is not None and np.shape(weights) != (n,):
+        raise InputError(f"expected {n} weights (one per row of X), got shape "
+                         f"{np.shape(weights)}", source="weights")
     total = 0.0
     for h in np.unique(labels):
         inside = labels == h
@@ -437,19 +535,38 @@ def _odd_cycle(parent: np.ndarray, u: int, v: int) -> list[int]:
 class Problem:
     """An instance in super-point space: the data every node of the tree works on.
 
+    Must-link components are shrunk into super-points (spec §2), each a point of mass
+    e_i at its (weighted) mean; a heuristic or bound plugin receives one.
+
     Attributes
     ----------
     instance : Instance
         The user's validated instance (shared by all nodes, never modified).
     k : int
-    e : (s,) float64, masses of the super-points: their numbers of original points, or
-        with point weights the sums of their weights (``counts`` holds the numbers).
-    W : (s, d) float64, (weighted) row sums of the *centred* data over each super-point.
-    cl : (q, 2) int64, cannot-link pairs between super-points, oriented and deduplicated.
-    point_labels : (n,) int64, the super-point of every original point.
-    c0 : float, (weighted) sum of squared norms of the centred data, so SSE = c0 - <W W^T, Z>
-        with Z_ij = 1 / (mass of the cluster) for i, j in one cluster.
-    parent_map : (s_parent,) int64 or None, the child index of each parent super-point.
+        Number of clusters.
+    e : ndarray of shape (s,), float64
+        Masses of the super-points: their numbers of original points, or with point
+        weights the sums of their weights (``counts`` holds the numbers).
+    W : ndarray of shape (s, d), float64
+        (Weighted) row sums of the *centred* data over each super-point.
+    cl : ndarray of shape (q, 2), int64
+        Cannot-link pairs between super-points, oriented and deduplicated.
+    point_labels : ndarray of shape (n,), int64
+        The super-point of every original point.
+    c0 : float
+        (Weighted) sum of squared norms of the centred data, so that
+        SSE = c0 - <W W^T, Z> with Z_ij = 1 / (mass of the cluster) for i, j in one
+        cluster.
+    parent_map : ndarray of shape (s_parent,), int64, or None
+        The child index of each parent super-point.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> inst = pcsos.make_instance([[0.0], [1], [5], [6]], 2, ml=[(0, 1)], cl=[(1, 2)])
+    >>> prob = pcsos.Problem.from_instance(inst)
+    >>> prob.s, prob.e.tolist(), prob.point_labels.tolist()
+    (3, [2.0, 1.0, 1.0], [0, 0, 1, 2])
     """
 
     def __init__(self, instance: Instance, e: np.ndarray, W: np.ndarray, cl: np.ndarray,
@@ -472,9 +589,9 @@ class Problem:
     def from_instance(cls, instance: Instance, *, infer_k2: bool = True) -> Problem:
         """Shrink must-link components into super-points (spec §2).
 
-        Raises :class:`InfeasibleError` when a cannot-link pair lies inside a must-link
-        component (naming the chain) or, for k = 2 with ``infer_k2``, when the cannot-link
-        graph has an odd cycle.
+        Raises :class:`~pcsos.errors.InfeasibleError` when a cannot-link pair lies inside a
+        must-link component (naming the chain) or, for k = 2 with ``infer_k2``, when the
+        cannot-link graph has an odd cycle.
         """
         n = instance.n
         ml = instance.ml

@@ -82,9 +82,35 @@ _NUMPY = get_backend("cpu")
 
 
 def register_eig(name: str, fn: Callable, *, stateful: bool = False) -> None:
-    """Register ``fn(W, rank_hint) -> (positive eigenvalues, eigenvectors)`` under ``name``;
-    with ``stateful``, ``fn()`` makes a callable ``(W, rank_hint, tol)`` kept for one solve.
-    ``fn`` must not modify W: the ADMM builds the next dual slack in the same array."""
+    """Register an eigensolver of the ADMM's PSD projection under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The name that ``BoundSettings(eig=...)`` and ``--eig`` will take.
+    fn : callable
+        ``fn(W, rank_hint) -> (values, vectors)``: the positive eigenvalues of the
+        symmetric matrix W and their eigenvectors as columns; ``rank_hint`` is the rank of
+        the last projection. With ``stateful``, ``fn()`` makes such a callable taking
+        ``(W, rank_hint, tol)``, kept for one solve. ``fn`` must not modify W: the ADMM
+        builds the next dual slack in the same array.
+    stateful : bool, default False
+        See ``fn``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pcsos.bounds.eig import eig_methods, positive_part, register_eig
+    >>> def dense(W, rank_hint):
+    ...     vals, vecs = np.linalg.eigh(W)
+    ...     return vals[vals > 0], vecs[:, vals > 0]
+    >>> register_eig("numpy-eigh", dense)
+    >>> "numpy-eigh" in eig_methods()
+    True
+    >>> vals, vecs = positive_part(np.diag([2.0, -1.0]), method="numpy-eigh")
+    >>> vals.tolist(), vecs.tolist()
+    ([2.0], [[1.0], [0.0]])
+    """
     _REGISTRY[name] = fn
     if stateful:
         _STATEFUL.add(name)
@@ -93,7 +119,20 @@ def register_eig(name: str, fn: Callable, *, stateful: bool = False) -> None:
 
 
 def eig_methods() -> list[str]:
-    """Names accepted by ``solve_sdp(eig=...)``."""
+    """Names that ``BoundSettings(eig=...)`` and ``pcsos bound --eig`` accept.
+
+    Returns
+    -------
+    list of str
+        The registered eigensolvers, then ``'auto'`` (by size and rank) and ``'auto32'``
+        (the same on W rounded to single precision).
+
+    Examples
+    --------
+    >>> from pcsos.bounds.eig import eig_methods
+    >>> {"full", "partial", "krylov", "auto"} <= set(eig_methods())
+    True
+    """
     return sorted(_REGISTRY) + list(_AUTO)
 
 
@@ -451,6 +490,22 @@ def _on_device(be: ArrayBackend, name: str, made: dict, W, hint: int, tol):
 
 def positive_part(W: np.ndarray, method: str = "auto", rank_hint: int | None = None,
                   tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Positive eigenvalues and eigenvectors of the symmetric matrix W (``method`` by name;
-    a stateful method starts without state)."""
+    """Positive eigenvalues and eigenvectors of the symmetric matrix W.
+
+    Parameters
+    ----------
+    W : ndarray of shape (s, s)
+        Symmetric.
+    method : str, default 'auto'
+        A name of :func:`eig_methods`; a stateful method starts without state.
+    rank_hint : int, optional
+        The expected number of positive eigenvalues.
+    tol : float, optional
+        The accuracy asked of an iterative method.
+
+    Returns
+    -------
+    values : ndarray of shape (r,)
+    vectors : ndarray of shape (s, r)
+    """
     return projector(method)(W, rank_hint, tol)

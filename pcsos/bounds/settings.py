@@ -37,24 +37,48 @@ AUTO_COLGEN_MAX_D = 2
 class BoundSettings:
     """Settings of the bound layer, with their defaults.
 
-    engine : the bound a node computes: 'sdp' (the Peng-Wei SDP with cuts), 'colgen'
-        (the set-partitioning LP by column generation, :mod:`pcsos.bounds.colgen`; for
-        many clusters in few dimensions) or 'auto' (:meth:`engine_for`).
-    backend : the SDP solver: 'admm' (built in), 'mosek' (licensed), 'scs' or 'clarabel'
-        (via cvxpy, references).
-    tol : relative KKT tolerance of a tight solve (the bound is valid at any tolerance).
-    max_iter : iteration cap per solve (None: the backend's).
-    eig : the ADMM's eigensolver (:func:`pcsos.bounds.eig.eig_methods`).
-    polish : eigen-solves of dual ascent before each safe bound (0: none).
-    device : where the ADMM iterates: 'cpu', 'cuda' or 'auto' (admm only; an array
-        namespace module such as ``array_api_strict`` is accepted too).
-    anderson : memory of the ADMM's Anderson acceleration (None: its default; 0: off).
-    sigma_ratio : the ADMM rebalances sigma when the residuals' ratio leaves [1/r, r]
-        (None: its default).
-    aggregate : the LP engine aggregates its rows from the incumbent's clusters
+    Given to :class:`~pcsos.options.SolverOptions` (``bound_settings``),
+    :func:`pcsos.certify` and ``--bound-option NAME=VALUE`` on the command line; a dict
+    of these fields is accepted wherever one is.
+
+    Parameters
+    ----------
+    engine : {'auto', 'sdp', 'colgen'}
+        The bound a node computes: 'sdp' (the Peng-Wei SDP with cuts), 'colgen' (the
+        set-partitioning LP by column generation, :mod:`pcsos.bounds.colgen`; for many
+        clusters in few dimensions) or 'auto' (:meth:`engine_for`).
+    backend : {'admm', 'mosek', 'scs', 'clarabel'}
+        The SDP solver: 'admm' (built in), 'mosek' (licensed), 'scs' or 'clarabel' (via
+        cvxpy, references).
+    tol : float
+        Relative KKT tolerance of a tight solve (the bound is valid at any tolerance).
+    max_iter : int, optional
+        Iteration cap per solve (None: the backend's).
+    eig : str, default 'auto'
+        The ADMM's eigensolver (:func:`pcsos.bounds.eig.eig_methods`).
+    polish : int
+        Eigen-solves of dual ascent before each safe bound (0: none).
+    device : {'cpu', 'cuda', 'auto'} or module
+        Where the ADMM iterates (admm only; an array namespace module such as
+        ``array_api_strict`` is accepted too).
+    anderson : int, optional
+        Memory of the ADMM's Anderson acceleration (None: its default; 0: off).
+    sigma_ratio : float, optional
+        The ADMM rebalances sigma when the residuals' ratio leaves [1/r, r] (None: its
+        default).
+    aggregate : bool, default False
+        The LP engine aggregates its rows from the incumbent's clusters
         (:mod:`pcsos.bounds.colgen.aggregation`); off by default: it solves fl417's k = 4
         root LP 8x faster but pr299's 2-5x slower (docs/solver.md, "Many clusters").
-    verbose : print the solver's log.
+    verbose : bool, default False
+        Print the solver's log.
+
+    Examples
+    --------
+    >>> from pcsos.bounds.settings import BoundSettings
+    >>> bs = BoundSettings.make({"tol": 1e-6}, eig="full")
+    >>> bs.tol, bs.eig, bs.engine_for(k=20, d=2), bs.engine_for(k=3, d=2)
+    (1e-06, 'full', 'colgen', 'sdp')
     """
 
     engine: str = "auto"
@@ -87,7 +111,7 @@ class BoundSettings:
              **changes: Any) -> BoundSettings:
         """``settings`` (a BoundSettings, a dict of its fields, or None for the defaults)
         with ``changes``, validated. An unknown name or a bad value is an
-        :class:`InputError` whose source is ``source`` (the option the user set)."""
+        :class:`~pcsos.InputError` whose source is ``source`` (the option the user set)."""
         if settings is None:
             base: dict = {}
         elif isinstance(settings, BoundSettings):
@@ -106,7 +130,7 @@ class BoundSettings:
         return cls(**base).checked(source)
 
     def checked(self, source: str = "bound") -> BoundSettings:
-        """Self, once every field is valid; else an :class:`InputError` naming the field."""
+        """Self, once every field is valid; else an :class:`~pcsos.InputError` naming the field."""
         def bad(name: str, what: str) -> InputError:
             return InputError(f"{name} must be {what}, got {getattr(self, name)!r}",
                               source=f"{source}.{name}")

@@ -81,7 +81,7 @@ class CuttingPlaneSettings:
     ``max_rounds_root`` / ``max_rounds_child``: SDP solves per node (root / other nodes).
     ``cp_tol``: stop when the bound improves by less than this, relatively.
     ``prune_tol``, ``prune_abs_tol``: stop when (UB - LB) / UB <= ``prune_tol`` or
-    UB - LB <= ``prune_abs_tol`` (the branch-and-bound tolerances, :func:`gap_closed`).
+    UB - LB <= ``prune_abs_tol`` (the branch-and-bound tolerances, ``pcsos.tree.gap_closed``).
     ``loose_tol``: rounds are solved to at most this relative KKT tolerance instead of the
     SDP tolerance: their Z only has to be good enough to separate cuts, and their safe bound
     is valid whatever the accuracy. When a loose round would end the loop (no violated cut,

@@ -6,9 +6,10 @@ A heuristic is a callable ``h(problem, Z, rng, deadline, **options) -> Heuristic
 * ``problem``: the node's :class:`pcsos.problem.Problem` (super-points, CL pairs, k);
 * ``Z``: the node's SDP solution in super-point space (s x s) or None;
 * ``rng``: a :class:`numpy.random.Generator` (the only source of randomness);
-* ``deadline``: a :class:`Deadline` (``deadline.remaining()`` seconds, ``deadline.expired()``);
+* ``deadline``: a :class:`~pcsos.heuristics.Deadline` (``deadline.remaining()`` seconds,
+  ``deadline.expired()``);
 * ``init_labels`` (keyword, default None): labels of the original points of a known
-  clustering, e.g. the incumbent, to use as a start (:func:`start_centres` gives its
+  clustering, e.g. the incumbent, to use as a start (``start_centres`` gives its
   centres). The tree hands every heuristic the best clustering it knows this way; a
   heuristic whose signature takes neither ``init_labels`` nor ``**kwargs`` is not passed it;
 
@@ -43,14 +44,31 @@ STATUSES = ("found", "infeasible", "no_solution")
 
 @dataclass
 class HeuristicResult:
-    """Outcome of one heuristic run (SciPy ``OptimizeResult``-like: status + message).
+    """Outcome of one heuristic run (SciPy ``OptimizeResult``-like: status and message).
 
-    ``labels``: original-point labels 0..k-1 with exactly k non-empty clusters, or None.
-    ``objective``: SSE recomputed from the original data (inf when no labelling).
-    ``status``: ``'found'``, ``'infeasible'`` (proved: no feasible clustering exists) or
-    ``'no_solution'`` (none found, e.g. COP-k-means failed or a time limit hit).
-    ``super_labels``: the same labelling on the node's super-points.
-    ``stats``: counters (``iterations``, ``ilp_solves``, ``seconds``, ...).
+    Attributes
+    ----------
+    labels : ndarray of shape (n,) or None
+        Original-point labels 0..k-1 with exactly k non-empty clusters.
+    objective : float
+        The SSE, recomputed from the original data (inf when no labelling).
+    status : {'found', 'infeasible', 'no_solution'}
+        'infeasible': proved that no feasible clustering exists; 'no_solution': none
+        found (e.g. COP-k-means failed or a time limit hit).
+    super_labels : ndarray of shape (s,) or None
+        The same labelling on the node's super-points.
+    stats : dict
+        Counters (``iterations``, ``ilp_solves``, ``seconds``, ...).
+    name : str
+        The heuristic's registered name.
+    message : str
+        Why it ended, when not found.
+
+    Examples
+    --------
+    >>> from pcsos.heuristics import HeuristicResult
+    >>> HeuristicResult().success
+    False
     """
 
     labels: np.ndarray | None = None

@@ -51,10 +51,37 @@ def _entry_points() -> dict:
 
 
 def register_heuristic(name: str, obj, *, replace: bool = False) -> None:
-    """Register ``obj`` (a heuristic callable or class) under ``name`` for this process.
+    """Register a heuristic under a name, for this process.
 
-    Raises :class:`InputError` when the name is taken and ``replace`` is false, or when
-    ``obj`` is not callable.
+    Parameters
+    ----------
+    name : str
+        The name that ``SolverOptions(heuristic=...)`` and ``pcsos heuristic`` will take.
+    obj : callable or class
+        ``obj(problem, Z, rng, deadline, **options) -> HeuristicResult``, or a class whose
+        no-argument instances are such callables (the contract is in
+        :mod:`pcsos.heuristics.base`).
+    replace : bool, default False
+        Replace a registered or built-in heuristic of that name.
+
+    Raises
+    ------
+    InputError
+        The name is empty or taken (and ``replace`` is false), or ``obj`` is not callable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pcsos.heuristics import HeuristicResult, register_heuristic, run_heuristic
+    >>> def halves(problem, Z, rng, deadline):
+    ...     labels = (np.arange(problem.n) * problem.k) // problem.n
+    ...     return HeuristicResult(labels=labels, status="found")
+    >>> register_heuristic("halves", halves, replace=True)
+    >>> import pcsos
+    >>> prob = pcsos.Problem.from_instance(pcsos.make_instance([[0.0], [1], [9], [10]], 2))
+    >>> res = run_heuristic("halves", prob)
+    >>> res.status, res.labels.tolist(), res.objective
+    ('found', [0, 0, 1, 1], 1.0)
     """
     if not isinstance(name, str) or not name:
         raise InputError(f"a heuristic name must be a non-empty string, got {name!r}")
@@ -66,15 +93,46 @@ def register_heuristic(name: str, obj, *, replace: bool = False) -> None:
 
 
 def available_heuristics() -> list[str]:
-    """Sorted names of the built-in, registered and entry-point heuristics."""
+    """Sorted names of the built-in, registered and entry-point heuristics.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> from pcsos.heuristics import available_heuristics
+    >>> {"ipc-kmeans", "s-mdeclust", "blpkm-cc", "cop-kmeans"} <= set(available_heuristics())
+    True
+    """
     return sorted(set(_BUILTIN) | set(_REGISTERED) | set(_entry_points()))
 
 
 def get_heuristic(name: str) -> Callable:
     """The heuristic callable registered under ``name``.
 
-    Raises :class:`InputError` listing the available names when there is none, and when an
-    entry point cannot be loaded.
+    Parameters
+    ----------
+    name : str
+        A name of :func:`available_heuristics`.
+
+    Returns
+    -------
+    callable
+        ``heuristic(problem, Z, rng, deadline, **options) -> HeuristicResult`` (a class is
+        instantiated first).
+
+    Raises
+    ------
+    InputError
+        No heuristic has that name (the message lists the available ones), or its entry
+        point cannot be loaded.
+
+    Examples
+    --------
+    >>> from pcsos.heuristics import get_heuristic
+    >>> callable(get_heuristic("cop-kmeans"))
+    True
     """
     obj = _REGISTERED.get(name)
     if obj is None and name in _BUILTIN:
@@ -150,23 +208,56 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
                   stop_event=None, **options) -> HeuristicResult:
     """Run the heuristic ``name`` on a node's super-point ``problem``.
 
-    ``Z`` is the node's SDP solution (s x s) when available; ``seed`` anything
-    :func:`numpy.random.default_rng` accepts; ``time_limit`` in seconds (None: none);
-    ``blas_threads`` caps the BLAS threads while it runs (None: leave them; the only
-    correct choice in a worker thread, since threadpoolctl limits are process-wide);
-    ``init_labels`` a clustering of the original points (e.g. the incumbent) that the
-    heuristic should use as a start: passed as ``init_labels=`` to every heuristic that
-    takes that keyword (all built-in ones do; see :mod:`pcsos.heuristics.base`) and
-    dropped, with a note in ``stats``, for one that does not; ``progress(info)`` receives
-    what the heuristic reports through its deadline's ``note`` (s-mdeclust: each member of
-    the initial population and each generation, with the best objective so far);
-    ``stop_event`` (a threading.Event) ends the run as its time limit does when set: the
-    heuristic returns its best clustering so far, and ``stats['interrupted']`` is True;
-    ``options`` go to the heuristic. The returned labelling is re-checked (see
-    :func:`check_labels`) and its SSE recomputed from the original data; a heuristic whose
-    labelling fails the check yields ``status='no_solution'`` with the reason in
-    ``message`` and ``stats['rejected']``. Raises :class:`InputError` for an unknown name,
-    a malformed Z or a negative time limit.
+    The returned labelling is re-checked (:func:`~pcsos.heuristics.check_labels`) and its
+    SSE recomputed from the original data; a labelling that fails the check yields
+    ``status='no_solution'`` with the reason in ``message`` and ``stats['rejected']``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`available_heuristics`.
+    problem : Problem
+        The node's super-point problem (:meth:`pcsos.Problem.from_instance` at the root).
+    Z : ndarray of shape (s, s), optional
+        The node's SDP solution, when there is one.
+    seed : int or numpy.random.Generator, optional
+        Anything :func:`numpy.random.default_rng` accepts.
+    time_limit : float, optional
+        Seconds (None: none).
+    blas_threads : int or None, default 1
+        Cap on the BLAS threads while it runs (None: leave them; the only correct choice
+        in a worker thread, since threadpoolctl limits are process-wide).
+    init_labels : array_like of shape (n,), optional
+        A clustering of the original points (e.g. the incumbent) to start from: passed
+        as ``init_labels=`` to every heuristic that takes that keyword (all built-in ones
+        do) and dropped, with a note in ``stats``, for one that does not.
+    progress : callable, optional
+        ``progress(info)`` receives what the heuristic reports through its deadline's
+        ``note`` (s-mdeclust: each member of the initial population and each generation,
+        with the best objective so far).
+    stop_event : threading.Event, optional
+        Once set, ends the run as its time limit does: the heuristic returns its best
+        clustering so far, and ``stats['interrupted']`` is True.
+    **options
+        Keyword options of the heuristic.
+
+    Returns
+    -------
+    HeuristicResult
+
+    Raises
+    ------
+    InputError
+        An unknown name, a malformed Z or a negative time limit.
+
+    Examples
+    --------
+    >>> import pcsos
+    >>> from pcsos.heuristics import run_heuristic
+    >>> inst = pcsos.make_instance([[0.0], [1], [9], [10]], 2, cl=[(0, 1)])
+    >>> res = run_heuristic("cop-kmeans", pcsos.Problem.from_instance(inst), seed=0)
+    >>> res.status, res.labels.tolist(), round(res.objective, 2)
+    ('found', [0, 1, 1, 1], 48.67)
     """
     heur = get_heuristic(name)
     if time_limit is not None and not (time_limit >= 0):

@@ -3,8 +3,8 @@
     result = colgen_bound(problem, labels=None, upper_bound=inf, time_limit=None)
     result.lower_bound    # a safe Lagrangian bound, <= the optimal SSE at any stop
 
-Modules: :mod:`.master` (the restricted master LP in HiGHS), :mod:`.pricing` (heuristic and
-exact pricing), :mod:`.engine` (the column-generation loop and its bound).
+Modules: ``master`` (the restricted master LP in HiGHS), ``pricing`` (heuristic and exact
+pricing), ``engine`` (the column-generation loop and its bound).
 """
 
 from pcsos.bounds.colgen.engine import (
