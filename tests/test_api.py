@@ -46,6 +46,22 @@ def test_result_fields_and_access():
     assert {"node", "node_parent", "lb", "ub", "gub", "gap", "open"} <= set(res.log[0])
 
 
+def test_result_shows_its_certificate_in_the_repl_and_the_notebook():
+    res = api.Result(labels=np.arange(40) % 3, objective=12.5, lower_bound=12.25, gap=0.02,
+                     status="time_limit", message="time limit <reached> & stopped", nodes=7,
+                     log=[{"node": i} for i in range(500)], n=40, k=3)
+    text = repr(res)
+    lines = dict(line.strip().split(": ", 1) for line in text.splitlines())
+    assert lines["status"] == "time_limit" and lines["objective"] == "12.5"
+    assert lines["lower_bound"] == "12.25" and lines["gap"] == "0.02" and lines["nodes"] == "7"
+    assert "..." in lines["labels"]  # 40 labels are elided, not printed in full
+    assert "{'node'" not in text and len(text.splitlines()) == 11  # nor the 500 log rows
+    html = res._repr_html_()
+    assert html.startswith("<table>") and html.count("<tr>") == len(lines)
+    # the message is escaped: a result's text never becomes markup
+    assert "time limit &lt;reached&gt; &amp; stopped" in html and "<reached>" not in html
+
+
 def test_unconstrained_matches_sklearn_kmeans():
     """An independent reference: on separated blobs k-means finds the optimum."""
     sklearn = pytest.importorskip("sklearn.cluster")
