@@ -46,7 +46,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 
 from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
-from pcsos.milp import BACKENDS, Milp, adapter
+from pcsos.milp import BACKENDS, GUROBIPY_MISSING, Milp, adapter
 from pcsos.problem import Instance, Problem, bipartition, cl_adjacency
 
 __all__ = ["Feasibility", "check_instance", "check_problem", "spread_labels"]
@@ -121,6 +121,16 @@ class Feasibility:
         if self.feasible is False:
             raise InfeasibleError(self.message, reason=self.reason, pairs=self.pairs)
         return self
+
+
+def _installed(backend: str):
+    """The MILP adapter of ``backend``, once it is installed: only gurobi can be missing, and
+    it is said here, where an ILP is needed, not when a cheap test decides first."""
+    solver = adapter(backend)
+    if not solver.installed():
+        raise BackendUnavailableError(f"feasibility {GUROBIPY_MISSING}; the default backend "
+                                      "'highs' needs nothing extra")
+    return solver
 
 
 def check_instance(instance: Instance, backend: str = "highs", time_limit: float | None = None,
@@ -374,11 +384,7 @@ def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: float):
     for t in range(min(len(clique), k)):
         lb[t, t] = 1.0
     edges = np.array([(pos[a], pos[b]) for a, b in G.edges()], dtype=np.int64).reshape(-1, 2)
-    solver = adapter(backend)
-    if not solver.installed():  # only gurobi can be missing; said here, where it is needed
-        raise BackendUnavailableError(
-            "feasibility backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); "
-            "the default backend 'highs' needs nothing extra")
+    solver = _installed(backend)
     res = solver.solve(_colouring_milp(m, k, lb, ub, edges), time_limit=max(remaining, 1e-3))
     if res.status == "error":  # pragma: no cover - the solver's own failure
         raise RuntimeError(res.message)
@@ -567,11 +573,7 @@ def _sizes_ilp(problem: Problem, lo: int, hi: int, cl: np.ndarray, backend: str,
     remaining = deadline - time.perf_counter()
     if remaining <= 0:
         return "time_limit", None
-    solver = adapter(backend)
-    if not solver.installed():
-        raise BackendUnavailableError(
-            "feasibility backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); "
-            "the default backend 'highs' needs nothing extra")
+    solver = _installed(backend)
     s, k, counts = problem.s, problem.k, problem.counts
     need, cap = _capacities(problem, lo, hi)
     order = np.argsort(-counts, kind="stable")

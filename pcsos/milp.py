@@ -14,9 +14,9 @@ status is one of :data:`STATUSES`. Each adapter offers
   engine's MILP, solved many times per heuristic run).
 
 Backends: ``'highs'`` (HiGHS: one-shot solves through :func:`scipy.optimize.milp`, kept
-models through :mod:`highspy`, or rebuilt per solve through :func:`scipy.optimize.milp`
-when highspy is missing) and ``'gurobi'`` (:mod:`gurobipy`, imported on first use; a
-missing module or a refusing licence raises :class:`~pcsos.errors.BackendUnavailableError`).
+models through :mod:`highspy`, a core dependency) and ``'gurobi'`` (:mod:`gurobipy`,
+imported on first use; a missing module or a refusing licence raises
+:class:`~pcsos.errors.BackendUnavailableError`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import time
 import weakref
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 from scipy.sparse import csc_matrix
 
@@ -128,7 +129,7 @@ class HighsAdapter:
     """HiGHS. One-shot solves go through :func:`scipy.optimize.milp` (SciPy's own copy of
     HiGHS, always installed, and the one the feasibility check has always used, so its
     witnesses stay the same); kept models through :mod:`highspy`, whose model survives
-    between solves, or through :func:`scipy.optimize.milp` without highspy."""
+    between solves."""
 
     name = "highs"
 
@@ -137,12 +138,7 @@ class HighsAdapter:
         return True
 
     def model_name(self) -> str:
-        """The ``name`` of what :meth:`model` builds: ``'highs'``, or ``'scipy-milp'``
-        without highspy."""
-        try:
-            import highspy  # noqa: F401
-        except ImportError:
-            return "scipy-milp"
+        """The ``name`` of what :meth:`model` builds."""
         return "highs"
 
     def solve(self, problem: Milp, *, time_limit: float | None = None,
@@ -154,12 +150,9 @@ class HighsAdapter:
         return _scipy_solve(problem, problem.c, cons, time_limit, mip_rel_gap)
 
     def model(self, problem: Milp, *, threads: int = 1,
-              mip_rel_gap: float | None = None) -> HighsModel | ScipyMilpModel:
-        """A kept model of ``problem`` (highspy; SciPy, rebuilt per solve, without it)."""
-        try:
-            return HighsModel(problem, threads, mip_rel_gap)
-        except ImportError:
-            return ScipyMilpModel(problem, mip_rel_gap)
+              mip_rel_gap: float | None = None) -> HighsModel:
+        """A kept model of ``problem`` in highspy."""
+        return HighsModel(problem, threads, mip_rel_gap)
 
 
 class HighsModel:
@@ -175,8 +168,6 @@ class HighsModel:
     name = "highs"
 
     def __init__(self, problem: Milp, threads: int = 1, mip_rel_gap: float | None = None):
-        import highspy
-
         self._hs = highspy
         n = problem.num_cols
         A = problem.A
@@ -265,33 +256,6 @@ class HighsModel:
         if st == M.kTimeLimit:
             return MilpResult("time_limit")
         return MilpResult("error", message=f"HiGHS ended with: {h.modelStatusToString(st)}")
-
-
-class ScipyMilpModel:
-    """A kept :class:`Milp` for :func:`scipy.optimize.milp` (HiGHS), which rebuilds the
-    solver's model on every solve: the fallback when highspy is missing."""
-
-    name = "scipy-milp"
-
-    def __init__(self, problem: Milp, mip_rel_gap: float | None = None):
-        from scipy.optimize import LinearConstraint
-
-        self.problem = problem
-        self.c = problem.c
-        self._cons = LinearConstraint(problem.A, problem.row_lo, problem.row_hi)
-        self._gap = mip_rel_gap
-
-    def set_costs(self, c: np.ndarray) -> None:
-        """Replace the objective vector."""
-        self.c = c
-
-    def close(self) -> None:
-        """Nothing to free."""
-
-    def solve(self, *, time_limit: float | None = None,
-              start: np.ndarray | None = None) -> MilpResult:
-        """Solve from scratch (SciPy's interface takes no ``start``)."""
-        return _scipy_solve(self.problem, self.c, self._cons, time_limit, self._gap)
 
 
 # --------------------------------------------------------------------------- Gurobi

@@ -64,12 +64,9 @@ def test_transportation_matches_lp_and_is_integral():
 
 
 @pytest.mark.parametrize("decompose", [True, False])
-@pytest.mark.parametrize("fallback", [False, True])
-def test_milp_matches_enumeration(fallback, decompose, monkeypatch):
-    """With CL: HiGHS (highspy, or scipy.milp when highspy is missing) equals enumeration,
-    through the decomposition and through the full MILP."""
-    if fallback:
-        monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy -> ImportError
+def test_milp_matches_enumeration(decompose):
+    """With CL: HiGHS equals enumeration, through the decomposition and through the full
+    MILP."""
     rng = np.random.default_rng(1)
     infeasible = 0
     for _ in range(40):
@@ -78,7 +75,7 @@ def test_milp_matches_enumeration(fallback, decompose, monkeypatch):
         w = rng.integers(1, 3, size=s).astype(float)
         cl = random_cl(rng, s, int(rng.integers(1, min(10, s * (s - 1) // 2) + 1)))
         eng = AssignmentEngine(pts, w, cl, k, decompose=decompose)
-        assert eng.method == ("scipy-milp" if fallback else "highs")
+        assert eng.method == "highs"
         warm = None
         for _rep in range(2):  # the second call reuses the model with new costs
             C = rng.normal(size=(k, 2))

@@ -47,22 +47,19 @@ def _gurobi_or_skip():
     return adapter("gurobi")
 
 
-# every route to a solver: one-shot and kept models, the SciPy fallback, Gurobi
-ROUTES = ["highs-once", "highs-model", "scipy-model", "gurobi-once", "gurobi-model"]
+# every route to a solver: one-shot and kept models, HiGHS and Gurobi
+ROUTES = ["highs-once", "highs-model", "gurobi-once", "gurobi-model"]
 
 
 def _solve(route, problem, monkeypatch, **kw):
     backend, how = route.split("-")
-    if backend == "scipy":
-        monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy -> ImportError
-        backend = "highs"
     if backend == "gurobi":
         _gurobi_or_skip()
     a = adapter(backend)
     if how == "once":
         return a.solve(problem, **kw)
     m = a.model(problem)
-    assert m.name == ("scipy-milp" if route == "scipy-model" else backend)
+    assert m.name == backend
     try:
         return m.solve(**kw)
     finally:

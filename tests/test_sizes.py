@@ -288,8 +288,7 @@ def test_engine_with_sizes_against_enumeration(with_cl):
             assert a.status == "optimal" and a.cost == pytest.approx(ref, rel=1e-9, abs=1e-9)
             assert eng.sized.ok(a.labels) and not np.any(a.labels[cl[:, 0]] == a.labels[cl[:, 1]])
             assert (eng.method == "flow") == (flow and not with_cl and bool(np.all(counts == 1)))
-    milp = "highs" if ("highs", False) in paths else "scipy-milp"
-    assert (milp, False) in paths and (milp, True) in paths
+    assert ("highs", False) in paths and ("highs", True) in paths
     if not with_cl:
         assert ("flow", False) in paths
 
@@ -316,7 +315,7 @@ def test_engine_without_sizes_is_unchanged():
     inst = make_instance(rng.normal(size=(12, 2)), 3, ml=[(0, 1)], cl=[(2, 3), (4, 5)])
     p = Problem.from_instance(inst)
     eng = AssignmentEngine.from_problem(p)
-    assert eng.sized is None and eng.method in ("highs", "scipy-milp")
+    assert eng.sized is None and eng.method == "highs"
     ref = AssignmentEngine(p.centroids, p.e, p.cl, 3)
     C = rng.normal(size=(3, 2))
     np.testing.assert_array_equal(eng.solve(C).labels, ref.solve(C).labels)

@@ -27,11 +27,10 @@ exactly k non-empty clusters and every cannot-link pair in different clusters.
 * The MILP (NP-hard) is built once per engine, when first needed, as a
   :class:`pcsos.milp.Milp` and kept by the backend's adapter (:mod:`pcsos.milp`); between
   calls only the objective costs change and the previous assignment is passed as a warm
-  start. Backends: ``'highs'`` (default; :mod:`highspy`, falling back to
-  :func:`scipy.optimize.milp` — the same HiGHS solver, model rebuilt per call — when highspy
-  is not installed) and ``'gurobi'`` (:mod:`gurobipy`; each model opens one Gurobi
-  environment on its first solve, disposed in :meth:`AssignmentEngine.close`, on leaving
-  its ``with`` block, or when it is garbage collected).
+  start. Backends: ``'highs'`` (default; :mod:`highspy`) and ``'gurobi'`` (:mod:`gurobipy`;
+  each model opens one Gurobi environment on its first solve, disposed in
+  :meth:`AssignmentEngine.close`, on leaving its ``with`` block, or when it is garbage
+  collected).
 
 Cluster sizes (``counts``: points per super-point; ``size_bounds`` or the exact multiset
 ``sizes``; :meth:`AssignmentEngine.from_problem` takes them from the instance) add k rows

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linear_sum_assignment, milp
+from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.spatial.distance import pdist
@@ -48,6 +48,7 @@ from pcsos.errors import InfeasibleError, InputError
 from pcsos.kcenter.cover import clique_cover
 from pcsos.kcenter.geometry import BigPoints
 from pcsos.kcenter.rds import max_rds
+from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem, make_instance
 
 __all__ = ["KCenterResult", "solve", "solve_problem"]
@@ -284,7 +285,7 @@ def _repair(E: np.ndarray, lab: np.ndarray, scl: np.ndarray, time_limit: float) 
     ub.append(np.zeros(m))
     r0 += m
     A = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                   shape=(r0, nx + 1)).tocsr()
+                   shape=(r0, nx + 1)).tocsc()
     # min t, ties broken towards near centres: the tie-break term is at most
     # 1e-4 * max(E), so t is optimal to within that
     c = np.empty(nx + 1)
@@ -294,13 +295,15 @@ def _repair(E: np.ndarray, lab: np.ndarray, scl: np.ndarray, time_limit: float) 
     integrality[nx] = 0
     ubv = np.ones(nx + 1)
     ubv[nx] = np.inf
-    res = milp(c, constraints=LinearConstraint(A, np.concatenate(lb), np.concatenate(ub)),
-               integrality=integrality, bounds=Bounds(np.zeros(nx + 1), ubv),
-               options={"time_limit": float(time_limit), "disp": False})
+    A.sum_duplicates()
+    A.sort_indices()
+    problem = Milp(c, A, np.concatenate(lb), np.concatenate(ub), np.zeros(nx + 1), ubv,
+                   integrality.astype(bool), name="k-center assignment MILP")
+    res = adapter("highs").solve(problem, time_limit=float(time_limit))
     if res.x is None:
-        return "infeasible" if res.status == 2 else "none"
+        return "infeasible" if res.status == "infeasible" else "none"
     lab[V] = np.argmax(res.x[:nx].reshape(m, q), axis=1)
-    return "optimal" if res.status == 0 else "feasible"
+    return res.status
 
 
 class _Assigner:
