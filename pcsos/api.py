@@ -20,8 +20,10 @@ shared: wine ml_50_cl_50_0 took 449 s with 2 threads and 1 worker on a busy 2-co
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import math
+import numbers
 import os
 import threading
 import time
@@ -30,6 +32,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from pcsos.checkpoint import read_checkpoint, write_checkpoint
 from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
@@ -147,8 +150,6 @@ class Result:
         return "\n".join(f"{key:>{width}}: {value}" for key, value in rows)
 
     def _repr_html_(self) -> str:
-        import html
-
         body = "".join(f"<tr><th style='text-align:left'>{key}</th>"
                        f"<td style='text-align:left'>{html.escape(value)}</td></tr>"
                        for key, value in self._shown())
@@ -198,8 +199,6 @@ class Result:
         or inf when infeasible). Raises :class:`InputError` naming the file (or ``result``),
         the key and its line when a field has the wrong type.
         """
-        import numbers
-
         name, text = "result", None
         if isinstance(source, dict):
             d = dict(source)
@@ -420,8 +419,6 @@ def solve_instance(
             isinstance(checkpoint_every, (int, float)) and checkpoint_every > 0)):
         raise InputError(f"checkpoint_every must be > 0 seconds or None, got "
                          f"{checkpoint_every!r}", source="checkpoint_every")
-    from threadpoolctl import threadpool_limits
-
     per_job = opts.threads if opts.threads is not None else 1
     remote = client = None
     own = False

@@ -45,13 +45,24 @@ figures.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+import signal
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Executor, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
 from pcsos.bounds.settings import BoundSettings
@@ -142,8 +153,6 @@ def subset_settings(cp_settings=None):
     """The cutting-plane settings for subsets: ``cp_settings`` (default: the loop's defaults)
     with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose rounds are off (None
     or 0)."""
-    from dataclasses import replace
-
     st = cp_settings if cp_settings is not None else CuttingPlaneSettings()
     if not st.loose_tol or st.loose_tol >= SUBSET_LOOSE_TOL:
         return st
@@ -299,9 +308,6 @@ def _pair_blocks(problem: Problem, cnt: np.ndarray, limit: int) -> tuple[np.ndar
     whole: (block of each group, points per block). A connected component of the
     cannot-link graph over the groups is one block when it has at most ``limit`` points;
     a larger one is left as its groups (its pairs between subsets are then dropped)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     s = problem.s
     cl = np.asarray(problem.cl, dtype=np.int64).reshape(-1, 2)
     graph = coo_matrix((np.ones(len(cl)), (cl[:, 0], cl[:, 1])), shape=(s, s))
@@ -436,9 +442,6 @@ def _floor_only(sub: Instance, k2: bool, pts: np.ndarray, why: str) -> SubsetBou
 def _worker_start(caller: int, stop=None) -> None:
     # a pool worker leaves Ctrl-C to its caller, which cancels the pool and ends the workers
     # or, with a stop event, sets it and collects the bounds of their last iterates
-    import signal
-    import threading
-
     global _WORKER_STOP
     _WORKER_STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -463,8 +466,6 @@ def _worker_start(caller: int, stop=None) -> None:
 
 
 def _pool_context():
-    import multiprocessing
-
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
@@ -475,8 +476,6 @@ def process_pool(workers: int, stop=None):
     BLAS threads), else spawn. Either imports the caller's main module in the workers, so a
     script must keep its work under ``if __name__ == "__main__":``. ``stop``: an event of
     ``_pool_context()`` (``.Event()``) that, once set, ends the workers' SDPs early."""
-    from concurrent.futures import ProcessPoolExecutor
-
     return ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
                                initializer=_worker_start, initargs=(os.getpid(), stop))
 

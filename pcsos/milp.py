@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import highspy
 import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csc_matrix
 
 from pcsos.errors import BackendUnavailableError, InputError
@@ -106,8 +107,6 @@ def _quiet_highs(highspy):
 
 def _scipy_solve(problem: Milp, c: np.ndarray, constraint, time_limit: float | None,
                  mip_rel_gap: float | None) -> MilpResult:
-    from scipy.optimize import Bounds, milp
-
     opts: dict = {}
     if mip_rel_gap is not None:
         opts["mip_rel_gap"] = float(mip_rel_gap)
@@ -144,8 +143,6 @@ class HighsAdapter:
     def solve(self, problem: Milp, *, time_limit: float | None = None,
               threads: int | None = None, mip_rel_gap: float | None = None) -> MilpResult:
         """Solve ``problem`` once (SciPy's interface has no ``threads`` option: ignored)."""
-        from scipy.optimize import LinearConstraint
-
         cons = LinearConstraint(problem.A, problem.row_lo, problem.row_hi)
         return _scipy_solve(problem, problem.c, cons, time_limit, mip_rel_gap)
 

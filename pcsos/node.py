@@ -32,8 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from threadpoolctl import threadpool_limits
 
 from pcsos._kernels import branching_score
 from pcsos.bounds.colgen import (
@@ -133,8 +135,6 @@ def _blas_limit(options: SolverOptions, ctx: Context):
     # (which runs alone) and jobs in worker processes set their own
     if not ctx.is_root and multiprocessing.parent_process() is None:
         return None
-    from threadpoolctl import threadpool_limits
-
     return threadpool_limits(limits=int(limit), user_api="blas")
 
 
@@ -556,8 +556,6 @@ def _sdp_seconds(s: int) -> float:
     if s < SDP_CHECK_SIZE:
         return 0.0
     if not _eig_cost:
-        import scipy.linalg as sla
-
         m = 400
         A = np.random.default_rng(0).standard_normal((m, m))
         A = A + A.T

@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import coo_matrix, vstack
 
 from pcsos.api import solve_instance
 from pcsos.errors import InfeasibleError, InputError, UndecidedError
@@ -126,9 +128,6 @@ def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
 def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
                  centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The thesis's scores (5.17) from the LP relaxation of the fixed-centre assignment."""
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix, vstack
-
     n = len(Xc)
     c = ((Xc[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2).ravel()  # x_ih at i*k+h
     var = np.arange(n * k).reshape(n, k)
