@@ -125,8 +125,6 @@ class _Sink:
         if hasattr(target, "write"):
             self._fh, self._own = target, False
         elif os.fspath(target) == "-":
-            import sys
-
             self._fh, self._own = sys.stdout, False
         else:
             try:

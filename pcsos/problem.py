@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from pcsos.errors import InfeasibleError, InputError
@@ -351,8 +351,6 @@ def group_sums(labels: np.ndarray, M: np.ndarray, k: int) -> np.ndarray:
         for j in range(M.shape[1]):
             out[:, j] = np.bincount(labels, weights=M[:, j], minlength=k)
         return out
-    from scipy.sparse import csr_matrix
-
     G = csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
     return np.asarray(G @ M)
 

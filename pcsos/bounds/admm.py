@@ -43,6 +43,7 @@ import math
 import time
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -398,12 +399,10 @@ def _cg(op, b: np.ndarray, x0: np.ndarray, rtol: float, maxiter: int) -> np.ndar
 
 
 def _cho(A):
-    import scipy.linalg as sla
     return sla.cho_factor(0.5 * (A + A.T), check_finite=False)
 
 
 def _cho_solve(c, b):
-    import scipy.linalg as sla
     return sla.cho_solve(c, b, check_finite=False)
 
 

@@ -7,6 +7,7 @@ import math
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from pcsos.bounds.admm import solve_admm
 from pcsos.bounds.model import SDPModel
@@ -20,7 +21,6 @@ __all__ = ["solve_sdp", "BACKENDS", "BoundSettings"]
 def _threads(threads: int | None):
     if threads is None:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
     return threadpool_limits(limits=int(threads), user_api="blas")
 
 

@@ -81,7 +81,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix, csc_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from pcsos.errors import BackendUnavailableError, InputError
 from pcsos.milp import BACKENDS, GUROBIPY_MISSING, Milp, adapter
@@ -630,8 +630,6 @@ class _Decomposition:
     that have cycles, with their pairs re-indexed."""
 
     def __init__(self, s: int, k: int, cl: np.ndarray):
-        from scipy.sparse.csgraph import breadth_first_order
-
         self.k = k
         cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
         A = coo_matrix((np.ones(len(cl)), (cl[:, 0], cl[:, 1])), shape=(s, s)).tocsr()
