@@ -143,9 +143,10 @@ def test_limits_and_stop_event_return_certified_gaps():
     assert res.status == "interrupted" and res.labels is not None
     assert res.lower_bound <= res.objective and len(rows) >= 3
     res = api.solve(X, 4, tol=1e-12, time_limit=1.0, workers=2, seed=0, **WEAK)
-    # the limit is honoured (slack for a loaded machine); with 2 workers the tree may also
-    # close within the second (it did in 0.88 s once), so both outcomes are certified ones
-    assert res.status in ("time_limit", "optimal") and res.seconds < 15.0, (
+    # with 2 workers the tree may also close within the second (it did in 0.88 s once), so
+    # both outcomes are certified ones; 120 s is a hang guard (the tree's own tests check
+    # that a limit stops an endless tree), not a speed requirement
+    assert res.status in ("time_limit", "optimal") and res.seconds < 120.0, (
         res.status, res.seconds, res.message)
     assert res.labels is not None and res.lower_bound <= res.objective
     if res.status == "time_limit":

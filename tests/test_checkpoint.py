@@ -10,6 +10,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -208,22 +209,30 @@ def _flat(data, ctx):
     return NodeOutcome(0.0, children=[(data + (0,), 0.0), (data + (1,), 0.0)])
 
 
-def _slow_flat(data, ctx):
-    time.sleep(0.1)
-    return _flat(data, ctx)
-
-
 def test_nodes_that_never_ran_stay_open_after_a_stop():
-    # one executor thread for three workers: two of the submitted jobs are still queued
-    # when the time limit cancels them; they must come back as open nodes
+    # one executor thread for three workers: the fourth job stops the search and holds the
+    # thread until the tree cancels it, so the jobs submitted behind it are still queued
+    # when they are cancelled; they must come back as open nodes (no clock: a stop event)
     from concurrent.futures import ThreadPoolExecutor
 
     assert branch_and_bound(_flat, (), tol=0.0).nodes == 31
+    stop, calls = threading.Event(), []
+
+    def stopping(data, ctx):
+        calls.append(data)
+        if len(calls) == 4:
+            stop.set()
+            for _ in range(3000):  # hang guard (30 s): the tree cancels the job at once
+                if ctx.cancelled():
+                    break
+                time.sleep(0.01)
+        return _flat(data, ctx)
+
     states = []
     with ThreadPoolExecutor(max_workers=1) as ex:
-        part = branch_and_bound(_slow_flat, (), tol=0.0, workers=3, executor=ex,
-                                time_limit=0.45, checkpoint=states.append)
-    assert part.status == "time_limit" and 0 < part.nodes < 31
+        part = branch_and_bound(stopping, (), tol=0.0, workers=3, executor=ex,
+                                stop_event=stop, checkpoint=states.append)
+    assert part.status == "interrupted" and 3 <= part.nodes < 31
     rest = branch_and_bound(_flat, None, tol=0.0, resume=states[-1])
     assert (rest.status, rest.objective) == ("optimal", 1.0)
     assert rest.nodes == 31  # no node lost, none processed twice

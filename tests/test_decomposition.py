@@ -603,12 +603,14 @@ def _stopped_after_decomposition(monkeypatch, hand_back: bool):
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     _large_root(monkeypatch, 10, 3, bound_all=True)
-    stop = threading.Event()
+    stop, released = threading.Event(), threading.Event()
 
     def loop(*args, **kwargs):
         stop.set()
         if not hand_back:
-            time.sleep(3.0)  # past branch_and_bound's 1 s grace: the job is abandoned
+            # held past branch_and_bound's 1 s grace, until the solve has returned: the job
+            # is abandoned (60 s: a hang guard)
+            released.wait(60)
         t0 = time.perf_counter()  # the tree's cancellation follows the stop event's
         while not kwargs["should_stop"]() and time.perf_counter() - t0 < 30:
             time.sleep(0.01)
@@ -616,7 +618,10 @@ def _stopped_after_decomposition(monkeypatch, hand_back: bool):
                                      iterations=0, avg_added={})
 
     monkeypatch.setattr(pcsos.node, "cutting_plane_loop", loop)
-    return pcsos.solve(X, 3, workers=1, seed=0, stop_event=stop)
+    try:
+        return pcsos.solve(X, 3, workers=1, seed=0, stop_event=stop)
+    finally:
+        released.set()
 
 
 @pytest.mark.parametrize("hand_back", [True, False])

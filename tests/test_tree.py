@@ -150,7 +150,9 @@ def _slow_node(data, ctx: Context) -> NodeOutcome:
 def test_time_limit_returns_best_solution_quickly():
     t = time.time()
     res = branch_and_bound(_slow_node, 0, workers=2, time_limit=0.5)
-    assert time.time() - t < 10.0  # the tree is endless: only the limit ends it (slack: load)
+    # hang guard: the tree is endless, so only the limit ends it (60 s of slack for a loaded
+    # machine; the limit is 0.5 s)
+    assert time.time() - t < 60.0
     assert res.status == "time_limit" and res.solution is not None
     assert res.lower_bound <= res.objective and res.gap > 0
 
