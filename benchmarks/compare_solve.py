@@ -10,8 +10,8 @@ With ``--out`` the same goes to a JSON file. Run the two sides one instance at a
 alternating which goes first, on an otherwise idle machine, so that both see the same
 conditions (``benchmarks/ab_solve.sh``):
 
-    python benchmarks/compare_solve.py benchmarks/results/bench_regression_base.jsonl \\
-        benchmarks/results/bench_regression_head.jsonl --group seed0:iris,wine,seeds
+    python benchmarks/compare_solve.py BASE.jsonl HEAD.jsonl --group seed0:iris,wine,seeds \\
+        --out benchmarks/results/bench_regression_compare.json
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ from pcsos.heuristics import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
+RESULTS = ROOT / "benchmarks" / "results"
+PAGES = sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
 EXAMPLES = sorted((ROOT / "examples").glob("plot_*.py"))
 
 
@@ -128,3 +130,38 @@ def test_a_broken_cross_reference_fails_the_build(tmp_path):
     res = _sphinx(src, tmp_path / "bad")
     assert res.returncode != 0
     assert "pcsos.NoSuchError" in res.stderr
+
+
+# --- benchmarks: a suite, not a journal (issue 49) ------------------------------------------
+def _pages_text() -> str:
+    return "\n".join(p.read_text() for p in PAGES)
+
+
+def test_every_results_file_is_cited_in_the_docs():
+    text = _pages_text()
+    uncited = sorted(f.name for f in RESULTS.iterdir() if f.is_file() and f.name not in text
+                     and not f.name.endswith((".tmp", ".lock")))
+    assert not uncited, f"results files no page cites (cite or delete them): {uncited}"
+
+
+def test_every_cited_results_path_exists():
+    cited = set()
+    for name in re.findall(r"benchmarks/results/([\w.\-]+)", _pages_text()):
+        cited.add(name.rstrip("."))
+    missing = sorted(name for name in cited if not (RESULTS / name).exists())
+    assert not missing, f"cited results files that do not exist: {missing}"
+
+
+def test_docs_hold_no_commit_hash_and_no_journal_lines():
+    # the figures' provenance (code, date, load) belongs in the results rows; the prose states
+    # the current figure and the command that makes it
+    commit = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+    hashes, long = [], []
+    for page in sorted(DOCS.rglob("*.md")):
+        for i, line in enumerate(page.read_text().splitlines(), 1):
+            where = f"{page.relative_to(ROOT)}:{i}"
+            hashes += [f"{where} {m.group()}" for m in commit.finditer(line)]
+            if len(line) > 400 and not line.startswith("|"):
+                long.append(f"{where} ({len(line)} characters)")
+    assert not hashes, f"commit hashes in docs/: {hashes}"
+    assert not long, f"prose lines over 400 characters in docs/: {long}"
