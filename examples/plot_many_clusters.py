@@ -22,7 +22,7 @@ print(f"auto (colgen): {res.status}, root gap {res.root_gap:.1e}, {res.nodes} no
 
 # %%
 # The SDP engine on the same data, given 5 seconds: its root is not done by then, and the
-# gap it certifies is far from the LP's (inf would mean no bound yet). At k = 20 on 1 000
-# points its cuts stall near 1.5 % however long they run (docs/benchmarks.md).
+# gap it certifies is far from the LP's. At k = 20 on 1 000 points its cuts stall near
+# 1.5 % however long they run (docs/benchmarks.md).
 sdp = pcsos.solve(X, 12, bound_settings={"engine": "sdp"}, time_limit=5, seed=0)
 print(f"sdp, 5 s: {sdp.status}, gap {sdp.gap:.1e}")

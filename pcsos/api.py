@@ -306,6 +306,9 @@ def solve(X, k: int, ml=(), cl=(), options: SolverOptions | None = None, *,
         Malformed input: a non-finite value, an index out of range, a self pair, k out
         of range, bad weights or sizes, an unknown option, a warm start that breaks a
         pair, a checkpoint of other data. The message names the offending value.
+    BackendUnavailableError
+        An optional backend that the options ask for (``device='cuda'``, a MOSEK or SCS
+        SDP backend, Gurobi) is missing or unlicensed, where it is needed.
 
     See Also
     --------
@@ -400,6 +403,8 @@ def solve_instance(
     InputError
         An unknown or invalid option, a start that breaks a pair (naming the pairs), a
         checkpoint of other data, both ``executor`` and ``dask``.
+    BackendUnavailableError
+        As for :func:`pcsos.solve`.
 
     Examples
     --------

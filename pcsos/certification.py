@@ -67,7 +67,7 @@ class CertifyResult:
     message : str
         How it ended, in a sentence.
     subset_size : int
-        The size asked of the subsets.
+        The subsets' largest size, as used (of the better pass when there were two).
     interrupted : bool
         A stop request ended the run early; :attr:`cut_short` lists the subsets it left
         with a weaker, still valid, bound.

@@ -112,18 +112,19 @@ class UndecidedError(PcsosError):
 class BackendUnavailableError(PcsosError, RuntimeError):
     """An optional backend is not installed or not licensed (exit code 2).
 
-    MOSEK, Gurobi, SCS or a GPU library; the message says which, and how to install it.
-    Also a ``RuntimeError``.
+    MOSEK, Gurobi, SCS, a GPU library, matplotlib or Dask; the message says which, and
+    how to install it. Raised where the backend is needed, never replaced by another one
+    silently. Also a ``RuntimeError``.
 
     Examples
     --------
     >>> import pcsos
-    >>> try:
-    ...     res = pcsos.solve([[0.0], [1.0]], 1, feasibility_backend="gurobi")
-    ... except pcsos.BackendUnavailableError as exc:
-    ...     print("gurobi" in str(exc).lower())
-    ... else:
-    ...     print(True)  # gurobipy is installed and licensed here
+    >>> def bound_with_mosek(X, k):
+    ...     try:
+    ...         return pcsos.solve(X, k, bound_settings={"backend": "mosek"})
+    ...     except pcsos.BackendUnavailableError as exc:
+    ...         print(exc)  # e.g. no MOSEK licence: what to install, or pick another backend
+    >>> issubclass(pcsos.BackendUnavailableError, RuntimeError)
     True
     """
 

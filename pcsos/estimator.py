@@ -104,7 +104,8 @@ feasibility_backend, order
     Attributes
     ----------
     labels_ : ndarray of shape (n,)
-        The certified clustering.
+        The best clustering found: certified optimal when ``status_`` is 'optimal', else
+        within ``gap_`` of the optimum.
     cluster_centers_ : ndarray of shape (k, d)
         The cluster means (weighted means with ``sample_weight``).
     inertia_ : float

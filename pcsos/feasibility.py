@@ -165,7 +165,8 @@ def check_instance(instance: Instance, backend: str = "highs", time_limit: float
     InputError
         An unknown backend or method.
     BackendUnavailableError
-        ``backend='gurobi'`` without gurobipy or its licence.
+        ``backend='gurobi'`` without gurobipy or its licence, once an ILP is needed (the
+        cheap tests decide many instances without one).
 
     Examples
     --------

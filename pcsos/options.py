@@ -58,7 +58,8 @@ class SolverOptions:
     heuristic_options : dict
         Keyword options of that heuristic.
     heuristic_time_limit : float, optional
-        Its seconds per call (None: the node's time left).
+        Its seconds per call (None: the node's time left; the root heuristic gets a
+        quarter of the root's).
     root_heuristic : str or None, default 's-mdeclust'
         Run once before the root's bound (None: none).
     bound_settings : BoundSettings, dict or None

@@ -58,7 +58,7 @@ class PairImpact:
         A proven lower bound on how much the clustering's value would fall without the
         pair.
     dual : float
-        The thesis's Lagrangian score, >= 0.
+        The thesis's Lagrangian score, >= 0 (NaN when its LP failed).
     """
 
     i: int
