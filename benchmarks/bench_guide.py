@@ -28,6 +28,9 @@ CASES = {
     "iris_cl": ["solve", "iris/data.txt", "-c", "iris/constraints/ml_0_cl_100_0.txt",
                 "-k", "3"],
     "iris_sizes": ["solve", "iris/data.txt", "-k", "3", "--sizes", "50,50,50"],
+    # point i weighs 1 + (i mod 3): WEIGHTS is that file, written for the run
+    "iris_weights": ["solve", "iris/data.txt", "-c", "iris/constraints/ml_50_cl_50_0.txt",
+                     "-k", "3", "--weights", "WEIGHTS"],
     "abalone": ["solve", "abalone/data.txt", "-k", "3"],
     "pr299_k20": ["solve", "tsplib/pr299.txt", "-k", "20", "--time-limit", "600"],
 }
@@ -36,13 +39,19 @@ CASES = {
 def run(name: str, workers: int) -> dict:
     args = [str(SHARED / "instances" / a) if a.endswith(".txt") else a for a in CASES[name]]
     with tempfile.TemporaryDirectory() as tmp:
+        if "WEIGHTS" in args:
+            weights = Path(tmp) / "weights.txt"
+            n = int(Path(args[1]).read_text().split()[0])
+            weights.write_text("".join(f"{1 + i % 3}\n" for i in range(n)))
+            args[args.index("WEIGHTS")] = str(weights)
         out = Path(tmp) / "result.json"
         cmd = ["pcsos", *args, "--workers", str(workers), "--json", str(out), "-q"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         res = json.loads(out.read_text()) if out.is_file() else {}
-    shown = " ".join(c.replace(str(SHARED), "../shared") for c in cmd[:-5])
+    shown = " ".join("WEIGHTS" if c.endswith("weights.txt") else c.replace(str(SHARED), "../shared")
+                     for c in cmd[:-5])
     return {"case": name, "command": f"{shown} --workers {workers}", "rc": proc.returncode,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             **{key: res.get(key) for key in ("status", "objective", "lower_bound", "gap",
