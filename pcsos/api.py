@@ -129,19 +129,16 @@ class Result:
         return self.objective - self.lower_bound
 
     # what repr and the notebook show: the certificate first, then the effort
-    _SHOWN = ("status", "message", "objective", "lower_bound", "gap", "nodes", "seconds",
-              "root_gap", "n", "k")
+    _SHOWN = ("status", "message", "objective", "lower_bound", "gap", "labels", "nodes",
+              "seconds", "root_gap", "n", "k")
 
     def _shown(self) -> list[tuple[str, str]]:
-        def text(v) -> str:
-            if isinstance(v, float):
-                return f"{v:.6g}"
-            return str(v)
-        rows = [(key, text(getattr(self, key))) for key in self._SHOWN]
-        if self.labels is not None:
-            rows.insert(5, ("labels", np.array2string(np.asarray(self.labels), threshold=12,
-                                                      edgeitems=5, separator=" ")))
-        return rows
+        def text(key: str, v) -> str:
+            if key == "labels":  # long clusterings elided
+                return np.array2string(np.asarray(v), threshold=12, edgeitems=5, separator=" ")
+            return f"{v:.6g}" if isinstance(v, float) else str(v)
+        return [(key, text(key, getattr(self, key))) for key in self._SHOWN
+                if getattr(self, key) is not None]
 
     def __repr__(self) -> str:
         # SciPy's OptimizeResult layout: one right-aligned field per line

@@ -136,10 +136,6 @@ class HighsAdapter:
         """True: SciPy's HiGHS is always there."""
         return True
 
-    def model_name(self) -> str:
-        """The ``name`` of what :meth:`model` builds."""
-        return "highs"
-
     def solve(self, problem: Milp, *, time_limit: float | None = None,
               threads: int | None = None, mip_rel_gap: float | None = None) -> MilpResult:
         """Solve ``problem`` once (SciPy's interface has no ``threads`` option: ignored)."""
@@ -332,10 +328,6 @@ class GurobiAdapter:
         except ImportError:
             return False
         return True
-
-    def model_name(self) -> str:
-        """``'gurobi'``."""
-        return "gurobi"
 
     def solve(self, problem: Milp, *, time_limit: float | None = None,
               threads: int | None = None, mip_rel_gap: float | None = None) -> MilpResult:

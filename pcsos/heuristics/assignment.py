@@ -206,7 +206,7 @@ class AssignmentEngine:
             # the model is built on first use; a missing package is said at once
             raise BackendUnavailableError(GUROBIPY_MISSING)
         # the name is fixed here, not per call: solve() reports it in every Assignment
-        self._method = self._solver.model_name() if self._has_milp else \
+        self._method = self._solver.name if self._has_milp else \
             "flow" if self._flow else "matching"
         self._decompose = self._has_milp and decompose and sz is None
         # the cannot-link pairs in the decomposition's relaxation: those ever broken by its
