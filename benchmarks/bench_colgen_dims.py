@@ -21,11 +21,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from instances import RESULTS, append_jsonl, code_version
 
 from pcsos.heuristics import run_heuristic
 from pcsos.problem import Problem, make_instance
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def data(n: int, k: int, d: int, seed: int) -> np.ndarray:
@@ -44,7 +43,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "colgen_dims.jsonl")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp, args.out.open("a") as f:
+    version = code_version()
+    with tempfile.TemporaryDirectory() as tmp:
         for d in args.dims:
             X = data(args.n, args.k, d, args.seed)
             path = Path(tmp) / f"d{d}.txt"
@@ -65,10 +65,10 @@ def main(argv=None) -> int:
                        "seconds": res.get("total_seconds", res.get("seconds")),
                        "status": res.get("status"), "pricing_boxes": res.get("pricing_boxes"),
                        "rc": proc.returncode, "time_limit": args.time_limit,
+                       "code_version": version,
                        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                            timespec="seconds")}
-                f.write(json.dumps(row) + "\n")
-                f.flush()
+                append_jsonl(args.out, row)
                 print(f"d = {d} {method}: gap {row['gap']}, {row['seconds']} s, "
                       f"{row['status']}", flush=True)
     return 0

@@ -19,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from instances import SHARED
+from instances import RESULTS, SHARED, append_jsonl, code_version
 
-RESULTS = Path(__file__).resolve().parent / "results"
 CASES = {
     "iris_pairs": ["solve", "iris/data.txt", "-c", "iris/constraints/ml_50_cl_50_0.txt",
                    "-k", "3"],
@@ -56,7 +55,8 @@ def run(name: str, workers: int) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             **{key: res.get(key) for key in ("status", "objective", "lower_bound", "gap",
                                               "nodes", "seconds", "root_gap")},
-            "wall": round(wall, 2), "stderr": proc.stderr[-500:] if proc.returncode else ""}
+            "wall": round(wall, 2), "stderr": proc.stderr[-500:] if proc.returncode else "",
+            "code_version": code_version()}
 
 
 def main(argv=None) -> int:
@@ -65,13 +65,11 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=RESULTS / "guide_runs.jsonl")
     args = ap.parse_args(argv)
-    with args.out.open("a") as f:
-        for name in args.case or list(CASES):
-            row = run(name, args.workers)
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            print(f"{name}: {row['status']}, gap {row['gap']}, {row['seconds']} s "
-                  f"({row['wall']} s wall)", flush=True)
+    for name in args.case or list(CASES):
+        row = run(name, args.workers)
+        append_jsonl(args.out, row)
+        print(f"{name}: {row['status']}, gap {row['gap']}, {row['seconds']} s "
+              f"({row['wall']} s wall)", flush=True)
     return 0
 
 
