@@ -26,7 +26,6 @@ import math
 import numbers
 import os
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields
@@ -35,6 +34,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from pcsos.checkpoint import read_checkpoint, write_checkpoint
+from pcsos.clock import Deadline
 from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.feasibility import check_problem
@@ -445,7 +445,8 @@ def solve_instance(
 def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, progress,
            stop_event, abort_event, verbose, checkpoint=None, checkpoint_every=None,
            resumed=None, remote=None) -> Result:
-    t0 = time.time()
+    # the one clock of the solve: the feasibility check and the tree read it
+    deadline = Deadline(opts.time_limit)
     workers = resolve_workers(opts.workers)
     threads = int(opts.threads) if opts.threads is not None else 1
     root_threads = int(opts.root_threads) if opts.root_threads is not None else threads
@@ -453,8 +454,8 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
     if printer is not None and progress is None:
         progress = printer.status
     if progress is not None:
-        progress({"stage": "feasibility check", "elapsed": time.time() - t0})
-    root = _root(instance, opts, init_labels, resumed is not None, t0)
+        progress({"stage": "feasibility check", "elapsed": deadline.elapsed()})
+    root = _root(instance, opts, init_labels, resumed is not None, deadline)
     if isinstance(root, Result):
         return root
     problem, witness = root
@@ -487,7 +488,7 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
     tr = branch_and_bound(process_node, NodeData(problem, known_feasible=True, hint=witness),
                           options=options, executor=executor, workers=workers, tol=opts.tol,
                           abs_tol=opts.abs_tol, max_nodes=opts.max_nodes,
-                          time_limit=opts.time_limit, start_time=t0, order=opts.order,
+                          time_limit=deadline, order=opts.order,
                           callback=logger, progress=progress, stop_event=stop_event,
                           abort_event=abort_event, incumbent=start, resume=state,
                           checkpoint=save if checkpoint is not None else None,
@@ -504,7 +505,7 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
 
 
 def _root(instance, opts: SolverOptions, init_labels, resumed: bool,
-          t0: float) -> tuple[Problem, np.ndarray | None] | Result:
+          deadline: Deadline) -> tuple[Problem, np.ndarray | None] | Result:
     """The root's problem and a feasible clustering (the user's start or the feasibility
     check's witness; None on resume, whose first run settled feasibility), or the Result
     that ends the solve before the tree (infeasible, or stopped in the check)."""
@@ -513,25 +514,25 @@ def _root(instance, opts: SolverOptions, init_labels, resumed: bool,
         problem = Problem.from_instance(instance)
     except InfeasibleError as exc:
         return Result(None, math.inf, math.inf, math.inf, "infeasible", str(exc),
-                      seconds=time.time() - t0, infeasible_pairs=list(exc.pairs), **base)
+                      seconds=deadline.elapsed(), infeasible_pairs=list(exc.pairs), **base)
     if init_labels is not None:  # checked feasible: it is the witness
         return problem, init_labels
     if resumed:
         return problem, None
     try:
-        fz = check_problem(problem, opts.feasibility_backend, time_limit=opts.time_limit)
+        fz = check_problem(problem, opts.feasibility_backend, time_limit=deadline)
     except KeyboardInterrupt:
         return Result(None, math.inf, -math.inf, math.inf, "interrupted",
-                      "interrupted during the feasibility check", seconds=time.time() - t0,
+                      "interrupted during the feasibility check", seconds=deadline.elapsed(),
                       root_size=problem.s, **base)
     if fz.feasible is False:
         return Result(None, math.inf, math.inf, math.inf, "infeasible", fz.message,
-                      seconds=time.time() - t0, infeasible_pairs=list(fz.pairs),
+                      seconds=deadline.elapsed(), infeasible_pairs=list(fz.pairs),
                       root_size=problem.s, **base)
     if fz.feasible is None:
         return Result(None, math.inf, -math.inf, math.inf, "time_limit",
                       "the time limit stopped the feasibility check", root_size=problem.s,
-                      seconds=time.time() - t0, **base)
+                      seconds=deadline.elapsed(), **base)
     return problem, fz.labels
 
 

@@ -8,13 +8,13 @@ over subsets dealt from it, on a process pool, an executor or Dask.
 from __future__ import annotations
 
 import math
-import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pcsos.bounds.settings import BoundSettings
+from pcsos.clock import Deadline
 from pcsos.decomposition import (
     SUBSET_MAX,
     SubsetBound,
@@ -106,7 +106,7 @@ class CertifyResult:
 
 
 def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = None,
-            time_limit: float | None = None, workers: int | None = None,
+            time_limit: float | Deadline | None = None, workers: int | None = None,
             executor: Executor | None = None, dask=None, heuristic: str = "s-mdeclust",
             seed: int = 0, bound_settings=None, cp_settings=None,
             progress=None, stop_event=None, sample_weight=None) -> CertifyResult:
@@ -134,8 +134,9 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
         subsets the time left affords (at least twice the first's size; the first pass
         then leaves ``WIDER_SHARE`` of the time for it when such subsets could fit), and
         the better pass is kept.
-    time_limit : float, optional
-        Seconds for the whole run.
+    time_limit : float or Deadline, optional
+        Seconds for the whole run (>= 0; an :class:`~pcsos.InputError` otherwise), or a
+        :class:`~pcsos.clock.Deadline` the caller started.
     workers : int, optional
         Subsets bounded at once (default: the CPU count, or the Dask cluster's threads).
     executor : concurrent.futures.Executor, optional
@@ -190,7 +191,8 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     >>> cert.gap < 0.05
     True
     """
-    t0 = time.perf_counter()
+    # the one clock of the whole run (a caller's Deadline: its instant)
+    deadline = Deadline.checked(time_limit).within(stop=stop_event)
     inst = make_instance(X, k, ml, cl, weights=sample_weight)
     bound_settings = BoundSettings.make(bound_settings, source="bound_settings")
     if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
@@ -208,17 +210,16 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
             executor = client.get_executor()
             if workers is None:
                 workers = max(1, sum(client.nthreads().values()))
-        return _certify(inst, labels, subset_size, time_limit, resolve_workers(workers), executor,
-                        heuristic, seed, bound_settings, cp_settings, progress, t0, stop_event)
+        return _certify(inst, labels, subset_size, deadline, resolve_workers(workers), executor,
+                        heuristic, seed, bound_settings, cp_settings, progress, stop_event)
     finally:
         if client is not None:
             close(client, own)
 
 
-def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic, seed,
-             bound_settings, cp_settings, progress, t0, stop_event=None) -> CertifyResult:
-    def left() -> float | None:
-        return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - t0))
+def _certify(inst, labels, subset_size, deadline: Deadline, workers, executor, heuristic,
+             seed, bound_settings, cp_settings, progress, stop_event=None) -> CertifyResult:
+    left = deadline.seconds  # the sizes are chosen by the seconds left
 
     start = None if labels is None else check_start(inst, labels, source="labels")
     whole = Problem.from_instance(inst)  # the heuristic's problem and the spectral floor's
@@ -227,9 +228,7 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
     else:
         if progress is not None:
             progress("heuristic", 0, 1, None)
-        budget = None if time_limit is None else 0.25 * time_limit
-        h = run_heuristic(heuristic, whole, seed=seed, time_limit=budget,
-                          stop_event=stop_event)
+        h = run_heuristic(heuristic, whole, seed=seed, time_limit=deadline.within(share=0.25))
         if h.status == "infeasible":
             raise InfeasibleError(f"{heuristic} proved the constraints infeasible: "
                                   f"{h.message}")
@@ -268,9 +267,8 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
             if progress is not None:
                 progress("subsets", done, total, bound)
 
-        t = left()
-        lb, parts = decomposition_bound(inst, subsets, time_limit=None if t is None else
-                                        share * t, workers=workers, executor=executor,
+        lb, parts = decomposition_bound(inst, subsets, time_limit=deadline.within(share=share),
+                                        workers=workers, executor=executor,
                                         bound_settings=bound_settings, cp_settings=cp_settings,
                                         seed=seed, labels=lab, progress=sub_progress,
                                         stop_event=stop_event)
@@ -279,7 +277,7 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
     lb, parts, subset_size = bound_pass(subset_size, first_share, "clustering")
     passes, dropped = 1, []  # dropped: the parts of a second pass weaker than the first
     wider = wider_size(left())
-    if wider is not None and not (stop_event is not None and stop_event.is_set()) and \
+    if wider is not None and not deadline.stopped() and \
             (objective - max(lb, floor)) > WIDER_GAP * objective:
         lb2, parts2, size2 = bound_pass(wider, 1.0, "wider")
         passes = 2
@@ -303,6 +301,5 @@ def _certify(inst, labels, subset_size, time_limit, workers, executor, heuristic
         msg += f"; the second pass, weaker, had {cut2} subsets cut short by the stop"
     if floor >= lb:
         msg += "; the spectral floor of the whole is the larger bound"
-    interrupted = stop_event is not None and stop_event.is_set()
     return CertifyResult(lower, objective, max(0.0, gap), lab, floor, parts, made_by,
-                         time.perf_counter() - t0, msg, subset_size, interrupted)
+                         deadline.elapsed(), msg, subset_size, deadline.stopped())

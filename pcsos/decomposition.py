@@ -66,6 +66,7 @@ from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
 from pcsos.bounds.settings import BoundSettings
+from pcsos.clock import Deadline
 from pcsos.cuts.loop import CALLBACK_STOP, TIME_LIMIT, CuttingPlaneSettings, cutting_plane_loop
 from pcsos.errors import InputError
 from pcsos.options import resolve_workers
@@ -377,34 +378,32 @@ _WORKER_STOP = None
 STOP_GRACE = 10.0
 
 
-def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | None,
+def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: Deadline | None,
                   bound_settings, cp_settings, seed: int, upper: float,
                   blas_limit: int | None = None, stop=None) -> SubsetBound:
     """One subset's bound; a module-level function of picklable data, so that a process
-    pool or a Dask worker can run it. ``blas_limit`` caps BLAS threads around the job (only
-    where it runs alone in its process: threadpoolctl limits are process-wide). ``stop``
-    (an event; in a ``process_pool`` worker, the pool's own by default) ends the SDP at
-    its next iteration, with the safe bound of that iterate."""
-    t0 = time.perf_counter()
+    pool or a Dask worker can run it (a Deadline crosses as the seconds it has left).
+    ``blas_limit`` caps BLAS threads around the job (only where it runs alone in its
+    process: threadpoolctl limits are process-wide). ``stop`` (an event; in a
+    ``process_pool`` worker, the pool's own by default) ends the SDP at its next iteration,
+    with the safe bound of that iterate."""
     stop = _WORKER_STOP if stop is None else stop
+    clock = Deadline.of(time_limit).within(stop=stop)  # its elapsed() counts this subset
     # k = 2 merges the colour classes of cannot-link components, valid only when the whole
     # instance has k = 2 (not when a tiny subset's k was lowered to its size). An
     # InfeasibleError here means the whole instance is infeasible too.
     problem = Problem.from_instance(sub, infer_k2=k2)
     floor = spectral_floor(problem)
     if problem.s <= sub.k:
-        return SubsetBound(pts, len(pts), problem.s, floor, "groups",
-                           time.perf_counter() - t0)
-    if stop is not None and stop.is_set():
-        return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
-                           time.perf_counter() - t0, "stopped before its SDP", True)
-    if time_limit is not None and time_limit <= 0:
-        return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
-                           time.perf_counter() - t0, "no time left for the SDP")
-    should_stop = callback = None
+        return SubsetBound(pts, len(pts), problem.s, floor, "groups", clock.elapsed())
+    if clock.stopped():
+        return SubsetBound(pts, len(pts), problem.s, floor, "spectral", clock.elapsed(),
+                           "stopped before its SDP", True)
+    if clock.expired():
+        return SubsetBound(pts, len(pts), problem.s, floor, "spectral", clock.elapsed(),
+                           "no time left for the SDP")
+    callback = None
     if stop is not None:
-        should_stop = stop.is_set
-
         def callback(stats):  # between rounds: the separation is not run once stopped
             return stop.is_set()
 
@@ -412,31 +411,28 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: float | 
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
     with limit:
         loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings,
-                                  root=True, bound_settings=bound_settings,
-                                  should_stop=should_stop, seed=seed,
-                                  time_limit=time_limit, callback=callback)
+                                  root=True, bound_settings=bound_settings, seed=seed,
+                                  time_limit=clock, callback=callback)
     # a loop that ended on its own before the request keeps its own flag
-    cut = stop is not None and stop.is_set() and loop.flag in (CALLBACK_STOP, TIME_LIMIT)
+    cut = clock.stopped() and loop.flag in (CALLBACK_STOP, TIME_LIMIT)
     message = loop.message + ("; stopped on request" if cut else "")
     lb = float(loop.lower_bound)
     if not lb > floor:
-        return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
-                           time.perf_counter() - t0, message, cut)
-    return SubsetBound(pts, len(pts), problem.s, lb, "sdp", time.perf_counter() - t0,
-                       message, cut)
+        return SubsetBound(pts, len(pts), problem.s, floor, "spectral", clock.elapsed(),
+                           message, cut)
+    return SubsetBound(pts, len(pts), problem.s, lb, "sdp", clock.elapsed(), message, cut)
 
 
 def _floor_only(sub: Instance, k2: bool, pts: np.ndarray, why: str) -> SubsetBound:
     """A subset not (fully) bounded: its spectral floor, or its exact value when it has at
     most k groups."""
-    t0 = time.perf_counter()
+    clock = Deadline()  # for the seconds it reports
     problem = Problem.from_instance(sub, infer_k2=k2)
     floor = spectral_floor(problem)
     if problem.s <= sub.k:
-        return SubsetBound(pts, len(pts), problem.s, floor, "groups",
-                           time.perf_counter() - t0)
-    return SubsetBound(pts, len(pts), problem.s, floor, "spectral",
-                       time.perf_counter() - t0, why, True)
+        return SubsetBound(pts, len(pts), problem.s, floor, "groups", clock.elapsed())
+    return SubsetBound(pts, len(pts), problem.s, floor, "spectral", clock.elapsed(), why,
+                       True)
 
 
 def _worker_start(caller: int, stop=None) -> None:
@@ -494,7 +490,8 @@ def _end_pool(pool, graceful: bool) -> None:
 
 
 def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
-                        time_limit: float | None = None, workers: int | None = None,
+                        time_limit: float | Deadline | None = None,
+                        workers: int | None = None,
                         executor: Executor | None = None, bound_settings=None,
                         cp_settings=None, seed: int = 0, labels: np.ndarray | None = None,
                         progress=None, blas_limit: int | None = 1, stop_event=None
@@ -509,7 +506,8 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     processes), else in this thread when ``workers`` is 1, else on a ``process_pool``
     of ``workers`` processes (threads would share one interpreter lock, which costs a
     third of an iteration's time; docs/decomposition.md). Each subset
-    starts with an equal share of the core-seconds left before ``time_limit``; ``labels``,
+    starts with an equal share of the core-seconds left before ``time_limit`` (seconds or
+    a :class:`~pcsos.clock.Deadline`); ``labels``,
     a clustering of the whole, gives each subset's loop its restriction's value as the
     upper bound at which it may stop. ``cp_settings``: the subsets' cutting-plane settings,
     used as given (default: :func:`subset_settings`). ``progress(done, total,
@@ -537,7 +535,7 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
         raise InputError("a must-link pair is split between two subsets", source="subsets")
     workers = resolve_workers(workers)
     T = len(subsets)
-    t0 = time.perf_counter()
+    deadline = Deadline.of(time_limit)
     opts = BoundSettings.make(bound_settings)
     cp_settings = subset_settings() if cp_settings is None else cp_settings
     pool = executor
@@ -557,11 +555,13 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     def job(t: int, share: float | None) -> tuple:
         pts = np.asarray(subsets[t], dtype=np.int64)
         upper = math.inf if labels is None else restricted_value(instance, pts, labels)
-        return (_sub_instance(instance, pts), instance.k == 2, pts, share, opts,
+        # the subset's own Deadline: its share, which ends no later than the whole's
+        return (_sub_instance(instance, pts), instance.k == 2, pts,
+                None if share is None else Deadline(share), opts,
                 cp_settings, seed + t, upper, job_limit, job_stop)
 
     def stopped() -> bool:
-        return stop_event is not None and stop_event.is_set()
+        return deadline.stopped() or (stop_event is not None and stop_event.is_set())
 
     out: list[SubsetBound | None] = [None] * T
     total = 0.0
@@ -569,13 +569,12 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
     graceful = False
 
     def share_of(t: int) -> float | None:
-        if time_limit is None:
+        if deadline.limit is None:
             return None
         # the core-seconds left, less those the running subsets hold, shared equally by the
         # subsets still to start (one that ends early leaves its time to the others)
-        now = time.perf_counter()
-        left = max(0.0, time_limit - (now - t0))
-        held = sum(max(0.0, end - now) for _, end in running.values())
+        left = deadline.remaining()
+        held = sum(end.remaining() for _, end in running.values())
         return max(0.0, min(left, (workers * left - held) / (T - t)))
 
     def record(t: int, bound: SubsetBound, done: int) -> None:
@@ -599,8 +598,8 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         done += 1
                         record(nxt, _bound_subset(*job(nxt, share)), done)
                     else:
-                        end = math.inf if share is None else time.perf_counter() + share
-                        running[pool.submit(_bound_subset, *job(nxt, share))] = (nxt, end)
+                        args = job(nxt, share)
+                        running[pool.submit(_bound_subset, *args)] = (nxt, Deadline.of(args[3]))
                     nxt += 1
                 if running:
                     finished, _ = wait(list(running), timeout=poll,

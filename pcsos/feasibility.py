@@ -38,15 +38,15 @@ cluster). After steps 1-2 the checks are then:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 from scipy.sparse import coo_matrix
 
-from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
-from pcsos.milp import BACKENDS, GUROBIPY_MISSING, Milp, adapter
+from pcsos.clock import Deadline
+from pcsos.errors import InfeasibleError, InputError
+from pcsos.milp import BACKENDS, Milp, adapter
 from pcsos.problem import Instance, Problem, bipartition, cl_adjacency
 
 __all__ = ["Feasibility", "check_instance", "check_problem", "spread_labels"]
@@ -123,17 +123,8 @@ class Feasibility:
         return self
 
 
-def _installed(backend: str):
-    """The MILP adapter of ``backend``, once it is installed: only gurobi can be missing, and
-    it is said here, where an ILP is needed, not when a cheap test decides first."""
-    solver = adapter(backend)
-    if not solver.installed():
-        raise BackendUnavailableError(f"feasibility {GUROBIPY_MISSING}; the default backend "
-                                      "'highs' needs nothing extra")
-    return solver
-
-
-def check_instance(instance: Instance, backend: str = "highs", time_limit: float | None = None,
+def check_instance(instance: Instance, backend: str = "highs",
+                   time_limit: float | Deadline | None = None,
                    *, infer_k2: bool = True, method: str = "auto") -> Feasibility:
     """Decide whether ``instance`` has a partition into exactly k clusters obeying all pairs.
 
@@ -147,8 +138,9 @@ def check_instance(instance: Instance, backend: str = "highs", time_limit: float
         From :func:`make_instance`.
     backend : {'highs', 'gurobi'}
         The ILP's solver.
-    time_limit : float, optional
-        Seconds for the ILP (None: none); past it the verdict is undecided.
+    time_limit : float or Deadline, optional
+        Seconds, or a :class:`~pcsos.clock.Deadline`, for the check (None: none); past it
+        the verdict is undecided.
     infer_k2 : bool, default True
         At k = 2, merge the points that the cannot-link graph forces together first.
     method : {'auto', 'ilp'}
@@ -176,24 +168,26 @@ def check_instance(instance: Instance, backend: str = "highs", time_limit: float
     >>> verdict.feasible, verdict.reason, verdict.pairs
     (False, 'odd_cycle', [(0, 1), (0, 2), (1, 2)])
     """
-    t0 = time.perf_counter()
+    clock = Deadline.checked(time_limit).within()  # its elapsed() counts this check
     try:
         problem = Problem.from_instance(instance, infer_k2=infer_k2)
     except InfeasibleError as exc:
         return Feasibility(False, exc.reason, f"infeasible: {exc}", pairs=list(exc.pairs),
-                           seconds=time.perf_counter() - t0)
-    res = check_problem(problem, backend, time_limit, method=method)
-    res.seconds = time.perf_counter() - t0
+                           seconds=clock.elapsed())
+    res = check_problem(problem, backend, clock, method=method)
+    res.seconds = clock.elapsed()
     return res
 
 
-def check_problem(problem: Problem, backend: str = "highs", time_limit: float | None = None,
+def check_problem(problem: Problem, backend: str = "highs",
+                  time_limit: float | Deadline | None = None,
                   *, method: str = "auto") -> Feasibility:
     """Decide k-colourability (with s >= k) of a super-point problem, e.g. a tree node, and
     with the instance's cluster sizes the size-constrained question (module doc).
 
-    ``backend`` ('highs' or 'gurobi') solves the ILP; ``time_limit`` (seconds) bounds the
-    whole check, and an undecided ILP gives ``feasible=None`` with reason 'time_limit'.
+    ``backend`` ('highs' or 'gurobi') solves the ILP; ``time_limit`` (seconds or a
+    :class:`~pcsos.clock.Deadline`) bounds the whole check, and an undecided ILP gives
+    ``feasible=None`` with reason 'time_limit'.
     ``method='ilp'`` skips the cheap tests 3-5 (for testing the exact path).
     """
     if backend not in BACKENDS:
@@ -201,11 +195,10 @@ def check_problem(problem: Problem, backend: str = "highs", time_limit: float | 
                          source="backend")
     if method not in METHODS:
         raise InputError(f"unknown method {method!r}; choose one of {METHODS}", source="method")
-    t0 = time.perf_counter()
-    deadline = t0 + time_limit if time_limit is not None else float("inf")
+    deadline = Deadline.checked(time_limit).within()  # its elapsed() counts this check
     res = _decide(problem, backend, deadline, method)
     res.s = problem.s
-    res.seconds = time.perf_counter() - t0
+    res.seconds = deadline.elapsed()
     if res.super_labels is not None:
         res.super_labels = spread_labels(res.super_labels, problem.k)
         res.labels = problem.to_points(res.super_labels)
@@ -237,7 +230,7 @@ def spread_labels(colours: np.ndarray, k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the decision
-def _decide(problem: Problem, backend: str, deadline: float, method: str) -> Feasibility:
+def _decide(problem: Problem, backend: str, deadline: Deadline, method: str) -> Feasibility:
     s, k, cl = problem.s, problem.k, problem.cl
     after = " after k = 2 inference" if problem.k == 2 and problem.infer_k2 else ""
     if s < k:
@@ -336,14 +329,14 @@ def _k_core(G: nx.Graph, k: int) -> tuple[list[int], list[int]]:
     return core, order
 
 
-def _find_clique(G: nx.Graph, size: int, deadline: float) -> list[int] | None:
+def _find_clique(G: nx.Graph, size: int, deadline: Deadline) -> list[int] | None:
     """A clique of ``size`` vertices, or None (also when the search cap or deadline is hit)."""
     if G.number_of_nodes() < size:
         return None
     for t, q in enumerate(nx.find_cliques(G)):
         if len(q) >= size:
             return sorted(q)[:size]
-        if t >= _MAX_CLIQUES or time.perf_counter() > deadline:
+        if t >= _MAX_CLIQUES or deadline.expired():
             return None
     return None
 
@@ -362,7 +355,7 @@ def _greedy_clique(G: nx.Graph) -> list[int]:
     return q
 
 
-def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: float):
+def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: Deadline):
     """Exact k-colouring of a connected graph: ('feasible', {v: c}) / ('infeasible', None) /
     ('time_limit', None).
 
@@ -370,8 +363,7 @@ def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: float):
     in a fixed vertex order that starts with a clique, so the t-th vertex uses a colour
     <= t and the clique's vertices are fixed to colours 0, 1, ...
     """
-    remaining = deadline - time.perf_counter()
-    if remaining <= 0:
+    if deadline.expired():
         return "time_limit", None
     clique = _greedy_clique(G)
     rest = [v for v in nx.bfs_tree(G, clique[0]) if v not in set(clique)]
@@ -385,8 +377,12 @@ def _ilp_colour(G: nx.Graph, k: int, backend: str, deadline: float):
     for t in range(min(len(clique), k)):
         lb[t, t] = 1.0
     edges = np.array([(pos[a], pos[b]) for a, b in G.edges()], dtype=np.int64).reshape(-1, 2)
-    solver = _installed(backend)
-    res = solver.solve(_colouring_milp(m, k, lb, ub, edges), time_limit=max(remaining, 1e-3))
+    # gurobi can be missing: said here, where an ILP is needed, not when a cheap test
+    # decides first
+    solver = adapter(backend).require("feasibility")
+    # the outside solver gets seconds; a few ms at least once the check above passed
+    res = solver.solve(_colouring_milp(m, k, lb, ub, edges),
+                       time_limit=max(deadline.remaining(), 1e-3))
     if res.status == "error":  # pragma: no cover - the solver's own failure
         raise RuntimeError(res.message)
     if res.x is None:
@@ -419,7 +415,7 @@ def _colouring_milp(m: int, k: int, lb: np.ndarray, ub: np.ndarray, edges: np.nd
 
 
 # --------------------------------------------------------------------------- cluster sizes
-def _decide_sizes(problem: Problem, backend: str, deadline: float,
+def _decide_sizes(problem: Problem, backend: str, deadline: Deadline,
                   method: str) -> Feasibility:
     """Steps 3-6 of the module doc: the decision with cluster sizes (s >= k holds)."""
     inst = problem.instance
@@ -505,7 +501,7 @@ def _fmt_counts(counts: np.ndarray) -> str:
     return " and ".join(parts)
 
 
-def _colouring_conflict(problem: Problem, deadline: float) -> Feasibility | None:
+def _colouring_conflict(problem: Problem, deadline: Deadline) -> Feasibility | None:
     """An odd cycle (k = 2) or a (k+1)-clique of cannot-link pairs, when one is found."""
     s, k, cl = problem.s, problem.k, problem.cl
     if not len(cl):
@@ -569,12 +565,13 @@ def _greedy_pack(problem: Problem, lo: int, hi: int) -> np.ndarray | None:
 
 
 def _sizes_ilp(problem: Problem, lo: int, hi: int, cl: np.ndarray, backend: str,
-               deadline: float) -> tuple[str, np.ndarray | None]:
+               deadline: Deadline) -> tuple[str, np.ndarray | None]:
     """Step 6: ('feasible', super labels), ('infeasible', None) or ('time_limit', None)."""
-    remaining = deadline - time.perf_counter()
-    if remaining <= 0:
+    if deadline.expired():
         return "time_limit", None
-    solver = _installed(backend)
+    # gurobi can be missing: said here, where an ILP is needed, not when a cheap test
+    # decides first
+    solver = adapter(backend).require("feasibility")
     s, k, counts = problem.s, problem.k, problem.counts
     need, cap = _capacities(problem, lo, hi)
     order = np.argsort(-counts, kind="stable")
@@ -586,7 +583,7 @@ def _sizes_ilp(problem: Problem, lo: int, hi: int, cl: np.ndarray, backend: str,
         pos[order] = np.arange(s)
         ub[np.arange(k)[None, :] > pos[:, None]] = 0.0
     res = solver.solve(_sizes_milp(counts, k, cl, need, cap, ub),
-                       time_limit=max(remaining, 1e-3))
+                       time_limit=max(deadline.remaining(), 1e-3))
     if res.status == "error":  # pragma: no cover - the solver's own failure
         raise RuntimeError(res.message)
     if res.x is None:

@@ -21,7 +21,6 @@ imported on first use; a missing module or a refusing licence raises
 
 from __future__ import annotations
 
-import time
 import weakref
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csc_matrix
 
+from pcsos.clock import Deadline
 from pcsos.errors import BackendUnavailableError, InputError
 
 __all__ = ["Milp", "MilpResult", "STATUSES", "ADAPTERS", "BACKENDS", "adapter",
@@ -43,7 +43,8 @@ STATUSES = ("optimal", "feasible", "infeasible", "time_limit", "error")
 #: a solution value this close to an integer counts as integral (the LP-first test)
 _INTEGRALITY_TOL = 1e-6
 
-GUROBIPY_MISSING = "backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]')"
+GUROBIPY_MISSING = ("backend 'gurobi' needs gurobipy (pip install 'pcsos[gurobi]'); the default "
+                    "backend 'highs' needs nothing extra")
 
 
 @dataclass
@@ -105,13 +106,19 @@ def _quiet_highs(highspy):
     return h
 
 
-def _scipy_solve(problem: Milp, c: np.ndarray, constraint, time_limit: float | None,
+def _seconds(time_limit: float | Deadline | None) -> float | None:
+    """A limit as an outside solver takes it: seconds left, or None for none."""
+    return Deadline.of(time_limit).seconds()
+
+
+def _scipy_solve(problem: Milp, c: np.ndarray, constraint, time_limit: float | Deadline | None,
                  mip_rel_gap: float | None) -> MilpResult:
     opts: dict = {}
     if mip_rel_gap is not None:
         opts["mip_rel_gap"] = float(mip_rel_gap)
-    if time_limit is not None:
-        opts["time_limit"] = float(time_limit)
+    seconds = _seconds(time_limit)
+    if seconds is not None:
+        opts["time_limit"] = seconds
     res = milp(c, constraints=constraint, integrality=problem.integrality,
                bounds=Bounds(problem.col_lo, problem.col_hi), options=opts)
     # scipy: 0 optimal, 1 time or iteration limit, 2 infeasible, 3 unbounded, 4 other
@@ -136,7 +143,11 @@ class HighsAdapter:
         """True: SciPy's HiGHS is always there."""
         return True
 
-    def solve(self, problem: Milp, *, time_limit: float | None = None,
+    def require(self, what: str = "") -> HighsAdapter:
+        """This adapter: HiGHS is a core dependency."""
+        return self
+
+    def solve(self, problem: Milp, *, time_limit: float | Deadline | None = None,
               threads: int | None = None, mip_rel_gap: float | None = None) -> MilpResult:
         """Solve ``problem`` once (SciPy's interface has no ``threads`` option: ignored)."""
         cons = LinearConstraint(problem.A, problem.row_lo, problem.row_hi)
@@ -199,17 +210,16 @@ class HighsModel:
         """Free the HiGHS instance (idempotent)."""
         self.h = None
 
-    def solve(self, *, time_limit: float | None = None,
+    def solve(self, *, time_limit: float | Deadline | None = None,
               start: np.ndarray | None = None) -> MilpResult:
         """Solve (LP relaxation first, see the class doc); ``start`` is a feasible solution
         handed to the MIP search, and the LP's seconds count against ``time_limit``."""
         if self.h is None:
             raise InputError("solve called on a closed HiGHS model")
-        t0 = time.perf_counter()
+        deadline = Deadline.of(time_limit)
         h, hs = self.h, self._hs
         M = hs.HighsModelStatus
-        h.setOptionValue("time_limit", float(time_limit) if time_limit is not None
-                         else float("inf"))
+        h.setOptionValue("time_limit", deadline.remaining())
         h.setOptionValue("solve_relaxation", True)
         h.run()
         st = h.getModelStatus()
@@ -222,11 +232,9 @@ class HighsModel:
                 return MilpResult("optimal", x, h.getObjectiveValue())
         self.mip_runs += 1
         h.setOptionValue("solve_relaxation", False)
-        if time_limit is not None:
-            left = float(time_limit) - (time.perf_counter() - t0)
-            if left <= 0:
-                return MilpResult("time_limit")
-            h.setOptionValue("time_limit", left)
+        if deadline.expired():
+            return MilpResult("time_limit")
+        h.setOptionValue("time_limit", deadline.remaining())
         basis = h.getBasis()
         h.clearSolver()  # the MIP search starts afresh; the LP basis is restored after it
         if start is not None:
@@ -252,11 +260,12 @@ class HighsModel:
 
 
 # --------------------------------------------------------------------------- Gurobi
-def _gurobipy():
+def _gurobipy(what: str = ""):
+    """gurobipy, or :class:`BackendUnavailableError` naming ``what`` needed it."""
     try:
         import gurobipy
     except ImportError:
-        raise BackendUnavailableError(GUROBIPY_MISSING) from None
+        raise BackendUnavailableError(f"{what} {GUROBIPY_MISSING}".lstrip()) from None
     return gurobipy
 
 
@@ -311,8 +320,8 @@ def _gurobi_params(model, gp, time_limit, threads, mip_rel_gap) -> None:
         model.Params.Threads = int(threads)
     if mip_rel_gap is not None:
         model.Params.MIPGap = float(mip_rel_gap)
-    model.Params.TimeLimit = float(time_limit) if time_limit is not None \
-        else gp.GRB.INFINITY
+    seconds = _seconds(time_limit)
+    model.Params.TimeLimit = seconds if seconds is not None else gp.GRB.INFINITY
 
 
 class GurobiAdapter:
@@ -329,7 +338,13 @@ class GurobiAdapter:
             return False
         return True
 
-    def solve(self, problem: Milp, *, time_limit: float | None = None,
+    def require(self, what: str = "") -> GurobiAdapter:
+        """This adapter, once gurobipy imports; else :class:`BackendUnavailableError`
+        saying that ``what`` (e.g. 'feasibility') needs it."""
+        _gurobipy(what)
+        return self
+
+    def solve(self, problem: Milp, *, time_limit: float | Deadline | None = None,
               threads: int | None = None, mip_rel_gap: float | None = None) -> MilpResult:
         """Solve ``problem`` once in its own Gurobi environment, disposed after.
 
@@ -441,7 +456,7 @@ class GurobiModel:
         self.problem = None
         return m
 
-    def solve(self, *, time_limit: float | None = None,
+    def solve(self, *, time_limit: float | Deadline | None = None,
               start: np.ndarray | None = None) -> MilpResult:
         """Solve from the current costs; ``start`` is a MIP start (it stays set for later
         solves until replaced)."""
@@ -450,7 +465,8 @@ class GurobiModel:
         x = self.x
         m.reset()
         x.Obj = self._c
-        m.Params.TimeLimit = float(time_limit) if time_limit is not None else gp.GRB.INFINITY
+        seconds = _seconds(time_limit)
+        m.Params.TimeLimit = seconds if seconds is not None else gp.GRB.INFINITY
         if start is not None:
             x.Start = start
         try:

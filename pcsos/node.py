@@ -247,7 +247,8 @@ class _NodeRun:
         need = _sdp_seconds(self.problem.s) if sdp_engine else 0.0
         first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
         # the decomposition gets all the time there is when the SDP cannot run after it
-        if need > ctx.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first else 1.0):
+        if need > ctx.deadline.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first
+                                              else 1.0):
             return self.too_large(need)
         if first and self.decomposition_first(need):
             if ctx.cancelled():
@@ -255,7 +256,7 @@ class _NodeRun:
             if self.closed(self.lb):
                 self.row = _row(data, lb=self.lb, cp_flag=CP_FLAG_PRUNED, **self.decomposed)
                 return self.done("pruned")
-            if need > ctx.remaining():  # the passes overran what they left the SDP
+            if need > ctx.deadline.remaining():  # the passes overran what they left the SDP
                 return self.too_large(need)
         br = self.bound()
         sdp = br.sdp
@@ -288,7 +289,7 @@ class _NodeRun:
             return None
         self.ctx.report("feasibility")
         fz = check_problem(self.problem, self.options.feasibility_backend,
-                           time_limit=_finite(self.ctx.remaining()))
+                           time_limit=self.ctx.deadline)
         if fz.feasible is False:
             return NodeOutcome(math.inf, row=_row(self.data, flag=FLAG_INFEASIBLE,
                                                   cp_flag=CP_FLAG_INFEASIBLE,
@@ -333,7 +334,7 @@ class _NodeRun:
             self.row_note = {"decomposition_per_cluster": size / k}
         if self.ctx.cancelled() or self.closed(self.lb):
             return ran
-        left = self.ctx.remaining()
+        left = self.ctx.deadline.remaining()
         share = min(DECOMPOSITION_SECOND_SHARE, 1.0 - need / left) if left > 0 else 0.0
         wider = largest_subset_size(n, share * left, lo=max(2 * size, least),
                                     hi=min(SUBSET_MAX, n // 2)) if share > 0 else None
@@ -390,9 +391,9 @@ class _NodeRun:
                 self.problem, cuts=data.cuts, warm_start=data.warm_start,
                 upper_bound=upper, settings=options.cp_settings,
                 root=data.kind == "root", bound_settings=options.bound_settings,
-                # lets Ctrl-C / a time limit end a long SDP solve within one iteration
-                should_stop=ctx.cancelled,
-                seed=_seed(options, ctx), time_limit=_finite(ctx.remaining()),
+                # the context's Deadline also ends a long SDP solve within one iteration on
+                # Ctrl-C or when the tree stops
+                seed=_seed(options, ctx), time_limit=ctx.deadline,
                 callback=_round_callback(ctx), known_bound=data.parent_bound)
         # self.lb: the parent's bound, or at a large root its decomposition bound
         self.lb = max(float(br.lower_bound), self.lb)
@@ -412,9 +413,9 @@ class _NodeRun:
         COLUMN_MIP_SHARE of the time left."""
         if res.labels is not None or self.data.kind != "root" or not res.columns:
             return
-        rem = self.ctx.remaining()
         labels = column_mip(res, self.problem.s, self.problem.k,
-                            time_limit=min(COLUMN_MIP_SECONDS, COLUMN_MIP_SHARE * rem))
+                            time_limit=self.ctx.deadline.within(COLUMN_MIP_SECONDS,
+                                                                share=COLUMN_MIP_SHARE))
         if labels is not None and self.problem.satisfies(labels):
             self.consider(self.problem.to_points(labels))
 
@@ -514,7 +515,7 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOption
     if subsets is None:
         subsets = _decomposition_subsets(problem, labels)
     lb, parts = decomposition_bound(
-        inst, subsets, time_limit=_finite(share * ctx.remaining()), workers=1, labels=labels,
+        inst, subsets, time_limit=ctx.deadline.within(share=share), workers=1, labels=labels,
         bound_settings=options.bound_settings, cp_settings=subset_settings(options.cp_settings),
         seed=0 if options.seed is None else int(options.seed), blas_limit=None,
         stop_event=_Cancelled(ctx))
@@ -532,13 +533,14 @@ def _heuristic(options: SolverOptions, problem: Problem, Z, ctx: Context, best_l
     # are process-wide, so a job in a worker thread must not set its own
     hopts = dict(options.heuristic_options)
     start = hopts.pop("init_labels", best_labels)  # a start the user gave comes first
-    remaining = ctx.remaining()
+    share = None
     if name is not None:  # the root heuristic, before the root's bound
-        remaining *= ROOT_HEURISTIC_SHARE  # inf stays inf
+        share = ROOT_HEURISTIC_SHARE
         if name != options.heuristic:
             hopts = {}  # the options are those of options.heuristic
     return run_heuristic(name or options.heuristic, problem, Z=Z, seed=_seed(options, ctx),
-                         time_limit=_cap(options.heuristic_time_limit, remaining),
+                         time_limit=ctx.deadline.within(options.heuristic_time_limit,
+                                                        share=share),
                          blas_threads=None, init_labels=start, **hopts)
 
 
@@ -563,18 +565,6 @@ def _sdp_seconds(s: int) -> float:
         sla.eigh(A, driver="evr", check_finite=False)
         _eig_cost.append((time.perf_counter() - t) / m ** 3)
     return MIN_SDP_ITERATIONS * _eig_cost[0] * float(s) ** 3
-
-
-def _cap(limit: float | None, remaining: float) -> float | None:
-    """A heuristic's time limit: its own cap and the node's remaining time (None: none)."""
-    rem = _finite(remaining)
-    if limit is None:
-        return rem
-    return limit if rem is None else min(limit, rem)
-
-
-def _finite(x: float) -> float | None:
-    return None if x == math.inf else max(0.0, float(x))
 
 
 def _round_callback(ctx: Context):
@@ -624,8 +614,7 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
                        branch_below=target if start is not None else None,
                        labels=_super_labels(problem, labels),
                        upper_bound=upper, bound_target=target,
-                       time_limit=_finite(ctx.remaining()),
-                       should_stop=ctx.cancelled, seed=_seed(options, ctx),
+                       time_limit=ctx.deadline, seed=_seed(options, ctx),
                        max_iter=options.bound_settings.max_iter,
                        aggregate=options.bound_settings.aggregate,
                        verbose=options.bound_settings.verbose)

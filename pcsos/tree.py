@@ -27,6 +27,8 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcsos.clock import Deadline
+
 __all__ = [
     "Context",
     "NodeOutcome",
@@ -108,10 +110,12 @@ class Context:
 
     ``incumbent`` reads the live incumbent value when the job runs in a thread of the
     manager's process (it improves while the job runs); after pickling (process pools) it is
-    the value at submission. ``deadline`` is a ``time.time()`` instant (``inf`` for none)
-    that every job must respect so that a time limit or Ctrl-C returns within seconds;
-    ``cancelled()`` turns true when the manager stops (threads; in other processes only
-    through a ``remote`` signal object, else at the deadline). ``remote``: a picklable
+    the value at submission. ``deadline`` is the search's :class:`~pcsos.clock.Deadline`
+    (None: no limit), which every job must respect so that a time limit or Ctrl-C returns
+    within seconds; ``cancelled()`` turns true when the manager stops (threads; in other
+    processes only through a ``remote`` signal object, else at the deadline). A job hands
+    ``context.deadline`` on to what it calls: it stops on both the time and the manager's
+    stop. ``remote``: a picklable
     object with ``cancelled()`` and ``incumbent()`` that reaches the manager from any
     process (e.g. :class:`pcsos.distributed.DaskSignals`). ``is_root`` is true for the
     first node, which runs alone.
@@ -121,16 +125,18 @@ class Context:
     solution travels in the job's :class:`NodeOutcome`).
     """
 
-    def __init__(self, incumbent: float | _Incumbent, deadline: float, options: Any = None,
+    def __init__(self, incumbent: float | _Incumbent, deadline: Deadline | None = None,
+                 options: Any = None,
                  cancel: threading.Event | None = None, node_id: int = 0, depth: int = 0,
                  is_root: bool = False, reports: dict | None = None, remote: Any = None):
         self._inc = incumbent if isinstance(incumbent, _Incumbent) else _Incumbent(incumbent)
         self._snapshot = self._inc.value
-        self.deadline = deadline
         self.options = options
         self._cancel = cancel
         self._reports = reports
         self._remote = remote
+        # the search's instant, stopping also when the manager stops
+        self.deadline = (deadline or Deadline()).within(stop=self._stopped)
         self.node_id = node_id
         self.depth = depth
         self.is_root = is_root
@@ -160,24 +166,18 @@ class Context:
             bound = info.get("bound")
             if bound is not None and float(bound) > proved:  # False for NaN
                 proved, by = float(bound), {"stage": stage, **info}
-            entry = {"stage": stage, "time": time.time(), **info}
+            entry = {"stage": stage, "time": time.time(), **info}  # a timestamp, not a limit
             if proved > -INF:
                 entry.update(proved=proved, proved_by=by)
             self._reports[self.node_id] = entry
 
-    def cancelled(self) -> bool:
-        """True when the manager has stopped (interrupt, time limit, limit reached)."""
+    def _stopped(self) -> bool:
         return ((self._cancel is not None and self._cancel.is_set())
-                or time.time() >= self.deadline
                 or (self._remote is not None and self._remote.cancelled()))
 
-    def remaining(self) -> float:
-        """Seconds left until the deadline (``inf`` when there is none; 0 once cancelled)."""
-        if self._cancel is not None and self._cancel.is_set():
-            return 0.0
-        if self._remote is not None and self._remote.cancelled():
-            return 0.0
-        return max(0.0, self.deadline - time.time())
+    def cancelled(self) -> bool:
+        """True when the manager has stopped (interrupt, time limit, limit reached)."""
+        return self.deadline.expired()
 
     def __getstate__(self):
         # Events, locks and the live incumbent cannot cross a process boundary: a snapshot.
@@ -188,7 +188,13 @@ class Context:
         state["_snapshot"] = state["_inc"].value
         state["_cancel"] = None
         state["_reports"] = None
+        state["deadline"] = self.deadline.within(stop=None)
+        state["deadline"].stop = None  # the manager's stop travels as ``remote``
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.deadline = self.deadline.within(stop=self._stopped)
 
 
 @dataclass
@@ -416,13 +422,13 @@ class _Search:
     """The state of one branch-and-bound run (see :func:`branch_and_bound`)."""
 
     def __init__(self, order: str, tol: float, abs_tol: float, incumbent: tuple[float, Any],
-                 callback: Callable[[NodeEvent], None] | None, t0: float):
+                 callback: Callable[[NodeEvent], None] | None, clock: Deadline):
         self.order = order
         self.tol = tol
         self.abs_tol = abs_tol
         self.inc = _Incumbent(float(incumbent[0]), incumbent[1])
         self.callback = callback
-        self.t0 = t0
+        self.clock = clock
         self.next_id = 0
         self.prior = 0.0  # seconds of the runs before a resume
         self.heap: list[_Open] = []
@@ -451,7 +457,7 @@ class _Search:
 
     def elapsed(self) -> float:
         """Seconds over every run (a resumed search goes on counting)."""
-        return self.prior + time.time() - self.t0
+        return self.prior + self.clock.elapsed()
 
     def proved(self, node: _Open) -> float:
         """A running node's bound: its bound when it was submitted, or the better one its job
@@ -597,8 +603,7 @@ def branch_and_bound(
     tol: float = 1e-4,
     abs_tol: float = 0.0,
     max_nodes: int | None = None,
-    time_limit: float | None = None,
-    start_time: float | None = None,
+    time_limit: float | Deadline | None = None,
     order: str = "best",
     incumbent: tuple[float, Any] = (INF, None),
     callback: Callable[[NodeEvent], None] | None = None,
@@ -621,8 +626,9 @@ def branch_and_bound(
     ``tol`` (relative) or ``abs_tol`` (absolute) of the incumbent (:func:`gap_closed`).
     Stops when no node is left or the global gap is closed (``optimal``, or ``infeasible``
     when no solution exists), after ``max_nodes`` processed nodes (``node_limit``, running
-    nodes are finished), ``time_limit`` seconds after ``start_time`` (a ``time.time()``
-    instant, default now: ``time_limit``), or on KeyboardInterrupt or ``stop_event``
+    nodes are finished), when ``time_limit`` runs out (seconds from now, or a
+    :class:`~pcsos.clock.Deadline` the caller started earlier: its instant, and the time
+    reported counts from its start), or on KeyboardInterrupt or ``stop_event``
     (``interrupted``); running jobs then get ``grace`` seconds to report before they are
     abandoned (the best bounds they reported stay in the certified gap), none once
     ``abort_event`` is set.
@@ -644,21 +650,20 @@ def branch_and_bound(
         raise ValueError(f"abs_tol must be >= 0, got {abs_tol}")
     if max_nodes is not None and max_nodes < 1:
         raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
-    if time_limit is not None and not time_limit > 0:
+    if time_limit is not None and not isinstance(time_limit, Deadline) and not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
     workers = max(1, int(workers))
-    t0 = time.time() if start_time is None else float(start_time)
-    deadline = t0 + time_limit if time_limit is not None else INF
+    deadline = Deadline.of(time_limit)
     own = executor is None
     pool = WorkerPool(workers) if own else executor
     cancel = threading.Event()
-    st = _Search(order, tol, abs_tol, incumbent, callback, t0)
+    st = _Search(order, tol, abs_tol, incumbent, callback, deadline)
     if resume is not None:
         st.restore(resume)
     else:
         st.push(root_data, root_bound, 0, -1)
     ticker = _Ticker(progress, progress_interval)
-    saved = time.time()
+    saved = time.monotonic()  # checkpoints' cadence, not a limit
     status = None
     published = st.inc.value
     if remote is not None:
@@ -672,9 +677,9 @@ def branch_and_bound(
                 published = st.inc.value
                 remote.publish(published)
             if (status is None and checkpoint is not None and checkpoint_every is not None
-                    and time.time() - saved >= checkpoint_every):
+                    and time.monotonic() - saved >= checkpoint_every):
                 checkpoint(st.snapshot())
-                saved = time.time()
+                saved = time.monotonic()
     except KeyboardInterrupt:
         status = "interrupted"
     finally:
@@ -688,10 +693,9 @@ def branch_and_bound(
                 fut.cancel()
     if st.running and status in ("interrupted", "time_limit"):
         # jobs saw the cancellation / deadline: give them a moment to hand in their work
-        end = time.time() + grace
+        end = Deadline(grace, stop=abort_event)
         try:
-            while st.running and time.time() < end and not (
-                    abort_event is not None and abort_event.is_set()):
+            while st.running and not end.expired():
                 done, _ = wait(list(st.running), timeout=min(0.1, grace))
                 for fut in done:
                     node = st.running.pop(fut)
@@ -704,7 +708,7 @@ def branch_and_bound(
     if checkpoint is not None:
         st.drop_pruned()
         checkpoint(st.snapshot())
-    return _result(st, status, tol, max_nodes, time_limit)
+    return _result(st, status, tol, max_nodes, deadline.limit)
 
 
 class _Ticker:
@@ -713,19 +717,19 @@ class _Ticker:
     def __init__(self, progress, interval: float):
         self.progress = progress
         self.interval = interval
-        self.last = time.time()
+        self.last = time.monotonic()
 
     def __call__(self, st: _Search) -> None:
         if self.progress is None or not st.running:
             return
-        now = time.time()
+        now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
             self.progress(st.status())
 
 
 def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event,
-          deadline: float, workers: int, max_nodes: int | None,
+          deadline: Deadline, workers: int, max_nodes: int | None,
           stop_event: threading.Event | None, remote: Any = None) -> str | None:
     """One round of the main loop: stop tests, submissions, collection. A status stops it."""
     st.drop_pruned()
@@ -734,7 +738,7 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
     # that closed completely before the stop optimal)
     if stop_event is not None and stop_event.is_set():
         return "interrupted"
-    if time.time() >= deadline:
+    if deadline.expired():
         return "time_limit"
     if not st.heap and not st.running:
         return "optimal"  # every node closed (_result turns it into infeasible / unresolved)
@@ -759,7 +763,7 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
             break
     if not st.running:
         return None
-    timeout = min(0.25, max(0.0, deadline - time.time()))
+    timeout = min(0.25, deadline.remaining())
     done, _ = wait(list(st.running), timeout=timeout, return_when=FIRST_COMPLETED)
     for fut in done:
         node = st.running.pop(fut)

@@ -20,6 +20,7 @@ from pcsos.bounds import SDPModel, WarmStart, positive_part, safe_lower_bound, s
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.mosek_backend import build_mosek_task, constraint_layout, mosek_licence
 from pcsos.bounds.safe import polish_duals, polished_bound
+from pcsos.clock import Deadline
 from pcsos.errors import BackendUnavailableError, InfeasibleError, InputError
 from pcsos.problem import Problem, make_instance
 
@@ -688,13 +689,14 @@ def test_reused_buffers_hold_nothing_still_needed(medium, monkeypatch, order):
     assert np.linalg.norm(R) <= 1e-5 * np.linalg.norm(mc.C)
 
 
-def test_should_stop_ends_the_solve_with_a_valid_bound():
+def test_a_deadline_stop_ends_the_solve_with_a_valid_bound():
     """The cancel hook stops the ADMM at the next iteration; the bound stays valid."""
     rng = np.random.default_rng(7)
     X, ml, cl, prob = _problem(rng, 9, 3, n_cl=3)
     model = SDPModel.from_problem(prob)
     calls = []
-    res = solve_sdp(model, tol=1e-12, should_stop=lambda: calls.append(1) or len(calls) >= 3)
+    res = solve_sdp(model, tol=1e-12,
+                    time_limit=Deadline(stop=lambda: calls.append(1) or len(calls) >= 3))
     assert res.status == "time_limit" and res.iterations == 3
     opt, _ = brute_force(X, 3, ml, cl)
     assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
@@ -718,7 +720,8 @@ def test_a_stopped_solve_does_not_polish(monkeypatch):
     X, ml, cl, prob = _problem(rng, 9, 3, n_cl=3)
     model = SDPModel.from_problem(prob)
     calls = []
-    res = solve_sdp(model, tol=1e-12, should_stop=lambda: calls.append(1) or len(calls) >= 3)
+    res = solve_sdp(model, tol=1e-12,
+                    time_limit=Deadline(stop=lambda: calls.append(1) or len(calls) >= 3))
     assert res.status == "time_limit" and evals == [0]
     res = solve_sdp(model, tol=1e-6)
     assert res.status == "solved" and evals[-1] > 0  # a solved one still polishes

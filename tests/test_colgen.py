@@ -13,6 +13,7 @@ from bruteforce import brute_force
 from pcsos.bounds import SDPModel, solve_sdp
 from pcsos.bounds.colgen import colgen_bound, engine, pricing
 from pcsos.bounds.colgen.pricing import PricingData, price_exact, price_heuristic
+from pcsos.clock import Deadline
 from pcsos.errors import InfeasibleError
 from pcsos.problem import Problem, make_instance
 
@@ -158,7 +159,7 @@ def test_a_time_limit_still_gives_a_valid_bound():
         calls.append(1)
         return len(calls) > 3
 
-    res = colgen_bound(prob, should_stop=stop)
+    res = colgen_bound(prob, time_limit=Deadline(stop=stop))
     full = colgen_bound(prob)
     assert res.status == "time_limit"
     assert res.lower_bound <= full.lp_value * (1 + 1e-12)

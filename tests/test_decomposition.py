@@ -197,7 +197,7 @@ def test_each_subset_starts_with_its_share_of_the_core_seconds():
 
     class Recording(ThreadPoolExecutor):
         def submit(self, fn, *args, **kwargs):
-            shares.append(args[3])  # _bound_subset's time_limit
+            shares.append(args[3].limit)  # _bound_subset's time_limit: a Deadline
             return super().submit(fn, *args, **kwargs)
 
     with Recording(2) as pool:
@@ -366,7 +366,7 @@ def test_certify_tries_larger_subsets_when_its_first_pass_leaves_a_gap(monkeypat
 
     def fake(instance, subsets, time_limit=None, **kw):
         size = max(len(s) for s in subsets)
-        calls.append((size, time_limit))
+        calls.append((size, time_limit.seconds()))  # the pass's Deadline, in seconds left
         # a valid-looking bound that grows with the subsets (closed at once if asked)
         lb = objective * (1 - (1e-6 if closed["first"] else 0.1 / size))
         return lb, []
@@ -543,14 +543,15 @@ def test_a_large_root_tries_larger_subsets_when_the_first_pass_does_not_prune(mo
 def test_a_root_whose_passes_leave_its_sdp_too_little_time_does_not_start_it(monkeypatch):
     """After the decomposition passes, a root whose SDP no longer fits the time left is
     closed as too large, with the passes' bound, and the result says why."""
+    import pcsos.clock
     import pcsos.node
-    import pcsos.tree
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     _large_root(monkeypatch, 10, 3, bound_all=True)
     monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 10.0)
     left = {"s": 1000.0, "passes": 0}  # the time left as the node sees it
-    monkeypatch.setattr(pcsos.tree.Context, "remaining", lambda self: left["s"])
+    # the time left as every Deadline reports it (the instants stay real)
+    monkeypatch.setattr(pcsos.clock.Deadline, "remaining", lambda self: left["s"])
     run = pcsos.node._decomposition
 
     def spy(*args, **kwargs):
@@ -572,13 +573,13 @@ def test_a_root_whose_passes_leave_its_sdp_too_little_time_does_not_start_it(mon
 
 def test_the_second_pass_leaves_the_sdp_its_estimated_time(monkeypatch):
     """The second pass takes at most what the time left less the SDP's estimate allows."""
+    import pcsos.clock
     import pcsos.node
-    import pcsos.tree
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     _large_root(monkeypatch, 10, 3, bound_all=True)
     monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 700.0)
-    monkeypatch.setattr(pcsos.tree.Context, "remaining", lambda self: 1000.0)
+    monkeypatch.setattr(pcsos.clock.Deadline, "remaining", lambda self: 1000.0)
     shares = []
     run = pcsos.node._decomposition
 
@@ -612,7 +613,7 @@ def _stopped_after_decomposition(monkeypatch, hand_back: bool):
             # is abandoned (60 s: a hang guard)
             released.wait(60)
         t0 = time.perf_counter()  # the tree's cancellation follows the stop event's
-        while not kwargs["should_stop"]() and time.perf_counter() - t0 < 30:
+        while not kwargs["time_limit"].expired() and time.perf_counter() - t0 < 30:
             time.sleep(0.01)
         return types.SimpleNamespace(lower_bound=0.0, sdp=None, rounds=[], flag=0, cuts=None,
                                      iterations=0, avg_added={})

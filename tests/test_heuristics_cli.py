@@ -104,14 +104,17 @@ def test_time_limit_covers_the_whole_command(instance, monkeypatch):
     real = cli_heur.run_heuristic
 
     def spy(*a, **kw):
-        seen["time_limit"] = kw["time_limit"]
+        seen["deadline"] = kw["time_limit"]  # the command's Deadline, made before loading
+        seen["left"] = kw["time_limit"].remaining()
         return real(*a, **kw)
 
     monkeypatch.setattr(cli_heur, "run_heuristic", spy)
     assert main(["heuristic", "cop-kmeans", str(data), "-c", str(cons), "--seed", "1", "-q",
                  "--time-limit", "30"]) == 0
-    assert 0 < seen["time_limit"] < 30  # what loading took is taken off
-    assert main(["heuristic", "cop-kmeans", str(data), "--time-limit", "-1"]) == 2
+    assert seen["deadline"].limit == 30 and 0 < seen["left"] < 30  # loading took its share
+    with pytest.raises(SystemExit) as info:  # argparse refuses it, naming the option
+        main(["heuristic", "cop-kmeans", str(data), "--time-limit", "-1"])
+    assert info.value.code == 2
 
 
 @pytest.mark.parametrize("command", [["heuristic", "s-mdeclust"], ["solve"], ["bound"],

@@ -24,6 +24,7 @@ from subproc import Child, open_fifo_writer
 import pcsos
 from pcsos.certification import certify
 from pcsos.cli import Interrupts, main
+from pcsos.clock import Deadline
 from pcsos.decomposition import _sub_instance, spectral_floor
 from pcsos.errors import UndecidedError
 from pcsos.heuristics import run_heuristic
@@ -264,13 +265,14 @@ def test_certify_stopped_inside_an_sdp(sixty, pool, monkeypatch):
     stop = threading.Event()
     calls = [0]
 
-    def admm(*args, should_stop, **kwargs):
-        def polled():  # the ADMM polls this every iteration: the 3rd sets the stop
+    def admm(*args, time_limit, **kwargs):
+        def polled():  # the ADMM polls its Deadline every iteration: the 3rd sets the stop
             calls[0] += 1
             if calls[0] == 3:
                 stop.set()
-            return should_stop()
-        return solve_admm(*args, should_stop=polled, **kwargs)
+            return False  # the Deadline's own signal is the stop event
+        return solve_admm(*args, time_limit=Deadline.of(time_limit).within(stop=polled),
+                          **kwargs)
 
     monkeypatch.setattr(pcsos.bounds.solve, "solve_admm", admm)
     executor = ThreadPoolExecutor(1) if pool == "threads" else None

@@ -132,6 +132,12 @@ def test_gurobi_missing_is_a_clear_error(monkeypatch):
         with pytest.raises(BackendUnavailableError) as info:
             call()
         assert str(info.value) == GUROBIPY_MISSING
+    # every layer asks the adapter: one message, naming who needed it
+    with pytest.raises(BackendUnavailableError) as info:
+        g.require("feasibility")
+    assert str(info.value) == f"feasibility {GUROBIPY_MISSING}"
+    assert "'highs' needs nothing extra" in str(info.value)
+    assert adapter("highs").require("feasibility").name == "highs"
 
 
 class _FakeGRB:

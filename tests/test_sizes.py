@@ -404,7 +404,7 @@ def test_leaf_that_misses_the_sizes_is_infeasible():
     inst = make_instance(_X(6), 2, ml=[(0, 1), (1, 2), (2, 3), (4, 5)], size_max=3)
     p = Problem.from_instance(inst)
     assert p.s == 2
-    ctx = Context(math.inf, math.inf, SolverOptions(seed=0).checked(), is_root=True)
+    ctx = Context(math.inf, None, SolverOptions(seed=0).checked(), is_root=True)
     out = process_node(NodeData(p), ctx)
     assert out.bound == math.inf and out.solution is None
     ok = Problem.from_instance(make_instance(_X(6), 2, ml=[(0, 1), (1, 2), (4, 5)],
@@ -412,6 +412,6 @@ def test_leaf_that_misses_the_sizes_is_infeasible():
     assert ok.s == 3  # not a leaf; with s == k the one clustering is evaluated
     leaf = Problem.from_instance(make_instance(_X(6), 2, ml=[(0, 1), (1, 2), (3, 4), (4, 5)],
                                                sizes=[3, 3]))
-    out2 = process_node(NodeData(leaf), Context(math.inf, math.inf,
+    out2 = process_node(NodeData(leaf), Context(math.inf, None,
                                                 SolverOptions(seed=0).checked(), is_root=True))
     assert out2.bound < math.inf and inst.sizes_ok(out2.solution)

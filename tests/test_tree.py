@@ -180,7 +180,7 @@ def test_context_pickles_a_snapshot():
     import pickle
 
     ev = threading.Event()
-    ctx = Context(5.0, math.inf, {"a": 1}, ev)
+    ctx = Context(5.0, None, {"a": 1}, ev)
     ev.set()
     ctx2 = pickle.loads(pickle.dumps(ctx))
     assert ctx2.incumbent == 5.0 and ctx2.options == {"a": 1} and not ctx2.cancelled()

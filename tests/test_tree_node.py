@@ -18,7 +18,7 @@ def _problem(X, k, ml=(), cl=()):
 
 
 def _ctx(options=None, incumbent=math.inf, node_id=0):
-    return Context(incumbent, math.inf, options or SolverOptions(seed=0).checked(), node_id=node_id,
+    return Context(incumbent, None, options or SolverOptions(seed=0).checked(), node_id=node_id,
                    is_root=node_id == 0)
 
 

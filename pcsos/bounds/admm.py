@@ -40,7 +40,6 @@ a pool (:class:`_Pool`) rather than from fresh allocations.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import scipy.linalg as sla
@@ -53,6 +52,7 @@ from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import polished_bound
 from pcsos.bounds.settings import BoundSettings
+from pcsos.clock import Deadline
 
 __all__ = ["solve_admm"]
 
@@ -539,8 +539,8 @@ class _Anderson:
 
 
 def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
-               time_limit: float | None = None, warm_start: WarmStart | None = None,
-               should_stop=None, bound_target: float | None = None,
+               time_limit: float | Deadline | None = None, warm_start: WarmStart | None = None,
+               bound_target: float | None = None,
                gap_tol: float | None = None, check_every: int = 10,
                sigma0: float | None = None, progress=None) -> SDPResult:
     """Solve the relaxation by sGS-ADMM (module docstring) and return an :class:`SDPResult`.
@@ -553,8 +553,8 @@ def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
     residual and the relative primal-dual gap are all below ``tol`` and the safe bound is at
     most ``gap_tol`` (default ``tol``) below the primal objective relative to
     max(1, |objective|); else with 'max_iter' (``max_iter``, default 20 000) or
-    'time_limit' (``time_limit`` seconds of wall clock, or ``should_stop()`` returned True:
-    a cancel hook polled once per iteration). ``anderson``: memory of the
+    'time_limit' (``time_limit``, seconds or a :class:`~pcsos.clock.Deadline` whose stop
+    signal is polled once per iteration, has run out). ``anderson``: memory of the
     safeguarded Anderson acceleration of the iteration (default ``ANDERSON_MEM``, half of it
     when s > ``ANDERSON_LARGE_S``; 0 = plain sGS-ADMM). ``sigma_ratio``: sigma is rebalanced
     when the mean ratio of the primal to the dual residual leaves [1/r, r] (default
@@ -573,7 +573,7 @@ def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
     callable given, after every iteration, a dict of its number and residuals ('it', 'pinf',
     'dinf', 'gap', 'sigma', 'rank'); what it raises ends the solve.
     """
-    t_start = time.perf_counter()
+    clock = Deadline.of(time_limit).within()  # its elapsed() counts this solve
     st = settings if settings is not None else BoundSettings()
     tol, eig, polish, verbose, anderson = st.tol, st.eig, st.polish, st.verbose, st.anderson
     be = get_backend(st.device)
@@ -764,11 +764,9 @@ def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
                 status, message = "target", f"safe bound reached the target {bound_target:.10g}"
                 break
             next_target = it + check_every
-        if time_limit is not None and time.perf_counter() - t_start > time_limit:
-            status, message = "time_limit", f"time limit {time_limit} s reached"
-            break
-        if should_stop is not None and should_stop():
-            status, message = "time_limit", "stopped on request (should_stop)"
+        if clock.expired():
+            status, message = "time_limit", ("stopped on request" if clock.stopped()
+                                             else "time limit reached")
             break
         # ---- sigma adaptation (balance residuals, ADMM convention: dual residual of the
         # dual problem = our primal infeasibility)
@@ -822,7 +820,7 @@ def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
     t = be.to_numpy(t)
     return SDPResult(Z=Z, y=yz, y_cl=y_cl, u=uz, N=Nz, sdp_value=val, dual_value=dual_value,
                      lower_bound=lb, primal_residual=pinf, dual_residual=dinf, iterations=it,
-                     seconds=time.perf_counter() - t_start, status=status, backend="admm",
+                     seconds=clock.elapsed(), status=status, backend="admm",
                      message=message, S=Sz, gap=relgap, sigma=sigma,
                      t=t * sc.cut_norm if m else np.zeros(0), device=be.label)
 

@@ -14,6 +14,7 @@ from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import EPS
 from pcsos.bounds.settings import BACKENDS, BoundSettings
+from pcsos.clock import Deadline
 from pcsos.errors import InputError
 
 __all__ = ["solve_sdp", "BACKENDS", "BoundSettings"]
@@ -25,9 +26,9 @@ def _threads(threads: int | None):
 
 
 def solve_sdp(model: SDPModel, settings: BoundSettings | dict | None = None, *,
-              time_limit: float | None = None,
+              time_limit: float | Deadline | None = None,
               warm_start: SDPResult | WarmStart | None = None, threads: int | None = None,
-              should_stop=None, bound_target: float | None = None,
+              bound_target: float | None = None,
               **changes) -> SDPResult:
     """Solve the node relaxation ``model`` and return an :class:`SDPResult` with a safe bound.
 
@@ -39,12 +40,11 @@ def solve_sdp(model: SDPModel, settings: BoundSettings | dict | None = None, *,
     The safe bound is valid at any ``tol``, but may sit more than ``tol`` below the SDP
     optimum (docs/safe_bound.md).
 
-    Per call: ``time_limit`` (seconds) caps the run (status 'time_limit'; the bound stays
-    valid). ``warm_start``: a previous result or a :class:`WarmStart` (ADMM only; see
+    Per call: ``time_limit`` (seconds, or a :class:`~pcsos.clock.Deadline`, whose stop
+    signal the ADMM polls once per iteration) caps the run (status 'time_limit'; the bound
+    stays valid). ``warm_start``: a previous result or a :class:`WarmStart` (ADMM only; see
     WarmStart for model changes). ``threads``: BLAS threads for this call (None leaves the
-    process setting). ``should_stop``: a callable polled once per ADMM iteration; True ends
-    the solve with status 'time_limit' (a cancel hook for the tree; the other backends
-    ignore it). ``bound_target``: the ADMM stops with status 'target' once its safe bound
+    process setting). ``bound_target``: the ADMM stops with status 'target' once its safe bound
     reaches this value, e.g. the value below which the incumbent prunes the node (the other
     backends ignore it).
     Raises :class:`~pcsos.errors.BackendUnavailableError` when a backend is missing.
@@ -61,14 +61,15 @@ def solve_sdp(model: SDPModel, settings: BoundSettings | dict | None = None, *,
     with _threads(threads):
         if st.backend == "admm":
             return solve_admm(model, st, time_limit=time_limit, warm_start=warm_start,
-                              should_stop=should_stop, bound_target=bound_target)
+                              bound_target=bound_target)
+        seconds = Deadline.of(time_limit).seconds()  # what an outside solver takes
         if st.backend == "mosek":
             from pcsos.bounds.mosek_backend import solve_mosek  # lazy: optional backend
-            return solve_mosek(model, tol=st.tol, time_limit=time_limit, verbose=st.verbose,
+            return solve_mosek(model, tol=st.tol, time_limit=seconds, verbose=st.verbose,
                                polish=st.polish)
         from pcsos.bounds.cvxpy_backend import solve_cvxpy  # lazy: optional backend
         return solve_cvxpy(model, solver=st.backend, tol=st.tol, max_iter=st.max_iter,
-                           time_limit=time_limit, verbose=st.verbose, polish=st.polish)
+                           time_limit=seconds, verbose=st.verbose, polish=st.polish)
 
 
 def _one_cluster(model: SDPModel) -> SDPResult:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from dataclasses import replace
 
 from pcsos.bounds import BACKENDS, ENGINES, SDP_TOL, SDPModel, SDPResult, solve_sdp
@@ -26,8 +25,10 @@ from pcsos.cli.common import (
     describe_weights_sizes,
     load_instance,
     report_stream,
+    seconds,
     weights_sizes,
 )
+from pcsos.clock import Deadline
 from pcsos.cuts.loop import cutting_plane_loop
 from pcsos.errors import PcsosError
 from pcsos.heuristics import run_heuristic
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "optimum (docs/safe_bound.md)")
     parser.add_argument("--max-iter", type=int, default=None, metavar="N",
                         help="iteration cap of the solver (default: the backend's)")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                         help="wall-clock limit of the solve (the bound stays valid)")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS threads for the solve (default: leave as configured)")
@@ -80,8 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the results as JSON ('-' = stdout)")
 
 
-def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult, dict]:
-    """The bounding step of ``pcsos bound``: the root SDP with ``args``' options.
+def compute_bound(problem: Problem, args: argparse.Namespace,
+                  deadline: Deadline) -> tuple[SDPResult, dict]:
+    """The bounding step of ``pcsos bound``: the root SDP with ``args``' options, by
+    ``deadline`` (``--time-limit`` from the command's start).
 
     Returns the result of the last solve and extra JSON fields. This is the one place the
     cutting-plane loop plugs in (``--cuts`` other than 'none').
@@ -90,12 +93,12 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
                         eig=args.eig, verbose=args.verbose)
     if args.cuts == "none":
         model = SDPModel.from_problem(problem)
-        res = solve_sdp(model, bs, time_limit=args.time_limit, threads=args.threads)
+        res = solve_sdp(model, bs, time_limit=deadline, threads=args.threads)
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
     settings = cut_settings(args, args.cuts, args.prune_tol)
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
                               root=True, bound_settings=bs, threads=args.threads,
-                              seed=args.seed, time_limit=args.time_limit)
+                              seed=args.seed, time_limit=deadline)
     if loop.sdp is None:
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
     # the best safe bound over the rounds (each is valid), with the last round's solve
@@ -108,19 +111,16 @@ def compute_bound(problem: Problem, args: argparse.Namespace) -> tuple[SDPResult
                  "rounds": summ["rounds"]}
 
 
-def colgen_root(problem: Problem, args: argparse.Namespace) -> ColGenResult:
+def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) -> ColGenResult:
     """The set-partitioning LP bound of ``pcsos bound --method colgen``: its first columns
-    come from a k-means run (IPC-k-means, a tenth of the time limit, 10 s at most)."""
-    limit = 10.0 if args.time_limit is None else min(10.0, 0.1 * args.time_limit)
-    t0 = time.perf_counter()
-    h = run_heuristic("ipc-kmeans", problem, seed=args.seed, time_limit=limit)
+    come from a k-means run (IPC-k-means, a tenth of the time left, 10 s at most)."""
+    h = run_heuristic("ipc-kmeans", problem, seed=args.seed,
+                      time_limit=deadline.within(10.0, share=0.1))
     upper = min(args.upper_bound, h.objective)
     target = (None if not math.isfinite(args.upper_bound)
               else args.upper_bound * (1 - 0.999 * args.prune_tol))
-    left = (None if args.time_limit is None
-            else max(args.time_limit - (time.perf_counter() - t0), 0.0))
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
-                        time_limit=left, max_iter=args.max_iter, seed=args.seed,
+                        time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
                         aggregate=bound_settings(args).aggregate, verbose=args.verbose)
 
 
@@ -141,10 +141,11 @@ def _instance_fields(inst, info, problem: Problem) -> dict:
             **weights_sizes(inst, info)}
 
 
-def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float) -> int:
+def run_colgen(args: argparse.Namespace, problem: Problem, inst, info,
+               deadline: Deadline) -> int:
     """``pcsos bound --method colgen``: bound, print the summary, write --json."""
-    res = colgen_root(problem, args)
-    total = time.perf_counter() - t0
+    res = colgen_root(problem, args, deadline)
+    total = deadline.elapsed()
     out = report_stream(args.json)
     _print_instance(out, inst, info, problem)
     print(f"method:          colgen, status {res.status} ({res.message})", file=out)
@@ -169,14 +170,14 @@ def run_colgen(args: argparse.Namespace, problem: Problem, inst, info, t0: float
 
 def run(args: argparse.Namespace) -> int:
     """Load the instance, bound it, print the summary, write --json; returns 0."""
-    t0 = time.perf_counter()
+    deadline = Deadline(args.time_limit)  # the limit covers loading too
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
     if bound_settings(args, engine=args.method).engine_for(inst.k, inst.d) == "colgen":
-        return run_colgen(args, problem, inst, info, t0)
-    res, extra = compute_bound(problem, args)
-    total = time.perf_counter() - t0
+        return run_colgen(args, problem, inst, info, deadline)
+    res, extra = compute_bound(problem, args, deadline)
+    total = deadline.elapsed()
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)
                if res.sdp_value else float("nan"))
     out = report_stream(args.json)

@@ -29,7 +29,9 @@ from pcsos.cli.common import (
     bound_settings,
     load_instance,
     report_stream,
+    seconds,
 )
+from pcsos.clock import Deadline
 from pcsos.errors import InputError, UndecidedError
 from pcsos.io import read_labels, write_json
 
@@ -47,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="points per subset (default: 30 per cluster, or 50 when the "
                              "time limit gives each subset enough time; 300 to 1000; "
                              "larger: a stronger bound, slower subsets)")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                         help="for the whole run (default: none)")
     add_parallel_arguments(parser, what="subsets", where="bounded at once, each in its own "
                            "process")
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--subset-size must be >= 1, got {args.subset_size}",
                          source="--subset-size")
     t0 = time.perf_counter()
+    time_limit = Deadline(args.time_limit)  # it covers loading too
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
     out = report_stream(args.json)
@@ -88,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"pcsos certify: {done} of {total} subsets bounded, sum {bound:.6g} "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
 
-    time_limit = None if args.time_limit is None else max(
-        0.0, args.time_limit - (time.perf_counter() - t0))
     with Interrupts.armed_for(args, "certify", args.quiet, abort=False,
                               keeps="the clustering and the bounds so far") as intr:
         try:

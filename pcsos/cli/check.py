@@ -14,6 +14,7 @@ from pcsos.cli.common import (
     describe_weights_sizes,
     load_instance,
     report_stream,
+    seconds,
     weights_sizes,
 )
 from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the report as JSON ('-' = stdout)")
     parser.add_argument("--backend", choices=BACKENDS, default="highs",
                         help="ILP backend for the exact step (default: highs)")
-    parser.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
+    parser.add_argument("--time-limit", metavar="SECONDS", type=seconds, default=None,
                         help="time limit of the feasibility check (default: none)")
 
 

@@ -72,6 +72,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds >= 0 (a time limit; argparse names the option
+    in its error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:  # False for NaN
+        raise argparse.ArgumentTypeError(f"must be >= 0 seconds, got {text}")
+    return value
+
+
 def add_parallel_arguments(parser, *, what: str, where: str) -> None:
     """``--workers`` and ``--dask`` for a command that runs ``what`` (e.g. "nodes") at
     once ``where`` (how each runs, e.g. "in parallel")."""

@@ -28,9 +28,11 @@ from pcsos.cli.common import (
     load_instance,
     parse_options,
     report_stream,
+    seconds,
     weights_sizes,
 )
-from pcsos.errors import InfeasibleError, InputError, PcsosError
+from pcsos.clock import Deadline
+from pcsos.errors import InfeasibleError, PcsosError
 from pcsos.heuristics import available_heuristics, run_heuristic
 from pcsos.heuristics.metrics import adjusted_rand_index
 from pcsos.io import write_json, write_result_matrix
@@ -50,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_instance_arguments(parser, weights=True, sizes=True)
     parser.add_argument("--seed", type=int, default=None,
                         help="random seed (default: fresh entropy)")
-    parser.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
+    parser.add_argument("--time-limit", metavar="SECONDS", type=seconds, default=None,
                         help="wall-clock limit of the heuristic (default: none)")
     parser.add_argument("--option", "-o", metavar="KEY=VALUE", action="append", default=[],
                         help="a heuristic option, e.g. -o n_init=100 -o variant=SMG-MDE "
@@ -102,10 +104,8 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """``pcsos heuristic``: load, run, print a summary, write --json / --result."""
     t0 = time.perf_counter()
+    deadline = Deadline(args.time_limit)  # the time limit covers loading and set-up too
     options = parse_options(args.option, "--option")
-    if args.time_limit is not None and not args.time_limit >= 0:
-        raise InputError(f"--time-limit must be >= 0 seconds, got {args.time_limit}",
-                         source="--time-limit")
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     printer = None if args.quiet else _Progress(args.name, t0)
@@ -114,12 +114,9 @@ def run(args: argparse.Namespace) -> int:
                      f"{len(problem.cl)} cannot-link pairs between them")
         if (extra := describe_weights_sizes(inst, info)) is not None:
             printer.line(extra)
-    # the time limit covers loading and set-up too
-    left = None if args.time_limit is None else max(
-        0.0, args.time_limit - (time.perf_counter() - t0))
     with Interrupts.armed_for(args, "heuristic", args.quiet, abort=False,
                               keeps="the best clustering so far") as intr:
-        res = run_heuristic(args.name, problem, seed=args.seed, time_limit=left,
+        res = run_heuristic(args.name, problem, seed=args.seed, time_limit=deadline,
                             progress=printer, stop_event=intr.stop, **options)
     interrupted = bool(res.stats.get("interrupted"))
     if interrupted and res.status == "no_solution":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream
+from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, seconds
 from pcsos.heuristics.metrics import adjusted_rand_index
 from pcsos.io import write_json
 from pcsos.kcenter import solve_problem
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or auto (exact when n <= 2000)")
     parser.add_argument("--rtol", type=float, default=1e-4,
                         help="relative width at which bisection stops (default 1e-4)")
-    parser.add_argument("--time-limit", metavar="SECONDS", type=float, default=None,
+    parser.add_argument("--time-limit", metavar="SECONDS", type=seconds, default=None,
                         help="stop the radius search after this many seconds")
     parser.add_argument("--no-refine", action="store_true",
                         help="keep the algorithm's centres (no move to the cluster member "

@@ -10,7 +10,6 @@ which the children inherit (:func:`inherit_cuts`).
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -19,6 +18,7 @@ import numpy as np
 from pcsos.bounds import BoundSettings, SDPModel, WarmStart, solve_sdp
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.sizes import separate_sizes
+from pcsos.clock import Deadline
 from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
 from pcsos.problem import Problem
 from pcsos.tree import gap_closed
@@ -302,8 +302,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
                        upper_bound: float = math.inf,
                        settings: CuttingPlaneSettings | None = None, root: bool = True,
                        bound_settings: BoundSettings | dict | None = None,
-                       threads: int | None = None, should_stop=None, seed=None,
-                       time_limit: float | None = None,
+                       threads: int | None = None, seed=None,
+                       time_limit: float | Deadline | None = None,
                        callback: Callable[[RoundStats], bool | None] | None = None,
                        known_bound: float = -math.inf) -> BoundResult:
     """Run the cutting-plane loop on one node and return its :class:`BoundResult`.
@@ -313,9 +313,10 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     incumbent SSE, to stop as soon as the node can be pruned; ``root`` picks the round limit;
     ``bound_settings``: the SDP's :class:`~pcsos.bounds.settings.BoundSettings` (a dict of
     its fields, or None: the defaults), whose ``tol`` is that of the tight rounds;
-    ``threads`` and ``should_stop``: passed to every ``solve_sdp``; ``seed``: int or
-    Generator for the triangle visiting order; ``time_limit`` (s) covers the whole loop (each
-    solve gets the time left); ``callback(stats)`` runs after every round and stops the loop
+    ``threads``: passed to every ``solve_sdp``; ``seed``: int or Generator for the triangle
+    visiting order; ``time_limit`` (seconds, or a :class:`~pcsos.clock.Deadline` whose stop
+    signal also ends it) covers the whole loop, and every solve gets the same Deadline;
+    ``callback(stats)`` runs after every round and stops the loop
     by returning True; ``known_bound``: a valid lower bound of the node known beforehand
     (e.g. its parent's), used only in the gap that sets the rounds' tolerances.
     """
@@ -323,8 +324,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     bs = BoundSettings.make(bound_settings)
     max_rounds = st.max_rounds_root if root else st.max_rounds_child
     rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
-    deadline = math.inf if time_limit is None else t0 + float(time_limit)
+    deadline = Deadline.of(time_limit).within()  # its elapsed() counts this loop
 
     model = SDPModel.from_problem(problem, cuts)
     ws = warm_start
@@ -343,8 +343,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     # the threshold a stalled loop falls back to before it stops (itself when off)
     fine = min(eps, st.eps_violation_fine) if st.eps_violation_fine is not None else eps
     while True:
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        if deadline.expired():
             flag = TIME_LIMIT
             break
         # the last round the limit allows is always solved tightly
@@ -352,8 +351,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             cap, tight_tol, st.loose_gap_factor,
             _prune_gap(st, upper_bound, max(best, known_bound)))
         loose = tol_r > tight_tol
-        res_new = solve_sdp(model, bs, warm_start=ws, threads=threads, should_stop=should_stop,
-                            **_round_options(tol_r, upper_bound, st, left))
+        res_new = solve_sdp(model, bs, warm_start=ws, threads=threads, time_limit=deadline,
+                            **_round_options(tol_r, upper_bound, st))
         total_iter += int(res_new.iterations)
         stats = RoundStats(len(rounds) + 1, float(res_new.lower_bound),
                            float(res_new.sdp_value), res_new.status, int(res_new.iterations),
@@ -371,7 +370,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
         prev = lb
         stop = _stop_rule(st, upper_bound, best, before, improvement, len(rounds), max_rounds,
-                          root, res.status == "time_limit" or time.perf_counter() >= deadline)
+                          root, res.status == "time_limit" or deadline.expired())
         if stop is None:
             stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats, eps)
         if loose and stop in (NO_CUT, CUT_LIMIT, TOLERANCE, BOUND_WORSE):
@@ -406,20 +405,17 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
 
     avg = {f: (added_tot[f] / n_sep if n_sep else 0.0) for f in FAMILIES}
     return BoundResult(best, res, model.cuts, rounds, flag,
-                       total_iter, time.perf_counter() - t0, avg, CP_FLAGS[flag])
+                       total_iter, deadline.elapsed(), avg, CP_FLAGS[flag])
 
 
-def _round_options(tol: float, upper_bound: float, st: CuttingPlaneSettings,
-                   left: float) -> dict:
-    """``solve_sdp``'s keywords for one round: the round's tolerance, the bound that prunes
-    the node as a target, and the time left."""
+def _round_options(tol: float, upper_bound: float, st: CuttingPlaneSettings) -> dict:
+    """``solve_sdp``'s keywords for one round: the round's tolerance and the bound that
+    prunes the node as a target."""
     kw: dict = {"tol": tol}
     if math.isfinite(upper_bound):
         # the solve may stop as soon as its safe bound prunes the node (a hair inside the
         # loop's pruning test, so that a bound at the target always passes it)
         kw["bound_target"] = upper_bound - 0.999 * _prune_slack(st, upper_bound)
-    if math.isfinite(left):
-        kw["time_limit"] = left
     return kw
 
 

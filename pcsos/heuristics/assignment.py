@@ -75,7 +75,6 @@ assignment proves that no clustering of the super-points meets the pairs and the
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,8 +82,9 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import coo_matrix, csc_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from pcsos.errors import BackendUnavailableError, InputError
-from pcsos.milp import BACKENDS, GUROBIPY_MISSING, Milp, adapter
+from pcsos.clock import Deadline
+from pcsos.errors import InputError
+from pcsos.milp import BACKENDS, Milp, adapter
 from pcsos.problem import group_sums
 
 __all__ = ["Assignment", "AssignmentEngine", "squared_costs", "centres_of", "group_sums",
@@ -202,9 +202,9 @@ class AssignmentEngine:
         self._has_milp = (bool(len(self.cl)) or (sz is not None and not self._flow)) \
             and self.s >= self.k
         self._solver = adapter(backend)
-        if (self._has_milp or self._flow) and not self._solver.installed():
+        if self._has_milp or self._flow:
             # the model is built on first use; a missing package is said at once
-            raise BackendUnavailableError(GUROBIPY_MISSING)
+            self._solver.require("assignment")
         # the name is fixed here, not per call: solve() reports it in every Assignment
         self._method = self._solver.name if self._has_milp else \
             "flow" if self._flow else "matching"
@@ -287,15 +287,17 @@ class AssignmentEngine:
         return squared_costs(self.points, self.weights, centres)
 
     def solve(self, centres: np.ndarray | None = None, *, costs: np.ndarray | None = None,
-              warm: np.ndarray | None = None, time_limit: float | None = None) -> Assignment:
+              warm: np.ndarray | None = None,
+              time_limit: float | Deadline | None = None) -> Assignment:
         """Optimal assignment for ``centres`` (or an explicit (s, k) ``costs`` matrix).
 
         ``warm`` is a feasible labelling passed to the MILP as a starting incumbent (ignored
-        when infeasible for the current model); ``time_limit`` caps the solver's seconds.
+        when infeasible for the current model); ``time_limit`` (seconds or a
+        :class:`~pcsos.clock.Deadline`) caps the solver's time.
         """
         if self._closed:
             raise InputError("solve called on a closed assignment engine")
-        t0 = time.perf_counter()
+        deadline = Deadline.of(time_limit)
         self.calls += 1
         if costs is None:
             if centres is None:
@@ -305,32 +307,28 @@ class AssignmentEngine:
         if costs.shape != (self.s, self.k) or not np.all(np.isfinite(costs)):
             raise InputError(f"costs must be a finite ({self.s}, {self.k}) matrix")
         if self.s < self.k:
-            return Assignment(None, float("inf"), "infeasible", time.perf_counter() - t0,
+            return Assignment(None, float("inf"), "infeasible", deadline.elapsed(),
                               self.method)
         if not self._has_milp and not self._flow:
             labels = _match_assign(costs)
             status = "optimal"
         else:
-            if time_limit is not None and time_limit <= 0:
-                return Assignment(None, float("inf"), "time_limit",
-                                  time.perf_counter() - t0, self.method)
+            if deadline.expired():
+                return Assignment(None, float("inf"), "time_limit", deadline.elapsed(),
+                                  self.method)
             if warm is not None and not self._is_feasible(warm):
                 warm = None
             labels, status = None, ""
-            if self.call_time_limit is not None:
-                time_limit = self.call_time_limit if time_limit is None \
-                    else min(time_limit, self.call_time_limit)
+            call = deadline.within(self.call_time_limit)
             if self._decompose:
-                labels, status = self._solve_parts(costs, warm, time_limit, t0)
+                labels, status = self._solve_parts(costs, warm, call)
             if labels is None and status not in ("infeasible", "time_limit"):
-                left = None if time_limit is None else \
-                    time_limit - (time.perf_counter() - t0)
-                if left is not None and left <= 0:
+                if call.expired():
                     labels, status = None, "time_limit"
                 elif self.sized is not None and self.sized.perms is not None:
-                    labels, status = self._solve_slots(costs, warm, time_limit, t0)
+                    labels, status = self._solve_slots(costs, warm, call)
                 else:
-                    labels, status = _solve_model(self._milp, costs, warm, left, self.sized)
+                    labels, status = _solve_model(self._milp, costs, warm, call, self.sized)
             if labels is None and status == "time_limit" and warm is not None:
                 # the solver stopped with nothing better than the start it was given
                 labels, status = np.array(warm, dtype=np.int64), "feasible"
@@ -340,9 +338,9 @@ class AssignmentEngine:
                 labels, status = None, "failed"
         cost = float(costs[np.arange(self.s), labels].sum()) if labels is not None \
             else float("inf")
-        return Assignment(labels, cost, status, time.perf_counter() - t0, self.method)
+        return Assignment(labels, cost, status, deadline.elapsed(), self.method)
 
-    def _solve_slots(self, costs, warm, time_limit, t0):
+    def _solve_slots(self, costs, warm, deadline: Deadline):
         """Sizes fixed per cluster slot (module doc): the best assignment over the listed
         arrangements of the sizes on the centres, each by the flow or the fixed-size MILP
         with the cost columns permuted; (None, 'infeasible' | 'time_limit') without one."""
@@ -352,15 +350,14 @@ class AssignmentEngine:
         for P in sz.perms:  # P[h]: the slot (size) of centre h
             inv = np.argsort(P)  # the centre of each slot
             cs = costs[:, inv]
-            left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-            if left is not None and left <= 0:
+            if deadline.expired():
                 status = "feasible" if best is not None else "time_limit"
                 break
-            lab, st = _flow_assign(self._model("flow"), cs, left) if self._flow \
+            lab, st = _flow_assign(self._model("flow"), cs, deadline) if self._flow \
                 else ("", "failed")
             if st == "failed":  # the MILP; for the flow only on a fractional answer, never seen
                 w = P[warm] if wsize is not None and np.array_equal(sz.lo[P], wsize) else None
-                lab, st = _solve_model(self._milp, cs, w, left)
+                lab, st = _solve_model(self._milp, cs, w, deadline)
             if st == "infeasible":
                 # feasibility does not depend on which centre has which size
                 return None, "infeasible"
@@ -375,7 +372,7 @@ class AssignmentEngine:
                 best, best_cost = lab, c
         return best, status
 
-    def _solve_parts(self, costs, warm, time_limit, t0):
+    def _solve_parts(self, costs, warm, deadline: Deadline):
         """The decomposition (module doc): labels and 'optimal' when they open all k clusters;
         (None, 'infeasible' | 'time_limit') when the cycles' MILP says so; else (None, '').
 
@@ -395,13 +392,11 @@ class AssignmentEngine:
             status = "optimal"
             if len(parts.cyc_nodes):
                 sub = parts.cyc_nodes
-                left = None if time_limit is None else \
-                    time_limit - (time.perf_counter() - t0)
-                if left is not None and left <= 0:
+                if deadline.expired():
                     return None, "time_limit"
                 lab, status = _solve_model(
                     self._model("cycles"), costs[sub], None if warm is None else warm[sub],
-                    left)
+                    deadline)
                 if lab is None:
                     return None, status if status in ("infeasible", "time_limit") else ""
                 labels[sub] = lab
@@ -594,7 +589,7 @@ def _slot_arrangements(slots: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def _flow_assign(model, costs: np.ndarray, time_limit: float | None
+def _flow_assign(model, costs: np.ndarray, time_limit: Deadline
                  ) -> tuple[np.ndarray | None, str]:
     """One sized assignment of single points without CL pairs by the kept transportation LP
     (a min-cost flow; totally unimodular, so the simplex's vertex is 0/1): labels and
@@ -722,7 +717,7 @@ def _assignment_milp(s: int, k: int, cl: np.ndarray, cover: bool = True) -> Milp
 
 
 def _solve_model(model, costs: np.ndarray, warm: np.ndarray | None,
-                 time_limit: float | None, sized: _Sizes | None = None
+                 time_limit: Deadline, sized: _Sizes | None = None
                  ) -> tuple[np.ndarray | None, str]:
     """Labels and status of one solve of a kept assignment model (an adapter's model);
     labels None with 'infeasible' or, for every other end without a solution, 'time_limit'.

@@ -6,8 +6,9 @@ A heuristic is a callable ``h(problem, Z, rng, deadline, **options) -> Heuristic
 * ``problem``: the node's :class:`pcsos.problem.Problem` (super-points, CL pairs, k);
 * ``Z``: the node's SDP solution in super-point space (s x s) or None;
 * ``rng``: a :class:`numpy.random.Generator` (the only source of randomness);
-* ``deadline``: a :class:`~pcsos.heuristics.Deadline` (``deadline.remaining()`` seconds,
-  ``deadline.expired()``);
+* ``deadline``: a :class:`~pcsos.clock.Deadline`, the caller's own
+  (``deadline.remaining()`` seconds, ``inf`` without a limit; ``deadline.expired()``, also
+  true once the caller stops);
 * ``init_labels`` (keyword, default None): labels of the original points of a known
   clustering, e.g. the incumbent, to use as a start (``start_centres`` gives its
   centres). The tree hands every heuristic the best clustering it knows this way; a
@@ -22,11 +23,11 @@ the labelling against every original and node pair.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from pcsos.clock import Deadline
 from pcsos.errors import InputError
 from pcsos.heuristics.assignment import (
     AssignmentEngine,
@@ -83,47 +84,6 @@ class HeuristicResult:
     def success(self) -> bool:
         """True when a labelling was found."""
         return self.status == "found"
-
-
-class Deadline:
-    """A wall-clock deadline (``time.monotonic``); ``None`` seconds means no limit.
-
-    ``progress``: a callable that :meth:`note` hands what the heuristic is doing (a dict
-    with ``elapsed`` and the heuristic's own keys, e.g. ``generation`` and ``best``).
-    ``stop``: an event (``is_set()``, e.g. a threading.Event) that ends the time at once
-    when set (Ctrl-C), so that a heuristic ends as it does at its time limit.
-    """
-
-    def __init__(self, seconds: float | None = None, progress=None, stop=None):
-        self.start = time.monotonic()
-        self.limit = None if seconds is None else float(seconds)
-        self.at = math.inf if seconds is None else self.start + float(seconds)
-        self.progress = progress
-        self.stop = stop
-
-    def note(self, **info) -> None:
-        """Report progress (a no-op without a ``progress`` callable)."""
-        if self.progress is not None:
-            self.progress({"elapsed": self.elapsed(), **info})
-
-    def stopped(self) -> bool:
-        """True once the ``stop`` event is set."""
-        return self.stop is not None and self.stop.is_set()
-
-    def remaining(self) -> float | None:
-        """Seconds left (None when unlimited, never negative; 0 once stopped)."""
-        if self.stopped():
-            return 0.0
-        if self.limit is None:
-            return None
-        return max(0.0, self.at - time.monotonic())
-
-    def expired(self) -> bool:
-        """True once the deadline has passed or the stop event is set."""
-        return time.monotonic() >= self.at or self.stopped()
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
 
 
 def start_centres(problem, init_labels) -> np.ndarray:
@@ -234,7 +194,7 @@ def assign_update_loop(problem, engine: AssignmentEngine, centres: np.ndarray,
             status = "time_limit"
             it -= 1
             break
-        a = engine.solve(centres, warm=warm, time_limit=deadline.remaining())
+        a = engine.solve(centres, warm=warm, time_limit=deadline)
         solves += 1
         if a.labels is None:
             status = a.status if a.status in ("infeasible", "failed") else "time_limit"

@@ -113,7 +113,7 @@ def _euclidean_loop(problem, engine, C, Xc, deadline, max_iter):
             return prev_labels, "time_limit", it - 1, solves
         D = np.sqrt(squared_costs(Xc, ones, C))  # (n, k) unsquared distances
         costs = group_sums(pl, D, problem.s)
-        a = engine.solve(costs=costs, warm=prev_labels, time_limit=deadline.remaining())
+        a = engine.solve(costs=costs, warm=prev_labels, time_limit=deadline)
         solves += 1
         if a.labels is None:
             return prev_labels, a.status if a.status == "infeasible" else "time_limit", \

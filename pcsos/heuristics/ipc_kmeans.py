@@ -99,10 +99,11 @@ def ipc_kmeans(problem, Z, rng: np.random.Generator, deadline: Deadline, *,
         starts.append(lambda: C1)
     if kcenter_start:
         rem = deadline.remaining()
+        kc_limit = 10.0 if math.isinf(rem) else max(1.0, rem)
         # a spawned stream leaves rng's own draws (the k-means++ starts) unchanged
         kc_seed = int(rng.spawn(1)[0].integers(2**31))
         starts.append(lambda: kcenter_centres(problem, seed=kc_seed,
-                                              time_limit=10.0 if rem is None else max(1.0, rem)))
+                                              time_limit=kc_limit))
     use_sdp = Z is not None and init in ("auto", "sdp")
     if use_sdp:
         starts.append(lambda: sdp_centres(problem, Z, rng, n_init=sdp_n_init,

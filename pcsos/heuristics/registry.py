@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -222,8 +221,8 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
         The node's SDP solution, when there is one.
     seed : int or numpy.random.Generator, optional
         Anything :func:`numpy.random.default_rng` accepts.
-    time_limit : float, optional
-        Seconds (None: none).
+    time_limit : float or Deadline, optional
+        Seconds, or the caller's :class:`~pcsos.clock.Deadline` (None: no limit).
     blas_threads : int or None, default 1
         Cap on the BLAS threads while it runs (None: leave them; the only correct choice
         in a worker thread, since threadpoolctl limits are process-wide).
@@ -260,9 +259,6 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     ('found', [0, 1, 1, 1], 48.67)
     """
     heur = get_heuristic(name)
-    if time_limit is not None and not (time_limit >= 0):
-        raise InputError(f"time_limit must be >= 0 seconds, got {time_limit!r}",
-                         source="time_limit")
     if Z is not None:
         Z = np.asarray(Z, dtype=np.float64)
         if Z.shape != (problem.s, problem.s) or not np.all(np.isfinite(Z)):
@@ -275,16 +271,15 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
         else:
             dropped = "init_labels not accepted by this heuristic"
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    t0 = time.perf_counter()
     # The heuristics' matrix products are small (s x d by d x k): extra BLAS threads only
     # contend for the cores (measured 10x slower on a loaded 2-core machine), so one.
-    deadline = Deadline(time_limit, progress, stop_event)
+    deadline = Deadline.checked(time_limit).within(stop=stop_event, progress=progress)
     if blas_threads is None:
         res = heur(problem, Z, rng, deadline, **options)
     else:
         with threadpool_limits(limits=blas_threads, user_api="blas"):
             res = heur(problem, Z, rng, deadline, **options)
-    seconds = time.perf_counter() - t0
+    seconds = deadline.elapsed()
     if not isinstance(res, HeuristicResult):
         raise TypeError(f"heuristic {name!r} returned {type(res).__name__}, "
                         "expected HeuristicResult")

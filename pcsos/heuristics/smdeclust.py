@@ -301,7 +301,7 @@ def _align(psi: np.ndarray, ref: np.ndarray) -> np.ndarray:
 def _assign(kind, engine, costs, cl_adj, rng, deadline, forbidden=None):
     """Labels for a child: exact (the MILP; greedy when it fails) or greedy (Alg. 2)."""
     if kind == "exact":
-        a = engine.solve(costs=costs, time_limit=deadline.remaining())
+        a = engine.solve(costs=costs, time_limit=deadline)
         if a.labels is not None:
             return a.labels
     return greedy_assign(costs, cl_adj, rng.permutation(len(costs)), forbidden)
@@ -323,7 +323,7 @@ def _mutate(psi, costs, kind, engine, engine_m, cl_adj, Xc, pl, alpha, problem, 
     lab = None
     if kind == "exact":
         if engine_m is not None:
-            r = engine_m.solve(costs=costs[:, keep], time_limit=deadline.remaining())
+            r = engine_m.solve(costs=costs[:, keep], time_limit=deadline)
             stats["ilp_solves"] += int(milp)
             if r.labels is not None:
                 lab = keep[r.labels]

@@ -35,7 +35,6 @@ What is computed (the paper's Alg. 3 plus what it leaves out, spec §8):
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +43,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.spatial.distance import pdist
 
+from pcsos.clock import Deadline
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.kcenter.cover import clique_cover
 from pcsos.kcenter.geometry import BigPoints
@@ -412,13 +412,13 @@ def _labels_and_radius(bp: BigPoints, lab: np.ndarray, centres: list[int], Pd: n
     return plab, cpts, float(rad_h.max()) if len(rad_h) else 0.0, raw
 
 
-def solve_problem(problem: Problem, *, seed=None, time_limit: float | None = None,
+def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline | None = None,
                   max_runs: int = 200, search: str = "auto", exact_max_n: int = 2000,
                   rtol: float = 1e-4, refine: bool = True,
                   milp_time_limit: float = 60.0) -> KCenterResult:
     """Constrained k-center on a super-point :class:`~pcsos.problem.Problem` (its ML groups,
     including branching merges, and its super-point cannot-link pairs). See :func:`solve`."""
-    t0 = time.perf_counter()
+    clock = Deadline.checked(time_limit).within()  # its elapsed() counts this solve
     if search not in ("auto", "exact", "bisect"):
         raise InputError(f"search must be 'auto', 'exact' or 'bisect', got {search!r}",
                          source="search")
@@ -466,8 +466,7 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | None = Non
         return True
 
     def out_of_time() -> bool:
-        return runs >= max_runs or (time_limit is not None
-                                    and time.perf_counter() - t0 > time_limit)
+        return runs >= max_runs or clock.expired()
 
     if mode == "exact":
         psi = np.unique(np.concatenate([[0.0], pdist(bp.X)]))
@@ -531,7 +530,7 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | None = Non
         "uncovered_cl_pairs": int(len(uncovered)), "cover_exact": bool(len(uncovered) == 0),
         "repaired": repaired, "violated": [problem.original_pair(int(a), int(b))
                                            for a, b in violated],
-        "radius_unrefined": raw, "n_clusters": int(len(cpts)), "seconds": time.perf_counter() - t0,
+        "radius_unrefined": raw, "n_clusters": int(len(cpts)), "seconds": clock.elapsed(),
     }
     return KCenterResult(plab, cpts, rad, lower, status, message, stats)
 

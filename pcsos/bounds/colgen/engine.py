@@ -20,7 +20,6 @@ value within the pricing's tolerance (the LP is solved).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +28,7 @@ from scipy.sparse import csc_matrix
 from pcsos.bounds.colgen.aggregation import Aggregation
 from pcsos.bounds.colgen.master import Master, MasterError
 from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heuristic
+from pcsos.clock import Deadline
 from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem
 
@@ -214,8 +214,8 @@ def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: f
 
 
 def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: float = math.inf,
-                 bound_target: float | None = None, time_limit: float | None = None,
-                 should_stop=None, max_iter: int | None = None, seed=0,
+                 bound_target: float | None = None,
+                 time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, duals: np.ndarray | None = None,
                  branch_below: float | None = None, verbose: bool = False) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
@@ -224,8 +224,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     ``columns``: clusters to start from (super-point tuples, e.g. the parent's, restricted to
     this node); ``labels``: a clustering of the super-points whose clusters start the master
     too; ``upper_bound``: the incumbent SSE (it scales the tolerances); ``bound_target``:
-    stop with status 'target' once the bound reaches it; ``time_limit`` (seconds) and
-    ``should_stop()`` (polled every iteration) end the run with status 'time_limit', and
+    stop with status 'target' once the bound reaches it; ``time_limit`` (seconds or a
+    :class:`~pcsos.clock.Deadline`, its stop signal polled every iteration) ends the run
+    with status 'time_limit', and
     ``max_iter`` with 'max_iter'; the bound is valid at any stop. ``seed``: the random
     pricing centres. ``aggregate``: constraint aggregation from the clusters of ``labels``
     (module :mod:`.aggregation`; without labels there is none). ``duals``: duals (one per
@@ -235,8 +236,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     after one exact pricing: the LP's value is then below it too, so a node whose pruning
     needs this much will branch whatever the rest of the generation proves.
     """
-    t0 = time.perf_counter()
-    deadline = math.inf if time_limit is None else t0 + float(time_limit)
+    clock = Deadline.of(time_limit).within()  # its elapsed() counts this run
     rng = np.random.default_rng(seed)
     data = PricingData.from_problem(problem)
     s, k = problem.s, problem.k
@@ -265,20 +265,16 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     art_weight, pi_lp = math.inf, None
     it = 0
 
-    def stopped() -> bool:
-        return time.perf_counter() >= deadline or (should_stop is not None and should_stop())
-
     budget = FIRST_BOXES
 
     def prove(pi: np.ndarray, start: float, tol: float):
         nonlocal best, best_pi, center, boxes, budget
-        pr = price_exact(data, pi, tol=tol, max_boxes=budget, should_stop=stopped,
-                         start=start)
+        pr = price_exact(data, pi, tol=tol, max_boxes=budget, deadline=clock, start=start)
         boxes += pr.boxes
         L = _bound(pi, k, pr.lower)
         if L > best:
             best, best_pi, center = L, pi.copy(), pi.copy()
-        history.append((it, time.perf_counter() - t0, lp_value, best))
+        history.append((it, clock.elapsed(), lp_value, best))
         return pr
 
     if duals is not None and len(duals) == s and np.all(np.isfinite(duals)):
@@ -310,7 +306,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             # the target, so no bound of this node will prune it
             status, message = "branch", "the LP's value is below the target: branch"
             break
-        if stopped():
+        if clock.expired():
             status, message = "time_limit", "time limit reached"
             break
         smooth = center is not None and alpha > 0
@@ -332,7 +328,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                                           master.index) if c[0] not in have]
             if verbose:
                 print(f"colgen it {it:5d} cols {len(master.columns):6d} lp {lp_value:.10g} "
-                      f"bound {best:.10g} ({time.perf_counter() - t0:.1f} s)", flush=True)
+                      f"bound {best:.10g} ({clock.elapsed():.1f} s)", flush=True)
             if not add:
                 if artificial and big < big_max:
                     # the artificial columns are in use: the box may be what holds them
@@ -346,7 +342,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     status, message = "stalled", ("the pricing finds no cluster that the "
                                                   "sizes allow to complete the master")
                     break
-                if not pr.complete and budget < MAX_BOXES and not stopped():
+                if not pr.complete and budget < MAX_BOXES and not clock.expired():
                     budget = min(2 * budget, MAX_BOXES)
                     continue  # cut short with nothing to add: price again, wider
                 if smooth:
@@ -391,7 +387,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     Z = _matrix(s, held, lam, data.e)
     lab = _labels(s, held, lam) if held and art_weight < 1e-9 else None
     return ColGenResult(best, lp_value, status, list(held), lam, Z, lab, best_pi,
-                        it, time.perf_counter() - t0, message, boxes, history,
+                        it, clock.elapsed(), message, boxes, history,
                         costs=list(held_costs), rows=agg.n, splits=splits)
 
 
@@ -449,10 +445,11 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
     return ColumnStart.pack(out, duals)
 
 
-def column_mip(res: ColGenResult, s: int, k: int, *, time_limit: float | None = None
-               ) -> np.ndarray | None:
+def column_mip(res: ColGenResult, s: int, k: int, *,
+               time_limit: float | Deadline | None = None) -> np.ndarray | None:
     """The best clustering of the super-points made of ``res``'s columns (a set-partitioning
-    MIP in HiGHS, within ``time_limit`` seconds), as labels; None when it finds none."""
+    MIP in HiGHS, within ``time_limit``: seconds or a Deadline), as labels; None when it
+    finds none."""
     if not res.columns or len(res.costs) != len(res.columns):
         return None
     cols = res.columns

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc
+from pcsos.clock import Deadline
 from pcsos.problem import Problem, cl_adjacency
 
 __all__ = ["PricingData", "PricingResult", "price_heuristic", "price_exact"]
@@ -211,13 +212,14 @@ def _box_lower(data: PricingData, pi: np.ndarray, base: np.ndarray, cand: np.nda
 
 
 def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int = 200000,
-                should_stop=None, start: float = 0.0) -> PricingResult:
+                deadline: Deadline | None = None, start: float = 0.0) -> PricingResult:
     """Branch-and-bound over the centre y (module doc): a proven lower bound on
     min(0, least reduced cost), within ``tol`` of it when the search completes.
 
-    Stops after ``max_boxes`` boxes or when ``should_stop()`` is True (polled every 64
-    boxes); the bound is valid at any stop. ``start``: a reduced cost already found (an
-    upper bound on the minimum, e.g. the heuristic's best), to prune from the outset.
+    Stops after ``max_boxes`` boxes or when ``deadline`` (a :class:`~pcsos.clock.Deadline`)
+    has expired (polled every 64 boxes); the bound is valid at any stop. ``start``: a
+    reduced cost already found (an upper bound on the minimum, e.g. the heuristic's best),
+    to prune from the outset.
     """
     pi = np.asarray(pi, dtype=np.float64)
     cand = np.flatnonzero(data.within - pi < 0)
@@ -242,8 +244,8 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
         lb, _, lo, hi, cand = heap[0]
         if lb >= best - tol:
             break  # every open box is within tol of the best found
-        if boxes >= max_boxes or (should_stop is not None and polls % 64 == 0
-                                  and should_stop()):
+        if boxes >= max_boxes or (deadline is not None and polls % 64 == 0
+                                  and deadline.expired()):
             break
         polls += 1
         heapq.heappop(heap)
