@@ -4,8 +4,8 @@
 #
 #   git worktree add /tmp/wt_base <commit> && (cd /tmp/wt_base && python setup.py build_ext --inplace)
 #   benchmarks/ab_solve.sh /tmp/wt_base "iris wine seeds connectionist glass" 0
-#   python benchmarks/compare_solve.py benchmarks/results/bench_regression_base.jsonl \
-#       benchmarks/results/bench_regression_head.jsonl
+#   python benchmarks/compare_solve.py benchmarks/results/ab_solve.jsonl \
+#       benchmarks/results/ab_solve.jsonl --runs bench_regression_base bench_regression_head
 #
 # Two settings of this checkout, the same way (base tree "."):
 #
@@ -14,7 +14,8 @@
 # Arguments: the "before" tree (a built checkout of another commit, or "."), the datasets,
 # the constraint draw, a name for the results (default bench_regression), and options of
 # bench_solve.py for the before and the after side (default none). "after" is this
-# checkout. Rows go to benchmarks/results/NAME_{base,head}.jsonl (bench_solve.py's format).
+# checkout. Rows go to benchmarks/results/ab_solve.jsonl (bench_solve.py's format), run
+# NAME_base and NAME_head.
 set -u
 base=$1
 datasets=$2
@@ -34,7 +35,8 @@ for ds in $datasets; do
       else tree=$here; opts=$head_opts; fi
       # shellcheck disable=SC2086  # the options are words
       PYTHONPATH=$tree python benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 \
-        --max-nodes 200 --workers 2 $opts --out benchmarks/results/"$name"_"$side".jsonl \
+        --max-nodes 200 --workers 2 $opts --out benchmarks/results/ab_solve.jsonl \
+        --run "$name"_"$side" \
         | grep -E "^$inst"
     done
     i=$((i + 1))

@@ -8,15 +8,16 @@ classes; numpy seed = the case's seed.
 
 Each case runs in its own process (so that its peak memory, ``ru_maxrss``, is its own) and
 appends one JSON line to the results file (default
-``benchmarks/results/bench_certify.jsonl``): n, k, pairs, subset size, lower bound,
-objective, gap, spectral floor, seconds, peak MB of the case's process (``peak_mb``) and of
-it with its subsets' worker processes (``tree_peak_mb``, sampled; :class:`TreeMemory`), how
+``benchmarks/results/bench_certify.jsonl``, which holds many runs): the run's name
+(``--run``), n, k, pairs, subset size, lower bound, objective, gap, spectral floor,
+seconds, peak MB of the case's process (``peak_mb``) and of it with its subsets' worker
+processes (``tree_peak_mb``, sampled; :class:`TreeMemory`), how
 the subsets were bounded. ``--gen overlap`` takes :func:`bench_scale.overlapping` instead
 (issue 31: classes that are one blob).
 
 Example::
 
-    python benchmarks/bench_certify.py --n 2000,5000,10000 --k 2,20 --time-limit 3600
+    python benchmarks/bench_certify.py --n 2000,5000,10000 --k 2,20 --time-limit 3600 --run mine
 """
 
 from __future__ import annotations
@@ -154,7 +155,7 @@ def subset_loss(args) -> None:
                        "loss": loss, "median": med, "q1": q1, "q3": q3,
                        "seconds": time.perf_counter() - t0,
                        "command": "python " + " ".join(sys.argv)}
-                append_jsonl(args.out, row)
+                append_jsonl(args.out, {"run": args.run, **row})
                 print(f"n = {n}, k = {k}, subsets of {size}: loss median "
                       f"{100 * med:.2f} % (quartiles {100 * q1:.2f}-{100 * q3:.2f} %)",
                       flush=True)
@@ -166,7 +167,9 @@ def shared_part(args) -> None:
     optimal there (a valid bound never exceeds it)."""
     import pcsos
 
-    rows = [r for f in args.shared_results.split(",") for r in read_jsonl(f)]
+    runs = set(args.shared_runs.split(",")) if args.shared_runs else None
+    rows = [r for f in args.shared_results.split(",") for r in read_jsonl(f)
+            if runs is None or r.get("run") in runs]
     for r in rows:
         if r["status"] != "optimal":
             continue
@@ -181,7 +184,7 @@ def shared_part(args) -> None:
                "valid": bool(res.lower_bound <= r["objective"] * (1 + 1e-9)),
                "gap_to_optimum": (r["objective"] - res.lower_bound) / r["objective"],
                "subsets": len(res.subsets), "seconds": time.perf_counter() - t0}
-        append_jsonl(args.out, row)
+        append_jsonl(args.out, {"run": args.run, **row})
         print(f"{r['instance']}: bound {res.lower_bound:.6g} <= optimum {r['objective']:.6g}"
               f" {'ok' if row['valid'] else 'INVALID'} (gap {100 * row['gap_to_optimum']:.2f}"
               f" %, {row['seconds']:.1f} s)", flush=True)
@@ -203,9 +206,14 @@ def main() -> int:
     ap.add_argument("--heuristic", default="s-mdeclust")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(RESULTS / "bench_certify.jsonl"))
+    ap.add_argument("--run", default="default",
+                    help="this run's name, stored in every row (default: %(default)s)")
     ap.add_argument("--shared-results", default=None,
                     help="comma list of bench_solve .jsonl files: check the bound on their "
                          "optimal instances instead of the synthetic sets")
+    ap.add_argument("--shared-runs", default=None,
+                    help="comma list: only the rows of these runs of --shared-results "
+                         "(bench_solve.py's --run; default: every row)")
     ap.add_argument("--subset-loss", default=None, metavar="SIZES",
                     help="comma list of subset sizes: measure how far the subsets' own "
                          "optima fall below their shares (no SDP) instead")
@@ -235,7 +243,7 @@ def main() -> int:
             row.update(code=code, command="python " + " ".join(sys.argv),
                        machine={"python": platform.python_version(),
                                 "platform": platform.platform()})
-            append_jsonl(args.out, row)
+            append_jsonl(args.out, {"run": args.run, **row})
             print(f"{args.gen} n = {n}, k = {k}: " + (f"gap {100 * row['gap']:.2f} %, "
                   f"{row['seconds']:.0f} s, {row['tree_peak_mb']:.0f} MB with its workers"
                   if "gap" in row else f"error {row['error']}"), flush=True)

@@ -10,10 +10,12 @@ residuals and the gap after the N iterations, and the krylov method's counters. 
 last iterate of the 'krylov' run it also times the safe bound by the dense eigensolver
 and by the iterative certificate (:func:`pcsos.bounds.safe.ky_fan_certificate`) and
 records both bounds. All with one BLAS thread (threadpoolctl), for per-core numbers. Results go to
-``benchmarks/results/bench_projection.json`` (rewritten after every run).
+key ``--run`` of the JSON object in ``benchmarks/results/bench_projection.json`` (``--out``;
+rewritten after every run, the other keys kept).
 
     python benchmarks/bench_projection.py [--sizes 1000 2000 4000] [--ks 3 20]
         [--iters 40] [--iters-large 25] [--methods full partial krylov] [--out FILE]
+        [--run NAME]
 
 ``--iters-large`` is N from s = 4000 on (a full eigh there takes seconds).
 """
@@ -27,7 +29,7 @@ import platform
 import time
 
 import numpy as np
-from instances import RESULTS, code_version, write_json
+from instances import RESULTS, code_version, merge_json
 from threadpoolctl import threadpool_limits
 
 import pcsos.bounds.eig as eigmod
@@ -125,6 +127,8 @@ def main(argv=None) -> None:
     ap.add_argument("--iters-large", type=int, default=25)
     ap.add_argument("--methods", nargs="+", default=["full", "partial", "krylov"])
     ap.add_argument("--out", default=str(OUT), help="result file (default: %(default)s)")
+    ap.add_argument("--run", default="bench_projection",
+                    help="the key of this run in --out (default: %(default)s)")
     args = ap.parse_args(argv)
     result = {"code_version": code_version(), "machine": platform.platform(),
               "cpus": os.cpu_count(), "blas_threads": 1,
@@ -140,7 +144,7 @@ def main(argv=None) -> None:
                     if method == "krylov":
                         row["safe_bound"] = bound_timing(model, r, last)
                     result["runs"].append(row)
-                    write_json(args.out, result)
+                    merge_json(args.out, args.run, result)
                     print(f"s {s} k {k} {method:8s} N {row['iterations']} "
                           f"proj mean {row['proj_mean_ms']:.0f} ms window median "
                           f"{row['proj_median_window_ms'] or math.nan:.0f} ms last half "
@@ -148,7 +152,7 @@ def main(argv=None) -> None:
                           f"pinf {row['primal_residual']:.3e} dinf {row['dual_residual']:.3e}"
                           f" gap {row['gap']:.2e}", flush=True)
     result["load_at_end"] = os.getloadavg()
-    write_json(args.out, result)
+    merge_json(args.out, args.run, result)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ for the seconds s-mdeclust used (at least ``--min-time``), so that all three get
 time. Each run is one process (``/usr/bin/time``-free peak memory: ``ru_maxrss`` of a child
 process), one JSON line per run in ``--out``.
 
+Every part appends to ``benchmarks/results/bench_scale.jsonl`` by default, each row naming
+its run (``--run``; by default the part's name); ``table`` and ``compare`` take
+``--runs`` to pick rows of that file.
+
 ``memory``: every built-in heuristic once on one synthetic set (default n = 20 000,
 k = 100, 1 000 pairs) with ``--time-limit``: status, objective, seconds and peak memory of
 its process.
@@ -24,10 +28,11 @@ instances of the eight other shared datasets; one JSON line per instance in ``--
 ``compare`` prints, for two such files, the instances whose objective differs by more than
 1e-6 relative and the median time ratio.
 
-    python benchmarks/bench_scale.py synthetic --n 1000,5000 --k 2,20 --pairs 1000
+    python benchmarks/bench_scale.py synthetic --n 1000,5000 --k 2,20 --pairs 1000 --run mine
+    python benchmarks/bench_scale.py table benchmarks/results/bench_scale.jsonl --runs mine
     python benchmarks/bench_scale.py assignment --n 1000,20000 --k 100 --pairs 1000,10000
-    python benchmarks/bench_scale.py shared --out benchmarks/results/bench_scale_shared.jsonl
-    python benchmarks/bench_scale.py compare BEFORE.jsonl AFTER.jsonl
+    python benchmarks/bench_scale.py shared --run shared_after
+    python benchmarks/bench_scale.py compare BEFORE.jsonl AFTER.jsonl [--runs B A]
 """
 
 from __future__ import annotations
@@ -157,7 +162,8 @@ def one(spec: dict) -> dict:
             "super_points": p.s, "ml": len(ml), "cl": len(cl), "stats": stats}
 
 
-def emit(out: pathlib.Path, row: dict) -> None:
+def emit(out: pathlib.Path, row: dict, run: str) -> None:
+    row = {"run": run, **row}
     append_jsonl(out, row)
     obj = row.get("objective")
     name = f"{row['dataset']}/{row['file']}" if "dataset" in row else \
@@ -177,11 +183,11 @@ def cmd_synthetic(args) -> None:
                         "seed": args.seed, "env": env}
                 smde = run_child({**base, "heuristic": "s-mdeclust",
                                   "time_limit": args.time_limit})
-                emit(args.out, smde)
+                emit(args.out, smde, args.run)
                 budget = max(float(smde.get("seconds") or args.time_limit), args.min_time)
                 for name in ("blpkm-cc", "cop-kmeans"):
                     emit(args.out, run_child({**base, "heuristic": name, "time_limit": budget,
-                                              "options": {"n_init": 10 ** 6}}))
+                                              "options": {"n_init": 10 ** 6}}), args.run)
 
 
 def cmd_memory(args) -> None:
@@ -190,7 +196,8 @@ def cmd_memory(args) -> None:
     for name in available_heuristics():
         emit(args.out, run_child({"n": args.n, "k": args.k, "pairs": args.pairs,
                                   "data_seed": args.data_seed, "seed": args.seed,
-                                  "heuristic": name, "time_limit": args.time_limit}))
+                                  "heuristic": name, "time_limit": args.time_limit}),
+             args.run)
 
 
 def cmd_assignment(args) -> None:
@@ -225,6 +232,7 @@ def cmd_assignment(args) -> None:
                         a is None or b is None or abs(a - b) <= 1e-7 * max(abs(b), 1)
                         for a, b in zip(row["decomposed"]["costs"], row["full"]["costs"],
                                         strict=True))
+                row = {"run": args.run, **row}
                 append_jsonl(args.out, row)
                 print(json.dumps({key: v for key, v in row.items()
                                   if key not in ("decomposed", "full")}),
@@ -237,18 +245,24 @@ def cmd_shared(args) -> None:
     jobs = [("glass", f) for f in constraint_files("glass")]
     for ds in DATASETS:
         jobs += [(ds, f) for f in constraint_files(ds, seeds={0})]
-    done = {(r["dataset"], r["file"]) for r in read_jsonl(args.out)}
+    done = {(r["dataset"], r["file"]) for r in read_jsonl(args.out)
+            if r.get("run", args.run) == args.run}
     for ds, f in jobs:
         if (ds, f.name) in done:
             continue
         emit(args.out, run_child({"dataset": ds, "file": f.name, "heuristic": "s-mdeclust",
-                                  "seed": 0, "time_limit": args.time_limit}))
+                                  "seed": 0, "time_limit": args.time_limit}), args.run)
+
+
+def _rows(path, runs=None) -> list[dict]:
+    """The rows of a results file; ``runs``: of these runs only."""
+    return [r for r in read_jsonl(path) if not runs or r.get("run") in runs]
 
 
 def cmd_table(args) -> None:
     rows: dict[tuple, dict] = {}
     for path in args.files:
-        for r in read_jsonl(path):
+        for r in _rows(path, args.runs):
             rows.setdefault((r["n"], r["k"], r["pairs"]), {})[r["heuristic"]] = r
     print("| n | k | pairs (ML / CL) | s-mdeclust | seconds, stop | blpkm-cc | cop-kmeans "
           "| others' time | s-mdeclust vs best other | peak MB (max of 3) |")
@@ -288,8 +302,9 @@ def cmd_table(args) -> None:
 
 
 def cmd_compare(args) -> None:
-    a = {(r["dataset"], r["file"]): r for r in read_jsonl(args.before)}
-    b = {(r["dataset"], r["file"]): r for r in read_jsonl(args.after)}
+    before, after = args.runs or (None, None)
+    a = {(r["dataset"], r["file"]): r for r in _rows(args.before, before and [before])}
+    b = {(r["dataset"], r["file"]): r for r in _rows(args.after, after and [after])}
     worse, better, ratios = [], [], []
     for key in sorted(a.keys() & b.keys()):
         fa, fb = a[key]["objective"], b[key]["objective"]
@@ -327,6 +342,7 @@ def main(argv=None) -> None:
     sy.add_argument("--seed", type=int, default=0)
     sy.add_argument("--data-seed", type=int, default=0)
     sy.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    sy.add_argument("--run", default="synthetic", help="the rows' run name (default: %(default)s)")
     me = sub.add_parser("memory")
     me.add_argument("--n", type=int, default=20000)
     me.add_argument("--k", type=int, default=100)
@@ -334,8 +350,8 @@ def main(argv=None) -> None:
     me.add_argument("--time-limit", type=float, default=60.0)
     me.add_argument("--seed", type=int, default=0)
     me.add_argument("--data-seed", type=int, default=0)
-    me.add_argument("--out", type=pathlib.Path,
-                    default=RESULTS / "bench_scale_memory.jsonl")
+    me.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    me.add_argument("--run", default="memory", help="the rows' run name (default: %(default)s)")
     asg = sub.add_parser("assignment")
     asg.add_argument("--n", type=ints, default=[1000, 20000])
     asg.add_argument("--k", type=ints, default=[20, 100])
@@ -345,17 +361,23 @@ def main(argv=None) -> None:
     asg.add_argument("--max-full-columns", type=int, default=2_000_000)
     asg.add_argument("--seed", type=int, default=0)
     asg.add_argument("--data-seed", type=int, default=0)
-    asg.add_argument("--out", type=pathlib.Path,
-                     default=RESULTS / "bench_scale_assignment.jsonl")
+    asg.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    asg.add_argument("--run", default="assignment",
+                     help="the rows' run name (default: %(default)s)")
     sh = sub.add_parser("shared")
     sh.add_argument("--time-limit", type=float, default=300.0)
-    sh.add_argument("--out", type=pathlib.Path,
-                    default=RESULTS / "bench_scale_shared.jsonl")
+    sh.add_argument("--out", type=pathlib.Path, default=RESULTS / "bench_scale.jsonl")
+    sh.add_argument("--run", default="shared",
+                    help="the rows' run name; a rerun skips the instances it holds "
+                         "(default: %(default)s)")
     ta = sub.add_parser("table")
     ta.add_argument("files", type=pathlib.Path, nargs="+")
+    ta.add_argument("--runs", nargs="+", default=None, help="only the rows of these runs")
     co = sub.add_parser("compare")
     co.add_argument("before", type=pathlib.Path)
     co.add_argument("after", type=pathlib.Path)
+    co.add_argument("--runs", nargs=2, metavar=("BEFORE", "AFTER"), default=None,
+                    help="only the rows of these runs of before and after")
     args = ap.parse_args(argv)
     {"synthetic": cmd_synthetic, "shared": cmd_shared, "compare": cmd_compare,
      "assignment": cmd_assignment, "memory": cmd_memory, "table": cmd_table}[args.cmd](args)

@@ -6,12 +6,12 @@ bound, their relative gap (acceptance 2: <= 1e-5), iterations and seconds. Then 
 SCS (via cvxpy, eps_abs = eps_rel = tol) on the smallest instances with s >= 100, and a warm
 re-solve after adding the 1000 most violated triangle cuts against a cold solve of the same
 model (``--warm-rounds R``: R such rounds, each adding the 1000 most violated triangles
-that the model lacks at the last warm solution). Results go to
-``benchmarks/results/bench_sdp.json``.
+that the model lacks at the last warm solution). Results go to key ``--run`` of the JSON
+object in ``benchmarks/results/bench_sdp.json`` (``--out``; the other keys are kept).
 
     python benchmarks/bench_sdp.py [--threads 1] [--datasets iris wine ...] [--budget 1500]
         [--instances iris/ml_50_cl_50_0 ...] [--baseline] [--cp iris/ml_50_cl_50_0 ...]
-        [--warm iris/ml_50_cl_50_0 ...] [--warm-rounds 4]
+        [--warm iris/ml_50_cl_50_0 ...] [--warm-rounds 4] [--run NAME]
 
 ``--instances`` replaces the sweep by the named instances; ``--baseline`` also runs every
 ADMM solve with the earlier settings (no Anderson acceleration, sigma ratio 3), in the same
@@ -31,7 +31,7 @@ import sys
 import time
 
 import numpy as np
-from instances import INSTANCES, RESULTS, ROOT, constraint_files, dataset_dirs, write_json
+from instances import INSTANCES, RESULTS, ROOT, constraint_files, dataset_dirs, merge_json
 from instances import load_problem as load
 from threadpoolctl import threadpool_limits
 
@@ -176,6 +176,8 @@ def main(argv=None) -> int:
     ap.add_argument("--linsolve-instance", default=None,
                     help="instance of --linsolve-cuts (default: the first --warm one)")
     ap.add_argument("--out", default=str(RESULTS / "bench_sdp.json"))
+    ap.add_argument("--run", default="bench_sdp",
+                    help="the key of this run in --out (default: %(default)s)")
     args = ap.parse_args(argv)
     if not INSTANCES.is_dir():
         print(f"shared instances not found at {INSTANCES}", file=sys.stderr)
@@ -363,7 +365,7 @@ def main(argv=None) -> int:
                   f"{sum(entry['round_seconds']):.1f}s in the SDP", flush=True)
     out["load_avg_end"] = os.getloadavg()
     out["total_seconds"] = time.perf_counter() - t_begin
-    write_json(args.out, jsonable(out))
+    merge_json(args.out, args.run, jsonable(out))
     return 0
 
 

@@ -3,8 +3,9 @@
 Runs ``pcsos.solve`` on a chosen set of ``../shared/instances/<dataset>/constraints/*.txt``
 files (``--folder``: another folder of datasets laid out the same way, e.g. the study's
 accent, ecoli or gene) with a time limit and appends one JSON line per instance to a
-results file (default ``benchmarks/results/bench_solve.jsonl``); instances already in the
-file are skipped, so an interrupted run resumes where it stopped. Then it prints (and with
+results file (default ``benchmarks/results/bench_solve.jsonl``), each row naming its run
+(``--run``: the file holds many runs); instances already in the file under that run are
+skipped, so an interrupted run resumes where it stopped. Then it prints (and with
 ``--summary FILE`` writes as Markdown) the per-instance table and the summary aggregated
 like the paper's Tables 2-4 (mean over the chosen draws of each dataset and mix), side by
 side with the paper's figures parsed from ``../shared/docs/benchmarks.md``, plus the ratio
@@ -16,9 +17,10 @@ is flagged ``BOUND>UB``.
 
 Examples::
 
-    python benchmarks/bench_solve.py --datasets iris,wine --seeds 0 --time-limit 600
+    python benchmarks/bench_solve.py --datasets iris,wine --seeds 0 --time-limit 600 --run mine
     python benchmarks/bench_solve.py --datasets ecoli --seeds 0,1,2,3,4 --folder /data/pcsos
-    python benchmarks/bench_solve.py --summary-only
+    python benchmarks/bench_solve.py --run small --datasets iris,wine,seeds,connectionist \\
+        --summary-only
 """
 
 from __future__ import annotations
@@ -39,13 +41,13 @@ from instances import (
     ROOT,
     append_jsonl,
     code_version,
-    done_rows,
     instances,
     literal_settings,
     load_instance,
     mix_of,
     paper_table,
     parse_name,
+    read_jsonl,
 )
 
 DEFAULT_OUT = RESULTS / "bench_solve.jsonl"
@@ -270,6 +272,10 @@ def main(argv=None) -> int:
                          "read as Python literals)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
                     help=f"results file, JSON lines (default: {DEFAULT_OUT.relative_to(ROOT)})")
+    ap.add_argument("--run", default="default",
+                    help="this run's name, stored in every row; resuming and the report take "
+                         "the rows of this run only (rows without a name count for every run; "
+                         "default: %(default)s)")
     ap.add_argument("--summary", type=pathlib.Path, default=None,
                     help="also write the report as Markdown to this file")
     ap.add_argument("--summary-only", action="store_true", help="report the results file only")
@@ -288,7 +294,9 @@ def main(argv=None) -> int:
         args.datasets = ",".join(dict.fromkeys(n.split("/")[0] for n in args.instances.split(",")))
     chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names,
                        folder=args.folder)
-    done = done_rows(args.out)
+    # the last row of each instance in this run counts
+    done = {row["instance"]: row for row in read_jsonl(args.out)
+            if row.get("run", args.run) == args.run}
     if not args.summary_only:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         t_all = time.time()
@@ -307,6 +315,7 @@ def main(argv=None) -> int:
             if row is None or row["status"] == "interrupted":  # Ctrl-C inside the solve
                 print("interrupted, not recorded; rerun to resume")
                 break
+            row = {"run": args.run, **row}
             row.update(machine={"python": platform.python_version(),
                                 "cpus": os.cpu_count(), "platform": platform.platform()},
                        command=" ".join(["python", "benchmarks/bench_solve.py",

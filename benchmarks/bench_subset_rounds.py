@@ -7,14 +7,15 @@ reference clustering being Lloyd's iterations from the true classes' means, and 
 ``--time-limit`` seconds with the cutting-plane settings ``--set FIELD=VALUE`` (fields of
 CuttingPlaneSettings, values as Python literals; repeatable) and the SDP options ``--sdp
 KEY=VALUE`` (arguments of ``solve_sdp``, e.g. ``--sdp eig="'auto32'"``). Appends one JSON line per
-round to ``--out``: seconds, bound, the bound's distance below the subset's share of the
+round to ``--out`` (default ``benchmarks/results/bench_subset_rounds.jsonl``, many runs): the
+run's name (``--run``), seconds, bound, the bound's distance below the subset's share of the
 reference and below the best of 40 k-means runs on the subset (scikit-learn, the test
 extra).
 
 Example (the two loose tolerances compared in docs/decomposition.md, run side by side)::
 
-    python benchmarks/bench_subset_rounds.py --set loose_tol=1e-3 &
-    python benchmarks/bench_subset_rounds.py --set loose_tol=1e-2
+    python benchmarks/bench_subset_rounds.py --set loose_tol=1e-3 --run tol3 &
+    python benchmarks/bench_subset_rounds.py --set loose_tol=1e-2 --run tol2
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def main() -> int:
     ap.add_argument("--sdp", action="append", default=[], metavar="KEY=VALUE",
                     help="an option of solve_sdp (e.g. eig='auto32'); repeatable")
     ap.add_argument("--out", default=str(RESULTS / "bench_subset_rounds.jsonl"))
+    ap.add_argument("--run", default="default",
+                    help="this run's name, stored in every row (default: %(default)s)")
     args = ap.parse_args()
     fields, sdp = literal_settings(args.set), literal_settings(args.sdp)
     X, inst, ref = reference_instance(args.n, args.k, args.pairs, args.seed)
@@ -53,7 +56,7 @@ def main() -> int:
     share = sse(X[pts], ref[pts])
     best = kmeans_best(X[pts], args.k)
     problem = Problem.from_instance(_sub_instance(inst, pts), infer_k2=False)
-    base = {"n": args.n, "k": args.k, "subset_size": args.subset_size,
+    base = {"run": args.run, "n": args.n, "k": args.k, "subset_size": args.subset_size,
             "subset": args.subset, "s": problem.s, "settings": fields, "bound_settings": sdp,
             "share": share, "kmeans_best_of_40": best,
             "command": "python " + " ".join(sys.argv)}

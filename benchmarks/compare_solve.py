@@ -6,12 +6,16 @@ seconds of each and the time ratio after / before. Then, per group (``--group``:
 and a comma list of instance prefixes, none for every instance; repeatable; default: one
 group of all), it prints the median of the per-instance ratios and each run's median
 ratio of its time to the paper's mix mean time (the figure the headline rows quote).
-With ``--out`` the same goes to a JSON file. Run the two sides one instance at a time,
-alternating which goes first, on an otherwise idle machine, so that both see the same
-conditions (``benchmarks/ab_solve.sh``):
+``--runs BEFORE AFTER`` takes only the rows of those runs (bench_solve.py's ``--run``) of
+the two files, which may be one file. With ``--out`` the same goes to a JSON file; with
+``--out FILE --key NAME`` under key NAME of the JSON object in FILE (other keys kept). Run
+the two sides one instance at a time, alternating which goes first, on an otherwise idle
+machine, so that both see the same conditions (``benchmarks/ab_solve.sh``, whose rows go to
+``benchmarks/results/ab_solve.jsonl``, run ``NAME_base`` and ``NAME_head``):
 
-    python benchmarks/compare_solve.py BASE.jsonl HEAD.jsonl --group seed0:iris,wine,seeds \\
-        --out benchmarks/results/bench_regression_compare.json
+    python benchmarks/compare_solve.py benchmarks/results/ab_solve.jsonl \\
+        benchmarks/results/ab_solve.jsonl --runs NAME_base NAME_head \\
+        --group seed0:iris,wine,seeds --out benchmarks/results/ab_compare.json --key NAME_compare
 """
 
 from __future__ import annotations
@@ -21,7 +25,12 @@ import json
 import statistics
 import sys
 
-from instances import done_rows, mix_of, paper_table, parse_name
+from instances import merge_json, mix_of, paper_table, parse_name, read_jsonl
+
+
+def last_rows(path, run: str | None = None) -> dict:
+    """{instance: its last row} of a bench_solve results file; ``run``: of that run only."""
+    return {r["instance"]: r for r in read_jsonl(path) if run is None or r.get("run") == run}
 
 
 def paper_ratio(row: dict, paper: dict) -> float | None:
@@ -71,14 +80,21 @@ def main(argv=None) -> int:
     ap.add_argument("after")
     ap.add_argument("--group", action="append", default=[],
                     help="NAME:PREFIX[,PREFIX...] (instance names start with a prefix)")
+    ap.add_argument("--runs", nargs=2, metavar=("BEFORE", "AFTER"), default=None,
+                    help="only the rows of these runs (their 'run' field) of before and after")
     ap.add_argument("--out", help="also write the comparison here (JSON)")
+    ap.add_argument("--key", help="with --out: write the comparison under this key of the "
+                                  "JSON object in --out, keeping its other keys")
     args = ap.parse_args(argv)
     groups = []
     for g in args.group:
         name, _, rest = g.partition(":")
         # no prefix: every instance
         groups.append((name, tuple(p for p in rest.split(",") if p) or ("",)))
-    res = compare(done_rows(args.before), done_rows(args.after), groups)
+    if args.before == args.after and not args.runs:
+        ap.error("one file on both sides: name the two runs (--runs BEFORE AFTER)")
+    runs = args.runs or (None, None)
+    res = compare(last_rows(args.before, runs[0]), last_rows(args.after, runs[1]), groups)
     print("| instance | status before / after | nodes | seconds | after / before |")
     print("|---|---|---|---|---|")
     for r in res["per_instance"]:
@@ -92,7 +108,9 @@ def main(argv=None) -> int:
               f"median ratio to the paper {_f3(s['median_paper_ratio'][0])} / "
               f"{_f3(s['median_paper_ratio'][1])}, seconds {s['seconds'][0]:.1f} / "
               f"{s['seconds'][1]:.1f}, nodes {s['nodes'][0]} / {s['nodes'][1]}")
-    if args.out:
+    if args.out and args.key:
+        merge_json(args.out, args.key, res)
+    elif args.out:
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1)
     return 0

@@ -83,7 +83,7 @@ class Deadline:
 
     @property
     def limit(self) -> float | None:
-        """The seconds from :attr:`start` to the instant (None without a limit)."""
+        """The seconds from when it was made to its instant (None without a limit)."""
         return None if math.isinf(self.at) else self.at - self.start
 
     def stopped(self) -> bool:
