@@ -131,3 +131,52 @@ def test_every_command_refuses_a_time_limit_that_is_not_seconds(tmp_path, capsys
         main([*command, str(data), "--k", "2", "--time-limit", bad])
     assert info.value.code == 2
     assert "argument --time-limit" in capsys.readouterr().err
+
+
+def _clock_reads() -> dict[str, set[str]]:
+    """For each module of pcsos, the clocks it reads (``time.time``, ``time.monotonic``,
+    ``time.perf_counter``)."""
+    import ast
+    import pathlib
+
+    pkg = pathlib.Path(__file__).resolve().parents[1] / "pcsos"
+    out: dict[str, set[str]] = {}
+    for path in sorted(pkg.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == "time"
+                    and node.attr in ("time", "monotonic", "perf_counter")):
+                out.setdefault(str(path.relative_to(pkg)), set()).add(node.attr)
+    return out
+
+
+def test_limits_are_read_on_one_clock():
+    """``time.monotonic`` is the limits' clock: outside pcsos/clock.py it is read only for
+    cadences (how often to print, to checkpoint, to poll Dask), and ``time.time`` only for
+    timestamps a user reads. Everything else times a duration for a report
+    (``perf_counter``) and never decides when to stop."""
+    cadences = {"tree.py", "distributed.py"}  # checkpoint and progress cadence, Dask polls
+    stamps = {"tree.py", "log.py", "checkpoint.py"}  # report entries, log lines, 'written'
+    reads = _clock_reads()
+    assert reads.pop("clock.py") == {"monotonic"}
+    bad = [f"{mod}: time.{clock}" for mod, clocks in reads.items() for clock in clocks
+           if (clock == "monotonic" and mod not in cadences)
+           or (clock == "time" and mod not in stamps)]
+    assert not bad, "a clock read outside pcsos.clock:\n" + "\n".join(bad)
+
+
+def test_no_layer_takes_a_second_stop_hook_or_start_instant():
+    """The Deadline carries the stop signal and the start: no function of pcsos takes
+    ``should_stop`` or ``start_time`` beside it."""
+    import ast
+    import pathlib
+
+    pkg = pathlib.Path(__file__).resolve().parents[1] / "pcsos"
+    bad = []
+    for path in sorted(pkg.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = {a.arg for a in node.args.args + node.args.kwonlyargs}
+                for name in names & {"should_stop", "start_time"}:
+                    bad.append(f"{path.relative_to(pkg)}:{node.lineno} {node.name}({name})")
+    assert not bad, "\n".join(bad)
