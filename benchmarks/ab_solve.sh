@@ -16,6 +16,9 @@
 # bench_solve.py for the before and the after side (default none). "after" is this
 # checkout. Rows go to benchmarks/results/ab_solve.jsonl (bench_solve.py's format), run
 # NAME_base and NAME_head.
+#
+# AB_SIDE_BY_SIDE=1: both sides at once, one BLAS thread each (on 2 cores, half the wall
+# time; for runs that compare statuses, nodes and bounds, e.g. with "--workers 1" on both).
 set -u
 base=$1
 datasets=$2
@@ -26,6 +29,7 @@ head_opts=${6:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 i=0
+tmp=$(mktemp -d)
 for ds in $datasets; do
   for f in ../shared/instances/"$ds"/constraints/*_"$draw".txt; do
     inst=$ds/$(basename "$f" .txt)
@@ -33,12 +37,28 @@ for ds in $datasets; do
     for side in $order; do
       if [ "$side" = base ]; then tree=$base; opts=$base_opts
       else tree=$here; opts=$head_opts; fi
+      if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+        # each side its own file, appended to the results once both are done
+        # shellcheck disable=SC2086  # the options are words
+        OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$tree python \
+          benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 --max-nodes 200 \
+          --workers 2 $opts --out "$tmp/$side.jsonl" --run "$name"_"$side" >/dev/null &
+        continue
+      fi
       # shellcheck disable=SC2086  # the options are words
       PYTHONPATH=$tree python benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 \
         --max-nodes 200 --workers 2 $opts --out benchmarks/results/ab_solve.jsonl \
         --run "$name"_"$side" \
         | grep -E "^$inst"
     done
+    if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+      wait
+      echo "$inst"
+    fi
     i=$((i + 1))
   done
 done
+if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+  cat "$tmp"/base.jsonl "$tmp"/head.jsonl >> benchmarks/results/ab_solve.jsonl
+fi
+rm -rf "$tmp"
