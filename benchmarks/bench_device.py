@@ -14,7 +14,8 @@ ends without its safe bound (not part of an iteration).
 ``root``: the full SDP of an instance file without pairs (abalone: s = 4 177, k = 3) on one
 device, stopped as soon as the safe bound reaches ``--target`` (a fraction of ``--ub``, a
 known feasible SSE) or at ``--time-limit``; records the bound, its gap to ``--ub``, the
-iterations and the seconds, the safe bound's host work included.
+iterations and the seconds, the safe bound's host work included, and the rank of the
+projected part every 10 iterations (``--max-iter`` for a run of fixed length).
 
     python benchmarks/bench_device.py iteration --sizes 1000 2000 4000 10000 --ks 3 20 \\
         --devices cuda cpu --cpu-threads 2 --iters 40 --run-limit 60
@@ -110,10 +111,13 @@ def cmd_root(args) -> None:
     else:
         model = model_of(read_data(args.data).X, args.k)
     target = args.target * args.ub if args.target else None
+    ranks: list[int] = []  # the projected part's rank: what decides the eig method's cost
     t0 = time.perf_counter()
     with threadpool_limits(limits=args.cpu_threads, user_api="blas"):
-        res = solve_admm(model, BoundSettings(device=args.device, eig=args.eig),
-                         time_limit=args.time_limit, bound_target=target)
+        settings = BoundSettings(device=args.device, eig=args.eig,
+                                 **({"max_iter": args.max_iter} if args.max_iter else {}))
+        res = solve_admm(model, settings, time_limit=args.time_limit, bound_target=target,
+                         progress=lambda info: ranks.append(int(info["rank"])))
     seconds = time.perf_counter() - t0
     gap = (args.ub - res.lower_bound) / args.ub
     row = {"kind": "root", "data": str(args.data), "s": model.s, "k": args.k,
@@ -121,7 +125,7 @@ def cmd_root(args) -> None:
            "status": res.status,
            "lower_bound": res.lower_bound, "ub": args.ub, "gap": gap,
            "iterations": res.iterations, "seconds": seconds, "sdp_value": res.sdp_value,
-           "machine": platform.node(), "code": code_version()}
+           "ranks_every_10": ranks[::10], "machine": platform.node(), "code": code_version()}
     append_jsonl(args.out, row)
     print(f"root s {model.s} k {args.k} {res.device}: bound {res.lower_bound:.6f} "
           f"gap {100 * gap:.3f} % ({res.status}, {res.iterations} its, {seconds:.1f} s)",
@@ -153,6 +157,7 @@ def main(argv=None) -> None:
     rt.add_argument("--eig", default="auto")
     rt.add_argument("--cpu-threads", type=int, default=None)
     rt.add_argument("--time-limit", type=float, default=110.0)
+    rt.add_argument("--max-iter", type=int, default=None)
     rt.add_argument("--out", default=OUT)
     args = ap.parse_args(argv)
     {"iteration": cmd_iteration, "root": cmd_root}[args.cmd](args)
