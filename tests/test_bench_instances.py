@@ -17,6 +17,17 @@ def _instances():
     return mod
 
 
+def _script(name, monkeypatch):
+    import sys
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.setitem(sys.modules, "instances", _instances())
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_code_version_names_a_checkout_other_than_the_benchmarks(tmp_path):
     # an editable install left pointing at a CI clone once made a benchmark row name the
@@ -40,16 +51,10 @@ def test_code_version_names_a_checkout_other_than_the_benchmarks(tmp_path):
 def test_bench_solve_runs_the_datasets_of_another_folder(tmp_path, monkeypatch, capsys):
     # checks on the study's other datasets (accent, ecoli, gene) run from their own folder
     import json
-    import sys
 
     import numpy as np
 
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    monkeypatch.setitem(sys.modules, "instances", _instances())
-    spec = importlib.util.spec_from_file_location("bench_solve", ROOT / "benchmarks" /
-                                                  "bench_solve.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _script("bench_solve", monkeypatch)
     X = np.random.default_rng(0).normal(size=(10, 2))
     (tmp_path / "toy" / "constraints").mkdir(parents=True)
     (tmp_path / "toy" / "data.txt").write_text(
@@ -62,3 +67,57 @@ def test_bench_solve_runs_the_datasets_of_another_folder(tmp_path, monkeypatch, 
     assert row["instance"] == "toy/ml_1_cl_1_0" and (row["n"], row["k"]) == (10, 3)
     assert (row["ml"], row["cl"]) == (1, 1) and row["status"] == "optimal"
     assert "1 of 1 instances optimal" in capsys.readouterr().out
+
+
+def test_fresh_draws_follow_the_classes_the_shared_draws_reveal(tmp_path, monkeypatch):
+    # issue 51's held-out draws: a drawn pair's kind must be the classes' relation, and a
+    # pair the shared draws leave open (point 5 is in no pair) must never be drawn
+    import numpy as np
+
+    draws = _script("make_draws", monkeypatch)
+    labels = np.array([0, 0, 0, 1, 1, 9, 2, 2])  # 5: its class is unknown to the draws
+    src = tmp_path / "src" / "toy"
+    (src / "constraints").mkdir(parents=True)
+    (src / "data.txt").write_text("8 1 3\n" + "".join(f"{i}\n" for i in range(8)))
+    (src / "constraints" / "ml_4_cl_2_0.txt").write_text(
+        "ML 0 1\nML 1 2\nML 3 4\nML 6 7\nCL 0 3\nCL 4 6\n")
+    (src / "constraints" / "ml_0_cl_1_0.txt").write_text("CL 2 7\n")
+    relation, n, open_share = draws.recovered_relation("toy", tmp_path / "src")
+    assert n == 8
+    for i in range(8):
+        for j in range(i + 1, 8):
+            expect = None if 5 in (i, j) else bool(labels[i] == labels[j])
+            assert relation(i, j) is expect, (i, j)
+    assert open_share == 7 / 28
+    assert draws.main(["--datasets", "toy", "--source", str(tmp_path / "src"),
+                       "--out", str(tmp_path / "out"), "--first", "5", "--draws", "2"]) == 0
+    out = tmp_path / "out" / "toy"
+    assert (out / "data.txt").read_text() == (src / "data.txt").read_text()
+    names = sorted(p.name for p in (out / "constraints").iterdir())
+    assert names == ["ml_0_cl_1_5.txt", "ml_0_cl_1_6.txt", "ml_4_cl_2_5.txt",
+                     "ml_4_cl_2_6.txt"]
+    for path in (out / "constraints").iterdir():
+        lines = [line.split() for line in path.read_text().splitlines()]
+        ml, cl = (sum(t[0] == kind for t in lines) for kind in ("ML", "CL"))
+        assert f"ml_{ml}_cl_{cl}_" in path.name
+        for kind, i, j in lines:
+            assert labels[int(i)] != 9 and labels[int(j)] != 9
+            assert (labels[int(i)] == labels[int(j)]) == (kind == "ML")
+    first = (out / "constraints" / "ml_4_cl_2_5.txt").read_text()
+    assert first != (out / "constraints" / "ml_4_cl_2_6.txt").read_text()
+    draws.main(["--datasets", "toy", "--source", str(tmp_path / "src"),
+                "--out", str(tmp_path / "again"), "--first", "5", "--draws", "1"])
+    assert (tmp_path / "again" / "toy" / "constraints" / "ml_4_cl_2_5.txt").read_text() == first
+
+
+def test_bench_solve_time_limit_paper_reads_the_mix_mean(tmp_path, monkeypatch):
+    import pathlib as pl
+
+    bench = _script("bench_solve", monkeypatch)
+    table = {("glass", "CL", 50): {"time": 539.4}, ("glass", "MLCL", 100): {"time": 454.6}}
+    monkeypatch.setattr(bench, "paper_table", lambda: table)
+    assert bench.time_limit("glass", pl.Path("ml_0_cl_50_7.txt"), "paper") == 539.4
+    assert bench.time_limit("glass", pl.Path("ml_50_cl_50_7.txt"), "paper") == 454.6
+    assert bench.time_limit("glass", pl.Path("ml_50_cl_50_7.txt"), "12.5") == 12.5
+    with pytest.raises(SystemExit, match="no figure"):
+        bench.time_limit("glass", pl.Path("ml_100_cl_0_7.txt"), "paper")
