@@ -17,7 +17,7 @@ import sys
 import time
 
 from bench_scale import print_row, run_child
-from instances import INSTANCES, RESULTS, append_jsonl, code_version
+from instances import INSTANCES, RESULTS, append_jsonl, code_version, literal_settings
 
 #: published (root gap %, nodes, seconds) of SOS-SDP and CG+DCA, by (data, k)
 PUBLISHED = {
@@ -48,7 +48,7 @@ def one_case(spec: dict) -> dict:
     X = np.asarray(read_data(INSTANCES / "tsplib" / f"{spec['data']}.txt").X)
     t0 = time.perf_counter()
     res = pcsos.solve(X, spec["k"], time_limit=spec["time_limit"], workers=spec["workers"],
-                      seed=0)
+                      seed=0, bound_settings=spec.get("bound_settings") or None)
     secs = time.perf_counter() - t0
     root = res.log[0] if res.log and res.log[0].get("node") == 0 else {}
     sos, cg = PUBLISHED.get((spec["data"], spec["k"]), (None, None))
@@ -65,12 +65,15 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=1800.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=str(RESULTS / "tsplib_solve.jsonl"))
+    ap.add_argument("--bound", action="append", default=[], metavar="NAME=VALUE",
+                    help="a BoundSettings field for this run, e.g. aggregate=True (repeatable; "
+                         "values are read as Python literals; default: none, the defaults)")
     args = ap.parse_args(argv)
     command = "python benchmarks/bench_tsplib.py " + " ".join(sys.argv[1:])
     for data in args.data:
         for k in args.k:
             spec = {"data": data, "k": k, "time_limit": args.time_limit,
-                    "workers": args.workers}
+                    "workers": args.workers, "bound_settings": literal_settings(args.bound)}
             row = run_child(spec, __file__)
             row.update(command=command, code=code_version(), host=platform.node(),
                        when=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
