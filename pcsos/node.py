@@ -617,6 +617,7 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
                        time_limit=ctx.deadline, seed=_seed(options, ctx),
                        max_iter=options.bound_settings.max_iter,
                        aggregate=options.bound_settings.aggregate,
+                       box=options.bound_settings.box,
                        verbose=options.bound_settings.verbose)
     flag = {"target": PRUNED, "time_limit": TIME_LIMIT}.get(res.status, NO_CUT)
     return BoundResult(res.lower_bound, res, CutSet.empty(), [], flag, res.iterations,

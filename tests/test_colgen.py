@@ -14,7 +14,8 @@ from pcsos.bounds import SDPModel, solve_sdp
 from pcsos.bounds.colgen import colgen_bound, engine, pricing
 from pcsos.bounds.colgen.pricing import PricingData, price_exact, price_heuristic
 from pcsos.clock import Deadline
-from pcsos.errors import InfeasibleError
+from pcsos.bounds.settings import BoundSettings
+from pcsos.errors import InfeasibleError, InputError
 from pcsos.problem import Problem, make_instance
 
 
@@ -361,3 +362,86 @@ def test_a_master_below_the_target_stops_the_generation_to_branch():
     assert stop.lower_bound <= opt + 1e-12 * opt
     low = colgen_bound(prob, branch_below=0.5 * full.lower_bound)
     assert low.status == "solved"
+
+
+def test_the_box_holds_the_masters_duals_and_frees_them_again():
+    """Master.set_box keeps every row's dual within delta of the centre; set_box(None) gives
+    back the restricted LP (its value and duals as before the box)."""
+    from pcsos.bounds.colgen.master import Master
+
+    rng = np.random.default_rng(53)
+    X = rng.uniform(size=(9, 2))
+    data = PricingData.from_problem(Problem.from_instance(make_instance(X, 3)))
+    cols = [tuple(c) for c in itertools.chain.from_iterable(
+        itertools.combinations(range(9), r) for r in (1, 2, 3))]
+    master = Master(9, 3, big=10.0 * float(np.sum(data.q)))
+    master.add(cols, [data.cost(np.asarray(c)) for c in cols])
+    pi0, sigma0, _, value0 = master.solve()
+    centre = np.full(9, float(np.mean(pi0))) + rng.normal(scale=0.01, size=9)
+    delta = 0.2 * float(np.std(pi0)) + 1e-3
+    master.set_box(centre, delta)
+    pi, _, _, value = master.solve()
+    assert np.all(np.abs(pi - centre) <= delta * (1 + 1e-9) + 1e-9)
+    # the box relaxes the master (more columns), so its value can only fall
+    assert value <= value0 + 1e-9 * abs(value0)
+    master.set_box(None)
+    _, _, _, value1 = master.solve()
+    assert value1 == pytest.approx(value0, rel=1e-9)
+    assert master.box_weight() == 0.0
+
+
+@pytest.mark.parametrize("share", [0.0, 0.05, 1.0])
+def test_the_box_solves_the_same_lp_from_an_incumbent(share):
+    """From a clustering (the box starts at its duals) the engine solves the same LP as
+    without the box, whatever the box's size, its bound stays below the optimum, and its
+    last solution is the restricted LP's (a clustering where that is integral)."""
+    assert BoundSettings().box == engine.BOX_SHARE
+    with pytest.raises(InputError, match="box"):
+        BoundSettings(box=-0.1).checked()
+    rng = np.random.default_rng(59)
+    checked = 0
+    for trial in range(10):
+        X, k, ml, cl, kw = _draw(rng, weights=trial % 2 == 1)
+        prob = _problem(X, k, ml, cl, kw)
+        opt, lab = brute_force(X, k, ml, cl, weights=kw.get("weights"))
+        if prob is None or not math.isfinite(opt) or prob.s <= k:
+            continue
+        labels = np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
+        res = colgen_bound(prob, labels=labels, upper_bound=opt, seed=trial, box=share)
+        assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
+        assert res.status == "solved", (trial, res.message)
+        assert res.lower_bound >= res.lp_value - 1e-6 * abs(res.lp_value), trial
+        assert res.lp_value <= opt * (1 + 1e-9) + 1e-9, trial  # a clustering is feasible
+        if res.labels is not None:
+            assert prob.super_objective(res.labels) == pytest.approx(res.lp_value, rel=1e-7)
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_run_stopped_while_the_box_binds_returns_the_restricted_lps_solution():
+    """Stopped early with a tight box, the engine frees the box and returns the restricted
+    LP's solution (k clusters' weight, every point covered once) and a valid bound."""
+    from pcsos.bounds.colgen import master as master_mod
+
+    rng = np.random.default_rng(67)
+    X = np.vstack([rng.normal(c, 1.0, size=(5, 2)) for c in ((0, 0), (3, 0), (0, 3))])
+    prob = Problem.from_instance(make_instance(X, 3))
+    opt, lab = brute_force(X, 3)
+    freed = []
+    original = master_mod.Master.set_box
+
+    def spy(self, centre, delta=0.0):
+        freed.append(centre is None and self.box_weight() > 1e-9)
+        return original(self, centre, delta)
+
+    labels = np.arange(prob.s) % 3  # a poor clustering: the box starts far from the LP's duals
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(master_mod.Master, "set_box", spy)
+        res = colgen_bound(prob, labels=labels, box=0.01, max_iter=4)
+    assert any(freed)
+    assert res.lower_bound <= opt + 1e-12 * opt
+    cover = np.zeros(prob.s)
+    for c, w in zip(res.columns, res.lam):
+        cover[list(c)] += w
+    assert res.lam.sum() == pytest.approx(3, abs=1e-7)
+    assert np.allclose(cover, 1, atol=1e-7)

@@ -121,7 +121,8 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
               else args.upper_bound * (1 - 0.999 * args.prune_tol))
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
-                        aggregate=bound_settings(args).aggregate, verbose=args.verbose)
+                        aggregate=bound_settings(args).aggregate,
+                        box=bound_settings(args).box, verbose=args.verbose)
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:

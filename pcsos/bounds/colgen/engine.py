@@ -9,12 +9,15 @@ set-partitioning LP"). The LP's reported value is never used as a bound: only L 
 least reduced cost was bounded by the exact pricing (:func:`~.pricing.price_exact`), rounded
 outward.
 
-The loop: solve the restricted master (HiGHS); price at duals smoothed towards the best ones
-so far (Wentges: column generation on this LP is highly degenerate, and the LP's duals jump);
-add the clusters of negative reduced cost that the heuristic pricing finds; when it finds none,
-the exact pricing gives L at the smoothed duals and the columns it meets; when those do not
-improve the master either, price at the master's own duals, whose L then matches the LP's
-value within the pricing's tolerance (the LP is solved).
+The loop: solve the restricted master (HiGHS), its duals held in a box around the duals of
+the best bound so far (column generation on this LP is highly degenerate, and the LP's duals
+jump; the box starts at the parent's duals or at a clustering's, and without a centre or
+under constraint aggregation the duals priced are smoothed towards the best ones instead,
+Wentges); add the clusters of negative reduced cost that the heuristic pricing finds; when it
+finds none, the exact pricing gives L at those duals and the columns it meets; when those do
+not improve the master either, the box moves or widens where it binds, and where it does not
+(and the duals were not smoothed) L matches the LP's value within the pricing's tolerance
+(the LP is solved).
 """
 
 from __future__ import annotations
@@ -41,6 +44,18 @@ SMOOTHING = 0.8
 RANDOM_CENTRES = 30
 #: columns added per iteration at most
 COLUMNS_PER_ITERATION = 60
+#: dual box stabilization (BoxStep; the default of ``box``): the master's duals stay within
+#: BOX_SHARE times the mean |dual| of the best bound's duals of them, the box moving to each
+#: better bound's duals and widening BOX_GROWTH-fold when it binds at a master that no
+#: column improves. Without it the master's duals jump between vertices of its degenerate
+#: optimal face: ali535, k = 4, from an optimal incumbent, held a master at the optimum for
+#: 600 s while every bound proven at its duals (smoothed or not) stayed below -600 000 (the
+#: optimum: 320 279). Root LPs (`pcsos bound --method colgen`, docs/solver.md): 0.03 solved
+#: ali535 k = 4 in 120 s, fl417 k = 4 in 8 s, pr299 k = 4 and 10 in 10 and 12 s; 0.01, 0.1,
+#: 0.3 and 1 were slower on each, 1 by up to 11x, and none left fl417 k = 4 unfinished at
+#: 240 s
+BOX_SHARE = 0.03
+BOX_GROWTH = 4.0
 #: the exact pricing also runs every this many iterations, so that a bound exists early
 EXACT_EVERY = 5
 #: relative tolerance of the exact pricing: L loses at most this share of the LP's value
@@ -157,6 +172,19 @@ def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list
     return keep
 
 
+def _incumbent_duals(data: PricingData, labels) -> np.ndarray:
+    """Duals read off a clustering: each super-point's SSE in its cluster, e_i ||m_i -
+    mu||^2 + within_i. They sum to the clustering's SSE, and every cluster of it prices at
+    zero: a centre to start the box from where no better duals are known."""
+    lab = np.asarray(labels)
+    pi = data.within.copy()
+    for h in np.unique(lab):
+        idx = np.flatnonzero(lab == h)
+        mu = (data.e[idx, None] * data.m[idx]).sum(axis=0) / data.e[idx].sum()
+        pi[idx] += data.e[idx] * np.einsum("ij,ij->i", data.m[idx] - mu, data.m[idx] - mu)
+    return pi
+
+
 def _bound(pi: np.ndarray, k: int, lower: float) -> float:
     """sum(pi) + k * lower, rounded down: fsum is correctly rounded, and the product and the
     sum add two roundings, which 4 ulps of their magnitudes cover."""
@@ -184,12 +212,13 @@ def _labels(s: int, columns: list[tuple], lam: np.ndarray) -> np.ndarray | None:
     return lab if np.all(lab >= 0) else None
 
 
-def _retire(master: Master, pi: np.ndarray, lam: np.ndarray, keep: int) -> None:
+def _retire(master: Master, pi: np.ndarray, lam: np.ndarray, keep: int,
+            protect=frozenset()) -> None:
     """Retire the master's columns out of its last solution ``lam`` (which weighs its first
     len(lam) columns) of largest reduced cost at its duals ``pi`` until ``keep`` remain (the
-    pricing finds them again if they price out later)."""
-    rc = np.array([v - float(np.sum(pi[list(c)])) for c, v in zip(master.columns,
-                                                                   master.costs)])
+    pricing finds them again if they price out later); those in ``protect`` stay."""
+    rc = np.array([-np.inf if c in protect else v - float(np.sum(pi[list(c)]))
+                   for c, v in zip(master.columns, master.costs)])
     rc[np.flatnonzero(lam > 1e-12)] = -np.inf
     rc[len(lam):] = -np.inf  # added since that solve
     extra = len(rc) - keep
@@ -216,7 +245,8 @@ def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: f
 def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: float = math.inf,
                  bound_target: float | None = None,
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
-                 aggregate: bool = False, duals: np.ndarray | None = None,
+                 aggregate: bool = False, box: float = BOX_SHARE,
+                 duals: np.ndarray | None = None,
                  branch_below: float | None = None, verbose: bool = False) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
     generation, with a safe Lagrangian bound (module doc).
@@ -229,7 +259,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     with status 'time_limit', and
     ``max_iter`` with 'max_iter'; the bound is valid at any stop. ``seed``: the random
     pricing centres. ``aggregate``: constraint aggregation from the clusters of ``labels``
-    (module :mod:`.aggregation`; without labels there is none). ``duals``: duals (one per
+    (module :mod:`.aggregation`; without labels there is none). ``box``: the dual box's
+    half-width as a share of the mean |dual| at its centre (module doc; 0: off, the duals
+    priced are then smoothed). ``duals``: duals (one per
     super-point) to bound before the first master, whose bound is then the one to beat and
     towards which the pricing is smoothed (e.g. the parent's). ``branch_below``: stop with
     status 'branch' once the master (free of artificial columns) is worth less than this,
@@ -253,6 +285,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     agg = (Aggregation(data.e, labels) if labels is not None and aggregate
            else Aggregation.singletons(data.e))
     start = _start_columns(data, problem, columns, labels)
+    # the incumbent's clusters stay in the master: while the box binds, its solution may
+    # not use them, and without them the restricted LP has no clustering to fall back on
+    incumbent = (frozenset(tuple(np.flatnonzero(np.asarray(labels) == h).tolist())
+                           for h in np.unique(labels)) if labels is not None else frozenset())
     waiting: dict[tuple, float] = {}  # incompatible columns met, by members: their costs
     master = _build(agg, k, big, start, [data.cost(np.asarray(c)) for c in start], waiting)
     splits = 0
@@ -277,12 +313,25 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         history.append((it, clock.elapsed(), lp_value, best))
         return pr
 
+    scale0 = abs(upper_bound) if math.isfinite(upper_bound) else total
     if duals is not None and len(duals) == s and np.all(np.isfinite(duals)):
-        scale0 = abs(upper_bound) if math.isfinite(upper_bound) else total
         prove(np.asarray(duals, dtype=np.float64), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
+    elif labels is not None and box > 0:
+        prove(_incumbent_duals(data, labels), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
+    # the box needs one dual per row: off under constraint aggregation
+    delta, box_at = None, None
+    box_weight = 0.0
     for it in range(1, max_iter + 1):
         if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
-            _retire(master, pi_lp, lam, RETIRE_TO)
+            _retire(master, pi_lp, lam, RETIRE_TO, incumbent)
+        if box > 0 and agg.n == s and center is not None and box_at is not center:
+            if delta is None:
+                delta = box * max(float(np.mean(np.abs(center))), EPS * total)
+            if delta < big:
+                master.set_box(center, delta)
+            elif master.boxed:
+                master.set_box(None)
+            box_at = center
         try:
             alpha_lp, sigma, lam, lp_value = master.solve()
         except MasterError as exc:
@@ -290,9 +339,14 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             break
         pi_lp = agg.disaggregate(alpha_lp)
         art_weight = master.artificial_weight()
+        box_weight = master.box_weight() if master.boxed else 0.0
+        # the master is the restricted LP (its value bounds the LP's from above, its
+        # solution a fractional clustering) when neither artificial nor box columns carry
+        # weight
+        clean = art_weight < 1e-9 and box_weight < 1e-9
         # the tolerances scale with the optimum: the master's value once it holds a
         # clustering, else the incumbent's, else the total scatter (any SSE is below it)
-        scale = (abs(lp_value) if art_weight < 1e-9 else
+        scale = (abs(lp_value) if clean else
                  abs(upper_bound) if math.isfinite(upper_bound) else total)
         scale = max(scale, 1e-12 * total, 1e-300)
         rc_tol = 1e-9 * scale / k
@@ -300,7 +354,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         if bound_target is not None and best >= bound_target:
             status, message = "target", "the bound reached the target"
             break
-        if (branch_below is not None and art_weight < 1e-9 and lp_value < branch_below
+        if (branch_below is not None and clean and lp_value < branch_below
                 and best_pi is not None):
             # the restricted master's value bounds the LP's from above: the LP cannot reach
             # the target, so no bound of this node will prune it
@@ -309,7 +363,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         if clock.expired():
             status, message = "time_limit", "time limit reached"
             break
-        smooth = center is not None and alpha > 0
+        # in the box, the master's duals are stable enough to price as they are
+        smooth = center is not None and alpha > 0 and not master.boxed
         pi = alpha * center + (1 - alpha) * pi_lp if smooth else pi_lp
         used = [np.asarray(c) for c, w in zip(master.columns, lam) if w > 1e-9]
         centres = [(data.e[c, None] * data.m[c]).sum(axis=0) / data.e[c].sum() for c in used]
@@ -348,6 +403,13 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 if smooth:
                     alpha = 0.0  # mispricing: the next round prices at the master's duals
                     continue
+                if box_weight > 1e-9:
+                    # the box binds, and nothing prices out inside it: the LP's duals lie
+                    # beyond. Its centre has moved if this bound was the best; else widen it
+                    if box_at is center:
+                        delta *= BOX_GROWTH
+                        box_at = None
+                    continue
                 if pr.complete:
                     status, message = "solved", "no column of negative reduced cost: LP solved"
                     break
@@ -376,6 +438,14 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
             alpha = SMOOTHING
+    if master.boxed and box_weight > 1e-9 and status != "failed":
+        # the box bound the last master: solve the restricted LP itself for its solution
+        master.set_box(None)
+        try:
+            alpha_lp, sigma, lam, lp_value = master.solve()
+            art_weight = master.artificial_weight()
+        except MasterError:
+            lam, lp_value, art_weight = np.zeros(0), math.inf, math.inf
     if best_pi is None and status != "failed":
         # stopped before any exact pricing: bound the master's duals now (a stop request
         # cuts this pricing short too; its bound is valid, if weak)

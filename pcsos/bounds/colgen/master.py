@@ -13,6 +13,11 @@ Artificial columns (one per row, at a cost above any clustering's) keep it feasi
 first solve on, whatever columns it holds; their duals are then bounded by that cost. The
 master's value is never used as a bound: the bound comes from its duals (pcsos.bounds.colgen
 .engine).
+
+Box columns (two per row, +1 at cost c_g + delta and -1 at cost -(c_g - delta)) keep each
+dual alpha_g within [c_g - delta, c_g + delta] when :meth:`Master.set_box` sets them (dual
+box stabilization, "BoxStep"); at cost ``big`` they are inert. While one carries weight the
+master is a relaxation of the restricted LP, not the LP itself.
 """
 
 from __future__ import annotations
@@ -57,7 +62,16 @@ class Master:
         h.addCols(n_art, np.full(n_art, float(big)), np.zeros(n_art),
                   np.full(n_art, highspy.kHighsInf), n_art, np.arange(n_art, dtype=np.int32),
                   idx, vals)
-        self.n_art = n_art
+        # the box columns: +1 (alpha_g <= cost) then -1 (alpha_g >= -cost) in each row
+        box_idx = np.concatenate([np.arange(s), np.arange(s)]).astype(np.int32)
+        box_vals = np.concatenate([np.ones(s), -np.ones(s)])
+        h.addCols(2 * s, np.full(2 * s, float(big)), np.zeros(2 * s),
+                  np.full(2 * s, highspy.kHighsInf), 2 * s, np.arange(2 * s, dtype=np.int32),
+                  box_idx, box_vals)
+        self.n_artificial = n_art
+        self.n_art = n_art + 2 * s  # generated column j sits at j + n_art
+        self.big = float(big)
+        self.boxed = False
         self.columns: list[tuple] = []   # members of the column j + n_art
         self.index: dict[tuple, int] = {}
         self.costs: list[float] = []
@@ -87,8 +101,23 @@ class Master:
 
     def set_big(self, big: float) -> None:
         """Give every artificial column the cost ``big`` (the basis stays valid)."""
-        self.h.changeColsCost(self.n_art, np.arange(self.n_art, dtype=np.int32),
-                              np.full(self.n_art, float(big)))
+        self.big = float(big)
+        self.h.changeColsCost(self.n_artificial, np.arange(self.n_artificial, dtype=np.int32),
+                              np.full(self.n_artificial, float(big)))
+
+    def set_box(self, center: np.ndarray | None, delta: float = 0.0) -> None:
+        """Keep the rows' duals within ``delta`` of ``center`` (one value per row), or free
+        them (``center`` None: the box columns cost ``big`` and the master is the restricted
+        LP again). Only costs change: the basis stays valid."""
+        s = self.s
+        if center is None:
+            costs = np.full(2 * s, self.big)
+        else:
+            c = np.asarray(center, dtype=np.float64)
+            costs = np.concatenate([c + delta, -(c - delta)])
+        self.boxed = center is not None
+        self.h.changeColsCost(2 * s, np.arange(self.n_artificial, self.n_art, dtype=np.int32),
+                              costs)
 
     def retire(self, drop) -> None:
         """Delete the generated columns at positions ``drop`` (positions in ``columns``);
@@ -132,4 +161,10 @@ class Master:
     def artificial_weight(self) -> float:
         """The total weight on the artificial columns in the last solution (0: the master's
         solution is a fractional clustering)."""
-        return float(np.sum(np.asarray(self.h.getSolution().col_value)[:self.n_art]))
+        return float(np.sum(np.asarray(self.h.getSolution().col_value)[:self.n_artificial]))
+
+    def box_weight(self) -> float:
+        """The total weight on the box columns in the last solution (0: the box does not
+        bind, and the solution is the restricted LP's too)."""
+        return float(np.sum(np.asarray(self.h.getSolution().col_value)
+                            [self.n_artificial:self.n_art]))
