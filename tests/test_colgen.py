@@ -13,8 +13,8 @@ from bruteforce import brute_force
 from pcsos.bounds import SDPModel, solve_sdp
 from pcsos.bounds.colgen import colgen_bound, engine, pricing
 from pcsos.bounds.colgen.pricing import PricingData, price_exact, price_heuristic
-from pcsos.clock import Deadline
 from pcsos.bounds.settings import BoundSettings
+from pcsos.clock import Deadline
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.problem import Problem, make_instance
 
