@@ -69,8 +69,9 @@ class BoundSettings:
         default).
     aggregate : bool, default False
         The LP engine aggregates its rows from the incumbent's clusters
-        (:mod:`pcsos.bounds.colgen.aggregation`); off by default: it solves fl417's k = 4
-        root LP 8x faster but pr299's 2-5x slower (docs/solver.md, "Many clusters").
+        (:mod:`pcsos.bounds.colgen.aggregation`) and turns ``box`` off; off by default:
+        without the box it solved fl417's k = 4 root LP 8x faster but pr299's 2-5x slower,
+        and the box alone is faster on both (docs/solver.md, "Many clusters").
     box : float, default 0.03
         The LP engine keeps its master's duals within this share of their mean magnitude
         around the best bound's duals (dual box stabilization; 0: off, the duals are then

@@ -50,10 +50,10 @@ COLUMNS_PER_ITERATION = 60
 #: column improves. Without it the master's duals jump between vertices of its degenerate
 #: optimal face: ali535, k = 4, from an optimal incumbent, held a master at the optimum for
 #: 600 s while every bound proven at its duals (smoothed or not) stayed below -600 000 (the
-#: optimum: 320 279). Root LPs (`pcsos bound --method colgen`, docs/solver.md): 0.03 solved
-#: ali535 k = 4 in 120 s, fl417 k = 4 in 8 s, pr299 k = 4 and 10 in 10 and 12 s; 0.01, 0.1,
-#: 0.3 and 1 were slower on each, 1 by up to 11x, and none left fl417 k = 4 unfinished at
-#: 240 s
+#: optimum: 320 279). Root LPs (docs/solver.md, "Many clusters"): 0.03 solved ali535 k = 4
+#: in 119 s, fl417 k = 4 in 8 s, pr299 k = 4 and 10 in 10 s each; 1 took 1.2-11x that or
+#: did not finish in 180 s, 0.01-0.3 were slower too, and without a box fl417 and ali535
+#: had no bound above zero at 180 s
 BOX_SHARE = 0.03
 BOX_GROWTH = 4.0
 #: the exact pricing also runs every this many iterations, so that a bound exists early
