@@ -13,14 +13,10 @@ first columns come from IPC-k-means). A row per case goes to
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from instances import INSTANCES, RESULTS, append_jsonl, code_version
+from instances import INSTANCES, RESULTS, append_jsonl, code_version, run_bound, utc_now
 
 
 def main(argv=None) -> int:
@@ -34,32 +30,24 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "colgen_box.jsonl")
     args = ap.parse_args(argv)
     version = code_version()
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in args.data:
-            path = Path(name) if Path(name).is_file() else INSTANCES / "tsplib" / f"{name}.txt"
-            for k in args.k:
-                for box in args.box:
-                    out = Path(tmp) / "bound.json"
-                    out.unlink(missing_ok=True)
-                    cmd = [sys.executable, "-m", "pcsos", "bound", str(path), "-k", str(k),
-                           "--method", "colgen", "--time-limit", str(args.time_limit),
-                           "--bound-option", f"box={box!r}", "--json", str(out)]
-                    proc = subprocess.run(cmd, capture_output=True, text=True)
-                    res = json.loads(out.read_text()) if out.is_file() else {}
-                    row = {"run": args.run, "data": path.stem, "k": k, "box": box,
-                           "status": res.get("status"), "lower_bound": res.get("lower_bound"),
-                           "lp_value": res.get("lp_value"),
-                           "iterations": res.get("iterations"),
-                           "seconds": res.get("total_seconds", res.get("seconds")),
-                           "rc": proc.returncode, "time_limit": args.time_limit,
-                           "code_version": version,
-                           "command": " ".join(["python", "benchmarks/bench_colgen_box.py",
-                                                *(argv if argv is not None else sys.argv[1:])]),
-                           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                               timespec="seconds")}
-                    append_jsonl(args.out, row)
-                    print(f"{path.stem} k = {k} box = {box}: {row['status']}, bound "
-                          f"{row['lower_bound']}, {row['seconds']} s", flush=True)
+    for name in args.data:
+        path = Path(name) if Path(name).is_file() else INSTANCES / "tsplib" / f"{name}.txt"
+        for k in args.k:
+            for box in args.box:
+                res, rc = run_bound([str(path), "-k", str(k), "--method", "colgen",
+                                     "--time-limit", str(args.time_limit),
+                                     "--bound-option", f"box={box!r}"])
+                row = {"run": args.run, "data": path.stem, "k": k, "box": box,
+                       "status": res.get("status"), "lower_bound": res.get("lower_bound"),
+                       "lp_value": res.get("lp_value"), "iterations": res.get("iterations"),
+                       "seconds": res.get("total_seconds", res.get("seconds")),
+                       "rc": rc, "time_limit": args.time_limit, "code_version": version,
+                       "command": " ".join(["python", "benchmarks/bench_colgen_box.py",
+                                            *(argv if argv is not None else sys.argv[1:])]),
+                       "date": utc_now()}
+                append_jsonl(args.out, row)
+                print(f"{path.stem} k = {k} box = {box}: {row['status']}, bound "
+                      f"{row['lower_bound']}, {row['seconds']} s", flush=True)
     return 0
 
 

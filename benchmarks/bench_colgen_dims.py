@@ -13,15 +13,12 @@ incumbent, seconds, and for the LP its pricing boxes and whether it finished.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from instances import RESULTS, append_jsonl, code_version
+from instances import RESULTS, append_jsonl, code_version, run_bound, utc_now
 
 from pcsos.heuristics import run_heuristic
 from pcsos.problem import Problem, make_instance
@@ -52,22 +49,17 @@ def main(argv=None) -> int:
             prob = Problem.from_instance(make_instance(X, args.k))
             ub = run_heuristic("s-mdeclust", prob, seed=args.seed, time_limit=30).objective
             for method in args.methods:
-                out = Path(tmp) / f"d{d}_{method}.json"
-                cmd = ["pcsos", "bound", str(path), "-k", str(args.k), "--method", method,
-                       "--upper-bound", repr(ub), "--time-limit", str(args.time_limit),
-                       "--json", str(out)]
-                proc = subprocess.run(cmd, capture_output=True, text=True)
-                res = json.loads(out.read_text()) if out.is_file() else {}
+                res, rc = run_bound([str(path), "-k", str(args.k), "--method", method,
+                                     "--upper-bound", repr(ub),
+                                     "--time-limit", str(args.time_limit)])
                 lb = res.get("lower_bound")
                 row = {"d": d, "n": args.n, "k": args.k, "seed": args.seed, "method": method,
                        "upper_bound": ub, "lower_bound": lb,
                        "gap": None if lb is None else (ub - lb) / ub,
                        "seconds": res.get("total_seconds", res.get("seconds")),
                        "status": res.get("status"), "pricing_boxes": res.get("pricing_boxes"),
-                       "rc": proc.returncode, "time_limit": args.time_limit,
-                       "code_version": version,
-                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                           timespec="seconds")}
+                       "rc": rc, "time_limit": args.time_limit,
+                       "code_version": version, "date": utc_now()}
                 append_jsonl(args.out, row)
                 print(f"d = {d} {method}: gap {row['gap']}, {row['seconds']} s, "
                       f"{row['status']}", flush=True)

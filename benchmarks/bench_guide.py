@@ -11,7 +11,6 @@ status, objective, bound, gap, nodes and seconds, and the child's wall time.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from instances import RESULTS, SHARED, append_jsonl, code_version
+from instances import RESULTS, SHARED, append_jsonl, code_version, utc_now
 
 CASES = {
     "iris_pairs": ["solve", "iris/data.txt", "-c", "iris/constraints/ml_50_cl_50_0.txt",
@@ -52,7 +51,7 @@ def run(name: str, workers: int) -> dict:
     shown = " ".join("WEIGHTS" if c.endswith("weights.txt") else c.replace(str(SHARED), "../shared")
                      for c in cmd[:-5])
     return {"case": name, "command": f"{shown} --workers {workers}", "rc": proc.returncode,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": utc_now(),
             **{key: res.get(key) for key in ("status", "objective", "lower_bound", "gap",
                                               "nodes", "seconds", "root_gap")},
             "wall": round(wall, 2), "stderr": proc.stderr[-500:] if proc.returncode else "",

@@ -18,6 +18,7 @@ is then on the import path), so this module imports as ``instances``.
 from __future__ import annotations
 
 import ast
+import datetime
 import fcntl
 import json
 import os
@@ -25,6 +26,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -201,6 +203,21 @@ def append_jsonl(path, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         fh.write(json.dumps(row) + "\n")
+
+
+def utc_now() -> str:
+    """When a row is written: UTC, ISO 8601, to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_bound(args: list[str]) -> tuple[dict, int]:
+    """``pcsos bound ARGS --json F`` in a process of its own (this interpreter): its JSON
+    result ({} when it wrote none) and its exit code."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "bound.json"
+        proc = subprocess.run([sys.executable, "-m", "pcsos", "bound", *args, "--json",
+                               str(out)], capture_output=True, text=True)
+        return (json.loads(out.read_text()) if out.is_file() else {}), proc.returncode
 
 
 def read_jsonl(path) -> list[dict]:

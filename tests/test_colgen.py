@@ -46,6 +46,17 @@ def _problem(X, k, ml, cl, kw):
         return None
 
 
+def _with_optimum(rng, *, weights):
+    """A random tiny instance with more super-points than clusters, its optimum by
+    enumeration and the optimum's super-point labels: (problem, optimum, labels), or None."""
+    X, k, ml, cl, kw = _draw(rng, weights=weights)
+    prob = _problem(X, k, ml, cl, kw)
+    opt, lab = brute_force(X, k, ml, cl, weights=kw.get("weights"))
+    if prob is None or not math.isfinite(opt) or prob.s <= k:
+        return None
+    return prob, opt, np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
+
+
 @pytest.mark.parametrize("case", ["plain", "pairs", "weights", "sizes"])
 def test_the_colgen_bound_never_exceeds_the_optimum(case):
     rng = np.random.default_rng({"plain": 1, "pairs": 2, "weights": 3, "sizes": 4}[case])
@@ -303,15 +314,13 @@ def test_constraint_aggregation_gives_the_same_lp_and_a_valid_bound():
     rng = np.random.default_rng(61)
     checked = split = 0
     for trial in range(12):
-        X, k, ml, cl, kw = _draw(rng, weights=trial % 2 == 0)
-        prob = _problem(X, k, ml, cl, kw)
-        opt, lab = brute_force(X, k, ml, cl, weights=kw.get("weights"))
-        if prob is None or not math.isfinite(opt) or prob.s <= k:
+        case = _with_optimum(rng, weights=trial % 2 == 0)
+        if case is None:
             continue
-        labels = np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
+        prob, opt, labels = case
         # a clustering that obeys the node but is not the optimum's, at times
         if trial % 3 == 0:
-            labels = np.arange(prob.s) % k
+            labels = np.arange(prob.s) % prob.k
             if not prob.satisfies(labels):
                 continue
         res = colgen_bound(prob, labels=labels, aggregate=True, seed=trial)
@@ -401,15 +410,16 @@ def test_the_box_solves_the_same_lp_from_an_incumbent(share):
     rng = np.random.default_rng(59)
     checked = 0
     for trial in range(10):
-        X, k, ml, cl, kw = _draw(rng, weights=trial % 2 == 1)
-        prob = _problem(X, k, ml, cl, kw)
-        opt, lab = brute_force(X, k, ml, cl, weights=kw.get("weights"))
-        if prob is None or not math.isfinite(opt) or prob.s <= k:
+        case = _with_optimum(rng, weights=trial % 2 == 1)
+        if case is None:
             continue
-        labels = np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
+        prob, opt, labels = case
         res = colgen_bound(prob, labels=labels, upper_bound=opt, seed=trial, box=share)
         assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
         assert res.status == "solved", (trial, res.message)
+        plain = colgen_bound(prob, seed=trial, box=0.0)
+        if plain.status == "solved":
+            assert res.lp_value == pytest.approx(plain.lp_value, rel=1e-7), trial
         assert res.lower_bound >= res.lp_value - 1e-6 * abs(res.lp_value), trial
         assert res.lp_value <= opt * (1 + 1e-9) + 1e-9, trial  # a clustering is feasible
         if res.labels is not None:

@@ -119,10 +119,10 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
     upper = min(args.upper_bound, h.objective)
     target = (None if not math.isfinite(args.upper_bound)
               else args.upper_bound * (1 - 0.999 * args.prune_tol))
+    bs = bound_settings(args)
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
-                        aggregate=bound_settings(args).aggregate,
-                        box=bound_settings(args).box, verbose=args.verbose)
+                        aggregate=bs.aggregate, box=bs.box, verbose=args.verbose)
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:

@@ -157,11 +157,18 @@ class ColumnStart:
         return len(self.indptr) - 1
 
 
-def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list[tuple]:
-    out: list[tuple] = []
-    if labels is not None:
-        lab = np.asarray(labels)
-        out += [tuple(np.flatnonzero(lab == h).tolist()) for h in np.unique(lab)]
+def _clusters(labels) -> list[tuple]:
+    """The clusters of a labelling of the super-points, as sorted member tuples (none for
+    None)."""
+    if labels is None:
+        return []
+    lab = np.asarray(labels)
+    return [tuple(np.flatnonzero(lab == h).tolist()) for h in np.unique(lab)]
+
+
+def _start_columns(data: PricingData, problem: Problem, columns, clusters: list[tuple]
+                   ) -> list[tuple]:
+    out = list(clusters)
     out += [tuple(c) for c in columns]
     out += [(i,) for i in range(problem.s)]
     seen, keep = set(), []
@@ -172,14 +179,14 @@ def _start_columns(data: PricingData, problem: Problem, columns, labels) -> list
     return keep
 
 
-def _incumbent_duals(data: PricingData, labels) -> np.ndarray:
-    """Duals read off a clustering: each super-point's SSE in its cluster, e_i ||m_i -
-    mu||^2 + within_i. They sum to the clustering's SSE, and every cluster of it prices at
-    zero: a centre to start the box from where no better duals are known."""
-    lab = np.asarray(labels)
+def _incumbent_duals(data: PricingData, clusters: list[tuple]) -> np.ndarray:
+    """Duals read off a clustering (its ``clusters``): each super-point's SSE in its
+    cluster, e_i ||m_i - mu||^2 + within_i. They sum to the clustering's SSE, and every
+    cluster of it prices at zero: a centre to start the box from where no better duals are
+    known."""
     pi = data.within.copy()
-    for h in np.unique(lab):
-        idx = np.flatnonzero(lab == h)
+    for c in clusters:
+        idx = np.asarray(c)
         mu = (data.e[idx, None] * data.m[idx]).sum(axis=0) / data.e[idx].sum()
         pi[idx] += data.e[idx] * np.einsum("ij,ij->i", data.m[idx] - mu, data.m[idx] - mu)
     return pi
@@ -284,11 +291,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # a clustering to start from, one row per super-point
     agg = (Aggregation(data.e, labels) if labels is not None and aggregate
            else Aggregation.singletons(data.e))
-    start = _start_columns(data, problem, columns, labels)
+    clusters = _clusters(labels)
+    start = _start_columns(data, problem, columns, clusters)
     # the incumbent's clusters stay in the master: while the box binds, its solution may
     # not use them, and without them the restricted LP has no clustering to fall back on
-    incumbent = (frozenset(tuple(np.flatnonzero(np.asarray(labels) == h).tolist())
-                           for h in np.unique(labels)) if labels is not None else frozenset())
+    incumbent = frozenset(clusters)
     waiting: dict[tuple, float] = {}  # incompatible columns met, by members: their costs
     master = _build(agg, k, big, start, [data.cost(np.asarray(c)) for c in start], waiting)
     splits = 0
@@ -317,7 +324,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     if duals is not None and len(duals) == s and np.all(np.isfinite(duals)):
         prove(np.asarray(duals, dtype=np.float64), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
     elif labels is not None and box > 0:
-        prove(_incumbent_duals(data, labels), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
+        prove(_incumbent_duals(data, clusters), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
     # the box needs one dual per row: off under constraint aggregation
     delta, box_at = None, None
     box_weight = 0.0
