@@ -13,8 +13,11 @@ already there are skipped, so an interrupted run resumes):
   answer, (SSE_kmc - LB) / SSE_kmc.
 * ``exact``: iris, wine and seeds with their true class sizes (50/50/50, 59/71/48,
   70/70/70), beside the unconstrained solve.
+* ``cases``: the two open cases of issue 50: glass with sizes 17..54, and data/blobs.txt
+  with exact sizes 30, 25, 20; ``pcsos.solve`` with its defaults (the bound engine 'auto'),
+  and which engine bounded.
 
-    python benchmarks/bench_sizes.py [--part kmc,exact] [--time-limit 600] [--workers 2]
+    python benchmarks/bench_sizes.py [--part kmc,exact,cases] [--time-limit 600] [--workers 2]
     python benchmarks/bench_sizes.py --report      # the tables of docs/benchmarks.md
 """
 
@@ -38,10 +41,17 @@ DEFAULT_OUT = RESULTS / "bench_sizes.jsonl"
 KMC_DATASETS = ("iris", "wine", "connectionist", "seeds", "heart", "vertebral", "glass",
                 "ECG5000", "computers", "abalone")
 TRUE_SIZES = {"iris": (50, 50, 50), "wine": (59, 71, 48), "seeds": (70, 70, 70)}
+#: issue 50's open cases: (data, its size constraints)
+CASES = {"glass_17_54": ("glass", {"size_min": 17, "size_max": 54}),
+         "blobs_30_25_20": ("blobs", {"sizes": (30, 25, 20)})}
+BLOBS = pathlib.Path(__file__).resolve().parents[1] / "data" / "blobs.txt"
 assert set(DATASETS) <= set(KMC_DATASETS)
 
 
 def data_of(name: str):
+    if name == "blobs":
+        X = np.loadtxt(BLOBS, skiprows=1, ndmin=2)
+        return X, int(BLOBS.read_text().split()[2])
     if name.startswith("synthetic"):
         n = int(name.split("_")[1])
         X, _y, _ml, _cl = synthetic(n, 5, 0, seed=0)
@@ -70,7 +80,8 @@ def run_pcsos(X, k, args, **sizes) -> dict:
     return {"objective": sse(X, r.labels) if r.labels is not None else math.inf,
             "reported": r.objective, "lower_bound": r.lower_bound, "gap": r.gap,
             "status": r.status, "nodes": r.nodes, "seconds": secs, "sizes_found": cnt,
-            "root_gap": r.root_gap}
+            "root_gap": r.root_gap,
+            "engines": sorted({row["engine"] for row in r.log if "engine" in row})}
 
 
 def part_kmc(args, done, out):
@@ -114,6 +125,23 @@ def part_exact(args, done, out):
               f"{u['seconds']:.1f} s", flush=True)
 
 
+def part_cases(args, done, out):
+    for key, (name, sizes) in CASES.items():
+        key = f"cases/{key}"
+        if key in done:
+            continue
+        X, k = data_of(name)
+        print(f"{key} {sizes} ...", flush=True)
+        row = {"instance": key, "n": len(X), "k": k, **{a: list(v) if isinstance(v, tuple)
+                                                         else v for a, v in sizes.items()},
+               "pcsos": run_pcsos(X, k, args, **sizes)}
+        emit(row, args, out, done)
+        p = row["pcsos"]
+        print(f"   {p['status']} {p['objective']:.8g} gap {p['gap']:.2e} root gap "
+              f"{p['root_gap']:.2e} {p['nodes']} nodes {p['seconds']:.1f} s {p['engines']}",
+              flush=True)
+
+
 def report(rows: dict) -> str:
     """The two Markdown tables of docs/benchmarks.md from the results file."""
     lines = ["| instance | n | k | sizes | k-means-constrained SSE | pcsos SSE | pcsos status "
@@ -136,6 +164,18 @@ def report(rows: dict) -> str:
                      f"{e['status']} ({100 * e['gap']:.4f} %) | {e['seconds']:.1f} | "
                      f"{e['nodes']} | {u['objective']:.8g} | {u['seconds']:.1f} | "
                      f"{'/'.join(map(str, u['sizes_found'] or []))} |")
+    lines += ["", "| case | n | k | sizes | engine | status (gap) | root gap | nodes | s |",
+              "|---" * 9 + "|"]
+    for key, r in rows.items():
+        if not key.startswith("cases/"):
+            continue
+        p = r["pcsos"]
+        sz = ("/".join(map(str, r["sizes"])) if "sizes" in r
+              else f"{r['size_min']}..{r['size_max']}")
+        lines.append(f"| {key[6:]} | {r['n']} | {r['k']} | {sz} | "
+                     f"{', '.join(p.get('engines', []))} | {p['status']} "
+                     f"({100 * p['gap']:.4f} %) | {100 * p['root_gap']:.4f} % | {p['nodes']} | "
+                     f"{p['seconds']:.1f} |")
     return "\n".join(lines)
 
 
@@ -150,7 +190,7 @@ def emit(row, args, out, done):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", default="exact,kmc", help="comma list of exact, kmc")
+    ap.add_argument("--part", default="exact,kmc", help="comma list of exact, kmc, cases")
     ap.add_argument("--time-limit", type=float, default=600.0, help="per pcsos solve (s)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
@@ -165,7 +205,8 @@ def main(argv=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = done_rows(args.out)
     for part in args.part.split(","):
-        {"exact": part_exact, "kmc": part_kmc}[part.strip()](args, done, args.out)
+        {"exact": part_exact, "kmc": part_kmc, "cases": part_cases}[part.strip()](
+            args, done, args.out)
     print(report(done))
     return 0
 

@@ -197,8 +197,8 @@ class _NodeRun:
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
         self.row_note: dict = {}  # why the decomposition was skipped, for the log row
-        self.engine = options.bound_settings.engine_for(self.problem.k,
-                                                        self.problem.instance.d)
+        self.engine = options.bound_settings.engine_for(
+            self.problem.k, self.problem.instance.d, self.problem.instance.sizes)
 
     # ------------------------------------------------------------ shared helpers
     def consider(self, labels, own: bool = True) -> None:
@@ -413,7 +413,7 @@ class _NodeRun:
         COLUMN_MIP_SHARE of the time left."""
         if res.labels is not None or self.data.kind != "root" or not res.columns:
             return
-        labels = column_mip(res, self.problem.s, self.problem.k,
+        labels = column_mip(res, self.problem,
                             time_limit=self.ctx.deadline.within(COLUMN_MIP_SECONDS,
                                                                 share=COLUMN_MIP_SHARE))
         if labels is not None and self.problem.satisfies(labels):

@@ -33,10 +33,22 @@ def _draw(rng, *, pairs=True, weights=False, sizes=False):
     kw = {}
     if weights:
         kw["weights"] = rng.uniform(0.2, 3.0, size=n)
-    if sizes:
+    if sizes == "exact":
+        kw["sizes"] = _composition(rng, n, k)
+    elif sizes:
         kw["size_min"] = 1
         kw["size_max"] = int(math.ceil(n / k)) + int(rng.integers(0, 2))
     return X, k, ml, cl, kw
+
+
+def _composition(rng, n: int, k: int) -> list[int]:
+    """k positive sizes summing to n, of two values or more where n allows it."""
+    for _ in range(50):
+        cuts = np.sort(rng.choice(np.arange(1, n), k - 1, replace=False))
+        sizes = np.diff(np.concatenate([[0], cuts, [n]])).tolist()
+        if len(set(sizes)) > 1:
+            break
+    return sizes
 
 
 def _problem(X, k, ml, cl, kw):
@@ -57,24 +69,26 @@ def _with_optimum(rng, *, weights):
     return prob, opt, np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
 
 
-@pytest.mark.parametrize("case", ["plain", "pairs", "weights", "sizes"])
+@pytest.mark.parametrize("case", ["plain", "pairs", "weights", "sizes", "exact"])
 def test_the_colgen_bound_never_exceeds_the_optimum(case):
-    rng = np.random.default_rng({"plain": 1, "pairs": 2, "weights": 3, "sizes": 4}[case])
+    rng = np.random.default_rng({"plain": 1, "pairs": 2, "weights": 3, "sizes": 4,
+                                 "exact": 5}[case])
     checked = 0
     for trial in range(12):
         X, k, ml, cl, kw = _draw(rng, pairs=case != "plain", weights=case == "weights",
-                                 sizes=case == "sizes")
+                                 sizes={"sizes": True, "exact": "exact"}.get(case, False))
         opt, _ = brute_force(X, k, ml, cl, weights=kw.get("weights"),
-                             size_min=kw.get("size_min"), size_max=kw.get("size_max"))
+                             size_min=kw.get("size_min"), size_max=kw.get("size_max"),
+                             sizes=kw.get("sizes"))
         prob = _problem(X, k, ml, cl, kw)
         if prob is None or not math.isfinite(opt) or prob.s < k:
             continue
         res = colgen_bound(prob, seed=trial)
         assert math.isfinite(res.lower_bound)
         assert res.lower_bound <= opt + 1e-12 * abs(opt), (trial, res.lower_bound, opt)
-        if res.status == "solved" and case != "sizes":
-            # the Lagrangian bound is the LP's value within the pricing tolerance (the exact
-            # pricing relaxes sizes, so with them it may sit lower)
+        if res.status == "solved" and not (case in ("sizes", "exact") and len(prob.cl)):
+            # the Lagrangian bound is the LP's value within the pricing tolerance (the sized
+            # pricing relaxes the cannot-link pairs, so with both it may sit lower)
             assert res.lower_bound >= res.lp_value - 1e-6 * abs(res.lp_value)
         checked += 1
     assert checked >= 6
@@ -98,9 +112,10 @@ def test_the_lp_bound_is_at_least_the_peng_wei_sdp_bound():
     assert stronger >= 1  # on some draws the LP is strictly stronger
 
 
-def _least_reduced_cost(X, w, groups, cl, pi):
-    """min over every non-empty set of super-points obeying the cannot-link pairs of
-    cost - pi(set), by enumeration from the original points (independent of the pricing)."""
+def _least_reduced_cost(X, w, groups, cl, pi, count=None):
+    """min over every non-empty set of super-points obeying the cannot-link pairs (and
+    holding a number of points in the range ``count``) of cost - pi(set), by enumeration
+    from the original points (independent of the pricing)."""
     s = len(groups)
     best = math.inf
     for r in range(1, s + 1):
@@ -109,6 +124,8 @@ def _least_reduced_cost(X, w, groups, cl, pi):
             if any(a in cs and b in cs for a, b in cl):
                 continue
             pts = np.concatenate([groups[i] for i in c])
+            if count is not None and not count[0] <= len(pts) <= count[1]:
+                continue
             mu = np.average(X[pts], axis=0, weights=w[pts])
             cost = float(np.sum(w[pts] * np.sum((X[pts] - mu) ** 2, axis=1)))
             best = min(best, cost - float(np.sum(pi[list(c)])))
@@ -149,6 +166,131 @@ def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed, crossing
             assert data.allowed(idx)
             assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
             assert rc >= exact - 1e-9 * scale
+
+
+def test_the_fractional_knapsack_matches_an_lp_solver():
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(21)
+    for _ in range(60):
+        s = int(rng.integers(1, 9))
+        vals = rng.normal(size=(3, s))
+        cnt = rng.integers(1, 4, size=s).astype(float)
+        lo = int(rng.integers(1, cnt.sum() + 1))
+        hi = int(rng.integers(lo, cnt.sum() + 1))
+        got = pricing._fill(vals, cnt, lo, hi)
+        for r in range(3):
+            ref = linprog(vals[r], A_ub=np.vstack([cnt, -cnt]), b_ub=[hi, -lo],
+                          bounds=[(0, 1)] * s)
+            assert got[r] == pytest.approx(ref.fun, abs=1e-9)
+
+
+def test_the_knapsack_bound_is_below_the_best_set_and_its_set_is_feasible():
+    """_knapsack's bound is at most the enumerated least 0/1 value over the count range, is
+    that value when deep enough, and its set meets the range with the value it claims."""
+    rng = np.random.default_rng(22)
+    for _ in range(80):
+        s = int(rng.integers(1, 8))
+        vals = rng.normal(size=s)
+        cnt = rng.integers(1, 4, size=s).astype(float)
+        lo = int(rng.integers(1, cnt.sum() + 1))
+        hi = int(rng.integers(lo, cnt.sum() + 1))
+        best = min((vals[list(c)].sum() for r in range(1, s + 1)
+                    for c in itertools.combinations(range(s), r)
+                    if lo <= cnt[list(c)].sum() <= hi), default=math.inf)
+        for depth in (0, 1, s):
+            lb, col, val = pricing._knapsack(vals, cnt, lo, hi, depth=depth)
+            assert lb <= best + 1e-12
+            if col is not None:
+                assert lo <= cnt[col].sum() <= hi and val == pytest.approx(vals[col].sum())
+        assert lb == pytest.approx(best) and val == pytest.approx(best)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed):
+    """price_sized's bound at random duals is at most the enumerated least reduced cost over
+    the sets of a count range (cannot-link pairs relaxed), close to it when complete, and
+    every column it returns has the reduced cost it claims and obeys the pairs and sizes.
+    Odd seeds weigh the points; must-link pairs make super-points of several points."""
+    rng = np.random.default_rng(300 + seed)
+    X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes="exact")
+    prob = _problem(X, k, ml, cl, kw)
+    if prob is None:
+        pytest.skip("an infeasible draw")
+    data = PricingData.from_problem(prob)
+    assert data.sized and sum(n for _, _, n in data.classes) == k
+    w = prob.point_weights
+    groups = [np.flatnonzero(prob.point_labels == i) for i in range(prob.s)]
+    scale = float(np.sum(data.q)) / prob.s + 1e-12
+    n = len(X)
+    for _ in range(4):
+        lo = int(rng.integers(1, n + 1))
+        hi = int(rng.integers(lo, n + 1))
+        pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
+        exact = _least_reduced_cost(X, w, groups, [], pi, (lo, hi))
+        res = pricing.price_sized(data, pi, lo, hi, tol=1e-9 * scale)
+        if not math.isfinite(exact):  # no set of super-points has such a count
+            continue
+        assert res.lower <= exact + 1e-9 * scale
+        if res.complete:
+            assert res.lower >= exact - 1e-6 * scale
+        for rc, col in res.columns:
+            idx = np.asarray(col)
+            assert data.allowed(idx)
+            assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_with_exact_sizes_the_bound_is_the_lp_with_a_row_per_size_value(seed):
+    """With exact sizes the master has one row per size value: its bound matches the LP
+    over every column of an allowed size (enumerated, solved by scipy), stays below the
+    enumerated optimum, and is above the LP with the size range alone on some draws."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(400 + seed)
+    stronger = 0
+    for trial in range(4):
+        X, k, ml, cl, kw = _draw(rng, pairs=False, weights=seed % 2 == 1, sizes="exact")
+        prob = _problem(X, k, ml, cl, kw)
+        sizes = kw["sizes"]
+        values = sorted(set(sizes))
+        cols, costs, cls = [], [], []
+        w = prob.point_weights
+        for r in range(1, len(X) + 1):
+            for c in itertools.combinations(range(len(X)), r):
+                if r in values:
+                    mu = np.average(X[list(c)], axis=0, weights=w[list(c)])
+                    cols.append(c)
+                    costs.append(float(np.sum(w[list(c)] * np.sum((X[list(c)] - mu) ** 2,
+                                                                   axis=1))))
+                    cls.append(values.index(r))
+        A = np.zeros((len(X) + len(values), len(cols)))
+        for j, (c, h) in enumerate(zip(cols, cls)):
+            A[list(c), j] = 1
+            A[len(X) + h, j] = 1
+        rhs = np.concatenate([np.ones(len(X)), [sizes.count(v) for v in values]])
+        lp = linprog(costs, A_eq=A, b_eq=rhs, bounds=(0, None)).fun
+        opt, _ = brute_force(X, k, weights=kw.get("weights"), sizes=sizes)
+        res = colgen_bound(prob, seed=trial)
+        assert res.lower_bound <= lp + 1e-9 * abs(lp) <= opt + 2e-9 * abs(opt)
+        assert res.status == "solved"
+        assert res.lower_bound >= lp - 1e-6 * abs(lp)
+        ranged = colgen_bound(Problem.from_instance(make_instance(
+            X, k, weights=kw.get("weights"), size_min=min(sizes), size_max=max(sizes))))
+        stronger += res.lower_bound > ranged.lower_bound + 1e-6 * abs(lp)
+    assert stronger >= 1
+
+
+def test_a_box_that_no_duals_fit_is_freed():
+    """A box whose floor puts a column's duals above its cost leaves the master unbounded:
+    it is freed, and the master solves."""
+    from pcsos.bounds.colgen.master import Master
+
+    m = Master(2, 1, big=10.0)
+    m.add([(0, 1)], [1.0])
+    m.set_box(np.array([100.0, 100.0]), 0.1)
+    alpha, sigma, lam, value = m.solve()
+    assert not m.boxed and value == pytest.approx(1.0) and lam[0] == pytest.approx(1.0)
 
 
 def test_k_from_two_to_n_minus_one():
@@ -205,6 +347,30 @@ def test_the_tree_with_the_colgen_engine_finds_the_optimum():
     assert solved >= 15 and branched >= 1
 
 
+def test_auto_solves_exact_sizes_in_the_plane_with_the_lp():
+    """Exact sizes of several values in d <= 2 take the LP under 'auto' (a row per size
+    value), and the search agrees with enumeration, with pairs and weights."""
+    import pcsos
+
+    rng = np.random.default_rng(23)
+    solved = 0
+    for trial in range(8):
+        X, k, ml, cl, kw = _draw(rng, weights=trial % 2 == 1, sizes="exact")
+        X = X[:, :2]
+        opt, _ = brute_force(X, k, ml, cl, weights=kw.get("weights"), sizes=kw["sizes"])
+        if not math.isfinite(opt) or len(set(kw["sizes"])) < 2:
+            continue
+        res = pcsos.solve(X, k, ml, cl, sample_weight=kw.get("weights"), sizes=kw["sizes"],
+                          workers=1, seed=0)
+        assert res.status == "optimal", trial
+        assert res.objective == pytest.approx(opt, rel=1e-9, abs=1e-12), trial
+        assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
+        engines = {row["engine"] for row in res.log if "engine" in row}
+        assert engines <= {"colgen"}, trial  # none where the root closes without a bound
+        solved += engines == {"colgen"}
+    assert solved >= 3
+
+
 def test_the_cli_bounds_and_solves_with_the_lp(tmp_path, capsys):
     """``pcsos bound --method colgen`` prints a safe bound at most the optimum, and
     ``pcsos solve --bound colgen`` certifies the optimum and says which engine bounded."""
@@ -249,7 +415,7 @@ def test_the_column_mip_finds_the_best_clustering_of_its_columns():
         res = ColGenResult(0.0, 0.0, "solved", cols, np.zeros(len(cols)), np.zeros((1, 1)),
                            None, None, 0, 0.0, "", costs=[data.cost(np.asarray(c))
                                                          for c in cols])
-        lab = column_mip(res, prob.s, prob.k)
+        lab = column_mip(res, prob)
         assert lab is not None and prob.satisfies(lab)
         assert prob.instance.objective(prob.to_points(lab)) == pytest.approx(opt, rel=1e-9)
 
@@ -289,6 +455,10 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
     assert bs.engine_for(AUTO_COLGEN_MIN_K - 1, AUTO_COLGEN_MAX_D) == "sdp"
     assert bs.engine_for(AUTO_COLGEN_MIN_K, AUTO_COLGEN_MAX_D + 1) == "sdp"
     assert BoundSettings.make(engine="sdp").engine_for(50, 1) == "sdp"
+    # exact sizes of several values take the LP at any k in few dimensions
+    assert bs.engine_for(2, AUTO_COLGEN_MAX_D, (5, 3)) == "colgen"
+    assert bs.engine_for(2, AUTO_COLGEN_MAX_D, (4, 4)) == "sdp"
+    assert bs.engine_for(2, AUTO_COLGEN_MAX_D + 1, (5, 3)) == "sdp"
     rng = np.random.default_rng(3)
     k = AUTO_COLGEN_MIN_K
     X = np.vstack([rng.normal((3 * h, h % 2), 0.3, size=(5, AUTO_COLGEN_MAX_D))

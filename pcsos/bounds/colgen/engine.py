@@ -5,9 +5,10 @@ For any duals pi (one per super-point) the Lagrangian bound
     L(pi) = sum_i pi_i + k * min(0, least reduced cost of a cluster against pi)
 
 is at most the LP's value, hence at most the optimal SSE (docs/safe_bound.md, "The
-set-partitioning LP"). The LP's reported value is never used as a bound: only L at duals whose
-least reduced cost was bounded by the exact pricing (:func:`~.pricing.price_exact`), rounded
-outward.
+set-partitioning LP"); with cluster sizes, sum_i pi_i + sum over size classes of the class's
+clusters times its least reduced cost. The LP's reported value is never used as a bound:
+only L at duals whose least reduced costs were bounded by the exact pricing
+(:func:`~.pricing.price_bound`), rounded outward.
 
 The loop: solve the restricted master (HiGHS), its duals held in a box around the duals of
 the best bound so far (column generation on this LP is highly degenerate, and the LP's duals
@@ -30,7 +31,7 @@ from scipy.sparse import csc_matrix
 
 from pcsos.bounds.colgen.aggregation import Aggregation
 from pcsos.bounds.colgen.master import Master, MasterError
-from pcsos.bounds.colgen.pricing import EPS, PricingData, price_exact, price_heuristic
+from pcsos.bounds.colgen.pricing import EPS, PricingData, price_bound, price_heuristic
 from pcsos.clock import Deadline
 from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem
@@ -56,6 +57,13 @@ COLUMNS_PER_ITERATION = 60
 #: had no bound above zero at 180 s
 BOX_SHARE = 0.03
 BOX_GROWTH = 4.0
+#: with cluster sizes the box also grows this much after each better bound it held back:
+#: from the incumbent's duals, whose size classes price far below zero, a box of fixed
+#: width walked to blobs' (n = 75, sizes 30, 25, 20) optimum in steps of 1 % of it and had
+#: not reached it at 60 s, and growing it solved that LP in 9 s. Without sizes it slowed
+#: the TSPLIB roots 2-20x (pr299, k = 4: 56 s against 10 s; fl417, k = 4: unfinished at
+#: 180 s against 8 s), so it is off there
+SERIOUS_GROWTH = 2.0
 #: the exact pricing also runs every this many iterations, so that a bound exists early
 EXACT_EVERY = 5
 #: relative tolerance of the exact pricing: L loses at most this share of the LP's value
@@ -93,9 +101,9 @@ class ColGenResult:
 
     ``lower_bound``: the best safe Lagrangian bound (-inf if none was proven);
     ``lp_value``: the last master's value (an upper bound on the LP's, not a bound on the
-    SSE); ``status``: 'solved' (no cluster of negative reduced cost is left: without size
-    bounds the bound is then within the pricing tolerance of the LP's value; the exact
-    pricing relaxes sizes, so with them the bound may sit lower), 'target' (the bound
+    SSE); ``status``: 'solved' (no cluster of negative reduced cost is left: the bound is
+    then within the pricing tolerance of the LP's value, or with sizes and cannot-link
+    pairs of the LP that relaxes those pairs in its pricing), 'target' (the bound
     reached ``bound_target``), 'branch' (the master fell below ``branch_below``),
     'time_limit', 'max_iter', 'stalled' (no cluster found completes the master: with size
     bounds) or 'failed' (HiGHS could not solve the
@@ -192,12 +200,12 @@ def _incumbent_duals(data: PricingData, clusters: list[tuple]) -> np.ndarray:
     return pi
 
 
-def _bound(pi: np.ndarray, k: int, lower: float) -> float:
-    """sum(pi) + k * lower, rounded down: fsum is correctly rounded, and the product and the
-    sum add two roundings, which 4 ulps of their magnitudes cover."""
-    total = math.fsum(pi)
-    val = total + k * lower
-    return val - 4 * EPS * (abs(total) + abs(k * lower))
+def _bound(pi: np.ndarray, term) -> float:
+    """sum(pi) + sum(term) (the pricing's terms, clusters times a lower bound each), rounded
+    down: fsum is correctly rounded, and the products and the last sum add a rounding each,
+    which 4 ulps of their magnitudes cover."""
+    total, extra = math.fsum(pi), math.fsum(term)
+    return total + extra - 4 * EPS * (abs(total) + math.fsum(abs(t) for t in term))
 
 
 def _matrix(s: int, columns: list[tuple], lam: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -233,18 +241,22 @@ def _retire(master: Master, pi: np.ndarray, lam: np.ndarray, keep: int,
         master.retire(np.argpartition(-rc, extra - 1)[:extra])
 
 
-def _improving(data: PricingData, found, pi: np.ndarray, sigma: float, rc_tol: float,
+def _improving(data: PricingData, found, pi: np.ndarray, sigma: np.ndarray, rc_tol: float,
                held: dict) -> list[tuple[tuple, float]]:
     """The clusters of ``found`` ((rc, members) pairs) not ``held`` by the master whose
-    reduced cost against its duals (``pi``, ``sigma``) is below ``-rc_tol``, with their
-    costs. (A held column can price slightly negative within the LP's own tolerances.)"""
+    reduced cost against its duals (``pi``, ``sigma`` of their size class) is below
+    ``-rc_tol``, with their costs. (A held column can price slightly negative within the
+    LP's own tolerances.)"""
     out = []
     for _, c in found:
         if c in held:
             continue
         idx = np.asarray(c)
+        j = data.size_class(idx)
+        if j < 0:
+            continue
         cost = data.cost(idx)
-        if cost - math.fsum(pi[idx]) - sigma < -rc_tol:
+        if cost - math.fsum(pi[idx]) - sigma[j] < -rc_tol:
             out.append((c, cost))
     return out
 
@@ -297,7 +309,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # not use them, and without them the restricted LP has no clustering to fall back on
     incumbent = frozenset(clusters)
     waiting: dict[tuple, float] = {}  # incompatible columns met, by members: their costs
-    master = _build(agg, k, big, start, [data.cost(np.asarray(c)) for c in start], waiting)
+    master = _build(agg, data, big, start, [data.cost(np.asarray(c)) for c in start], waiting)
     splits = 0
     best, best_pi, center = -math.inf, None, None
     alpha, history, boxes = SMOOTHING, [], 0
@@ -310,11 +322,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
 
     budget = FIRST_BOXES
 
-    def prove(pi: np.ndarray, start: float, tol: float):
+    def prove(pi: np.ndarray, found, tol: float):
         nonlocal best, best_pi, center, boxes, budget
-        pr = price_exact(data, pi, tol=tol, max_boxes=budget, deadline=clock, start=start)
+        pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found)
         boxes += pr.boxes
-        L = _bound(pi, k, pr.lower)
+        L = _bound(pi, pr.term)
         if L > best:
             best, best_pi, center = L, pi.copy(), pi.copy()
         history.append((it, clock.elapsed(), lp_value, best))
@@ -322,9 +334,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
 
     scale0 = abs(upper_bound) if math.isfinite(upper_bound) else total
     if duals is not None and len(duals) == s and np.all(np.isfinite(duals)):
-        prove(np.asarray(duals, dtype=np.float64), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
+        prove(np.asarray(duals, dtype=np.float64), (), PRICING_TOL * max(scale0, 1e-300) / k)
     elif labels is not None and box > 0:
-        prove(_incumbent_duals(data, clusters), 0.0, PRICING_TOL * max(scale0, 1e-300) / k)
+        prove(_incumbent_duals(data, clusters), (), PRICING_TOL * max(scale0, 1e-300) / k)
     # the box needs one dual per row: off under constraint aggregation
     delta, box_at = None, None
     box_weight = 0.0
@@ -384,7 +396,12 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         # the exact pricing would meet every disk everywhere: the heuristic goes first
         artificial = art_weight > 1e-9
         if (it % EXACT_EVERY == 0 and not artificial) or not add:
-            pr = prove(pi, min((rc for rc, _ in found), default=0.0), p_tol)
+            was = best
+            pr = prove(pi, found, p_tol)
+            if best > was and box_weight > 1e-9 and delta is not None and data.sized:
+                # with sizes, a better bound at duals the box held back: the LP's lie
+                # further out, so the next box reaches further (SERIOUS_GROWTH)
+                delta *= SERIOUS_GROWTH
             have = {c for c, _ in add}
             add += [c for c in _improving(data, pr.columns, pi_lp, sigma, rc_tol,
                                           master.index) if c[0] not in have]
@@ -398,9 +415,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     master.set_big(big)
                     continue
                 if artificial:
-                    # the clusters the exact pricing meets break the sizes (it relaxes them)
-                    # and the heuristic finds none that completes the master: a wider search
-                    # would not help it
+                    # the clusters the exact pricing meets break the sizes or pairs (it
+                    # relaxes them) and the heuristic finds none that completes the master:
+                    # a wider search would not help it
                     status, message = "stalled", ("the pricing finds no cluster that the "
                                                   "sizes allow to complete the master")
                     break
@@ -424,7 +441,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 break
         if add:
             rows = agg.rows([c for c, _ in add])
-            rc = [v - math.fsum(pi_lp[list(c)]) - sigma for c, v in add]
+            rc = [v - math.fsum(pi_lp[list(c)]) - sigma[data.size_class(c)] for c, v in add]
             comp = [j for j, r in enumerate(rows) if r is not None]
             best_j = int(np.argmin(rc))
             if not comp or min(rc[j] for j in comp) >= SPLIT_SHARE * rc[best_j]:
@@ -436,11 +453,12 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 if agg.n > AGGREGATE_MAX_SHARE * s:
                     agg = Aggregation.singletons(data.e)
                 waiting.update(add)
-                master = _build(agg, k, big, master.columns, master.costs, waiting)
+                master = _build(agg, data, big, master.columns, master.costs, waiting)
                 lam = np.zeros(0)
             else:
                 master.add([add[j][0] for j in comp], [add[j][1] for j in comp],
-                           [rows[j] for j in comp])
+                           [rows[j] for j in comp],
+                           [data.size_class(add[j][0]) for j in comp])
                 waiting.update(add[j] for j, r in enumerate(rows) if r is None)
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
@@ -457,7 +475,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         # stopped before any exact pricing: bound the master's duals now (a stop request
         # cuts this pricing short too; its bound is valid, if weak)
         pi_lp = agg.disaggregate(master.solve()[0]) if it == 0 else pi_lp
-        prove(pi_lp, 0.0, PRICING_TOL * max(abs(lp_value) if math.isfinite(lp_value) else total,
+        prove(pi_lp, (), PRICING_TOL * max(abs(lp_value) if math.isfinite(lp_value) else total,
                                              1e-300) / k)
     # the columns of the last master solved, which lam weighs (more may have come since)
     held, held_costs = master.columns[:len(lam)], master.costs[:len(lam)]
@@ -468,17 +486,19 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                         costs=list(held_costs), rows=agg.n, splits=splits)
 
 
-def _build(agg: Aggregation, k: int, big: float, columns: list[tuple], costs: list[float],
-           waiting: dict) -> Master:
-    """A master on ``agg``'s groups holding the compatible ones of ``columns`` (with their
-    ``costs``) and of the ``waiting`` incompatible columns (which lose those)."""
+def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple],
+           costs: list[float], waiting: dict) -> Master:
+    """A master on ``agg``'s groups and ``data``'s size classes holding the compatible ones
+    of ``columns`` (with their ``costs``) and of the ``waiting`` incompatible columns (which
+    lose those)."""
     held = set(columns)
     cols = list(columns) + [c for c in waiting if c not in held]
     vals = list(costs) + [waiting[c] for c in cols[len(columns):]]
     rows = agg.rows(cols)
-    master = Master(agg.n, k, big)
+    master = Master(agg.n, [n for _, _, n in data.classes], big)
     keep = [j for j, r in enumerate(rows) if r is not None]
-    master.add([cols[j] for j in keep], [vals[j] for j in keep], [rows[j] for j in keep])
+    master.add([cols[j] for j in keep], [vals[j] for j in keep], [rows[j] for j in keep],
+               [data.size_class(cols[j]) for j in keep])
     for j in keep:
         waiting.pop(cols[j], None)
     for j, r in enumerate(rows):
@@ -522,23 +542,29 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
     return ColumnStart.pack(out, duals)
 
 
-def column_mip(res: ColGenResult, s: int, k: int, *,
+def column_mip(res: ColGenResult, problem: Problem, *,
                time_limit: float | Deadline | None = None) -> np.ndarray | None:
-    """The best clustering of the super-points made of ``res``'s columns (a set-partitioning
-    MIP in HiGHS, within ``time_limit``: seconds or a Deadline), as labels; None when it
-    finds none."""
+    """The best clustering of ``problem``'s super-points made of ``res``'s columns (a
+    set-partitioning MIP in HiGHS, with a row per size class, within ``time_limit``:
+    seconds or a Deadline), as labels; None when it finds none."""
     if not res.columns or len(res.costs) != len(res.columns):
         return None
-    cols = res.columns
-    idx = np.concatenate([np.asarray(c, dtype=np.int64) for c in cols] +
-                         [np.full(len(cols), s, dtype=np.int64)])
+    data = PricingData.from_problem(problem)
+    s = problem.s
+    cls = np.array([data.size_class(c) for c in res.columns], dtype=np.int64)
+    keep = np.flatnonzero(cls >= 0)
+    cols = [res.columns[j] for j in keep]
+    if not cols:
+        return None
+    idx = np.concatenate([np.asarray(c, dtype=np.int64) for c in cols] + [s + cls[keep]])
     jdx = np.concatenate([np.full(len(c), j, dtype=np.int64) for j, c in enumerate(cols)] +
                          [np.arange(len(cols), dtype=np.int64)])
-    A = csc_matrix((np.ones(len(idx)), (idx, jdx)), shape=(s + 1, len(cols)))
+    r = len(data.classes)
+    A = csc_matrix((np.ones(len(idx)), (idx, jdx)), shape=(s + r, len(cols)))
     A.sort_indices()
-    rows = np.concatenate([np.ones(s), [float(k)]])
+    rows = np.concatenate([np.ones(s), [float(n) for _, _, n in data.classes]])
     m = len(cols)
-    mip = Milp(np.asarray(res.costs, dtype=np.float64), A, rows, rows, np.zeros(m),
+    mip = Milp(np.asarray(res.costs, dtype=np.float64)[keep], A, rows, rows, np.zeros(m),
                np.ones(m), np.ones(m, dtype=bool), name="column MIP")
     out = adapter("highs").solve(mip, time_limit=time_limit)
     if out.x is None:

@@ -3,8 +3,12 @@ one HiGHS model that is warm-started as columns come and go.
 
     min  sum_c cost_c lambda_c
     s.t. sum_{c covers g} lambda_c = 1   for every row g                 (duals alpha_g)
-         sum_c lambda_c = k                                           (dual sigma)
+         sum_{c in class j} lambda_c = k_j    for every size class j          (duals sigma_j)
          lambda >= 0
+
+Without sizes there is one class, of all k clusters; with exact sizes one per size value,
+holding as many clusters as the sizes have of it (pcsos.bounds.colgen.pricing.PricingData
+.classes).
 
 A row is a super-point, or with constraint aggregation a group of them (pcsos.bounds.colgen
 .aggregation); a column is given by its members (the key) and the rows it covers.
@@ -35,11 +39,14 @@ class MasterError(RuntimeError):
 
 
 class Master:
-    """The restricted master LP of ``s`` rows and ``k`` clusters; ``big`` is the cost of an
-    artificial column (above the SSE of any clustering)."""
+    """The restricted master LP of ``s`` rows and ``k`` clusters (an int, or the clusters of
+    each size class); ``big`` is the cost of an artificial column (above the SSE of any
+    clustering)."""
 
-    def __init__(self, s: int, k: int, big: float):
-        self.s, self.k = s, k
+    def __init__(self, s: int, k, big: float):
+        per_class = np.atleast_1d(np.asarray(k, dtype=np.float64))
+        r = len(per_class)
+        self.s, self.k, self.r = s, int(per_class.sum()), r
         self.h = _quiet_highs(highspy)
         h = self.h
         h.setOptionValue("solver", "simplex")
@@ -50,15 +57,15 @@ class Master:
         # goes on from it (HiGHS's default dual simplex needs 2.7x the time on pr299,
         # k = 10, and its other duals take the generation 2.8x the iterations)
         h.setOptionValue("simplex_strategy", 4)
-        ones = np.ones(s + 1)
-        target = np.concatenate([np.ones(s), [float(k)]])
-        h.addRows(s + 1, target, target, 0, np.zeros(0, dtype=np.int32),
+        ones = np.ones(s + r)
+        target = np.concatenate([np.ones(s), per_class])
+        h.addRows(s + r, target, target, 0, np.zeros(0, dtype=np.int32),
                   np.zeros(0, dtype=np.int32), np.zeros(0))
-        # artificials: +1 in each row, and -1 in the cardinality row (so that sum lambda = k
-        # is reachable from above and below)
-        idx = np.concatenate([np.arange(s + 1), [s]]).astype(np.int32)
-        vals = np.concatenate([ones, [-1.0]])
-        n_art = s + 2
+        # artificials: +1 in each row, and -1 in each class row (so that its count is
+        # reachable from above and below)
+        idx = np.concatenate([np.arange(s + r), s + np.arange(r)]).astype(np.int32)
+        vals = np.concatenate([ones, -np.ones(r)])
+        n_art = s + 2 * r
         h.addCols(n_art, np.full(n_art, float(big)), np.zeros(n_art),
                   np.full(n_art, highspy.kHighsInf), n_art, np.arange(n_art, dtype=np.int32),
                   idx, vals)
@@ -76,24 +83,27 @@ class Master:
         self.index: dict[tuple, int] = {}
         self.costs: list[float] = []
 
-    def add(self, columns: list[tuple], costs: list[float], rows: list[tuple] | None = None
-            ) -> int:
+    def add(self, columns: list[tuple], costs: list[float], rows: list[tuple] | None = None,
+            classes: list[int] | None = None) -> int:
         """Add the columns (sorted member tuples) not already held, covering ``rows`` (their
-        members when None); returns how many."""
+        members when None), each in its size class of ``classes`` (all in class 0 when
+        None); returns how many."""
         rows = columns if rows is None else rows
-        new = [(c, v, r) for c, v, r in zip(columns, costs, rows) if c not in self.index]
+        classes = [0] * len(columns) if classes is None else classes
+        new = [(c, v, r, j) for c, v, r, j in zip(columns, costs, rows, classes)
+               if c not in self.index]
         if not new:
             return 0
         starts, idx, vals = [], [], []
-        for _, _, r in new:
+        for _, _, r, j in new:
             starts.append(len(idx))
             idx.extend(r)
-            idx.append(self.s)
+            idx.append(self.s + j)
         vals = np.ones(len(idx))
-        self.h.addCols(len(new), np.array([v for _, v, _ in new]), np.zeros(len(new)),
+        self.h.addCols(len(new), np.array([v for _, v, _, _ in new]), np.zeros(len(new)),
                        np.full(len(new), highspy.kHighsInf), len(idx),
                        np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), vals)
-        for c, v, _ in new:
+        for c, v, _, _ in new:
             self.index[c] = len(self.columns)
             self.columns.append(c)
             self.costs.append(float(v))
@@ -132,12 +142,19 @@ class Master:
         self.costs = [v for v, kp in zip(self.costs, keep) if kp]
         self.index = {c: j for j, c in enumerate(self.columns)}
 
-    def solve(self) -> tuple[np.ndarray, float, np.ndarray, float]:
-        """Solve; returns (the rows' duals, sigma, lambda of the generated columns, the LP's
-        value)."""
+    def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Solve; returns (the rows' duals, the class rows' duals sigma, lambda of the
+        generated columns, the LP's value)."""
         h = self.h
         h.run()
         status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kUnbounded and self.boxed:
+            # the box's floor puts the duals of some column above its cost: no duals in
+            # the box are feasible. Free them (the engine sets a box again at its next
+            # better bound)
+            self.set_box(None)
+            h.run()
+            status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
             # a warm-started simplex can end 'unknown' on this degenerate LP: solve it again
             # from scratch, then by the interior-point method
@@ -156,7 +173,8 @@ class Master:
         sol = h.getSolution()
         y = np.asarray(sol.row_dual, dtype=np.float64)
         lam = np.asarray(sol.col_value, dtype=np.float64)[self.n_art:]
-        return y[:self.s].copy(), float(y[self.s]), lam, float(h.getInfo().objective_function_value)
+        return (y[:self.s].copy(), y[self.s:self.s + self.r].copy(), lam,
+                float(h.getInfo().objective_function_value))
 
     def artificial_weight(self) -> float:
         """The total weight on the artificial columns in the last solution (0: the master's

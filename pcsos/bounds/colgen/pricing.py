@@ -22,8 +22,15 @@ bound at any stop (the least bound over the boxes still open), rounded outward.
 The exact pricing minimises over clusters that obey the cannot-link pairs: a box's bound
 counts only the more negative end of each pair of a matching of the pairs inside (any
 matching bounds the best set obeying all of them), and the clusters it meets are repaired.
-Cluster sizes are relaxed there: the minimum over more clusters is lower, so the bound stays
-valid (it may be weaker). The heuristic returns only clusters that obey the pairs and sizes.
+
+With cluster sizes, the clusters fall into size classes (:attr:`PricingData.classes`: one per
+exact size value, or one for the size range), each with the number of clusters it holds,
+and :func:`price_sized` bounds the least reduced cost within one class: for a fixed y the
+best cluster of count in [lo, hi] takes the super-points of least g_i(y) per point first,
+so over a box the least of sum_i z_i (e_i dist(m_i, B)^2 + within_i - pi_i) over
+lo <= sum_i counts_i z_i <= hi, 0 <= z <= 1 (a fractional knapsack, solved greedily) bounds
+it from below. The cannot-link pairs are relaxed there (a valid, weaker bound). The
+heuristic returns only clusters that obey the pairs and the sizes.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc
 from pcsos.clock import Deadline
 from pcsos.problem import Problem, cl_adjacency
 
-__all__ = ["PricingData", "PricingResult", "price_heuristic", "price_exact"]
+__all__ = ["PricingData", "PricingResult", "price_heuristic", "price_exact", "price_sized",
+           "price_bound"]
 
 EPS = float(np.finfo(np.float64).eps)
 #: Lloyd steps of the heuristic pricing from each centre
@@ -58,6 +66,9 @@ class PricingData:
     cl: np.ndarray       # (p, 2) cannot-link pairs between super-points
     size_min: int = 1
     size_max: int | None = None
+    #: the size classes ((lo, hi, clusters) each: so many clusters have a count in
+    #: [lo, hi]); one class (1, n, k) without sizes
+    classes: tuple = ()
     cl_adj: list = field(default_factory=list)
     cl_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
     cl_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -72,7 +83,13 @@ class PricingData:
         m = W / e[:, None]
         within = np.maximum(q - np.einsum("ij,ij->i", W, m), 0.0)
         mag = q + e * np.einsum("ij,ij->i", m, m)
-        lo, hi = problem.instance.size_bounds()
+        inst = problem.instance
+        lo, hi = inst.size_bounds()
+        if inst.sizes is not None:
+            values = sorted(set(inst.sizes), reverse=True)
+            classes = tuple((v, v, inst.sizes.count(v)) for v in values)
+        else:
+            classes = ((int(lo), int(hi), int(problem.k)),)
         adj = cl_adjacency(problem.s, problem.cl)
         counts = np.asarray(problem.counts, dtype=np.int64)
         ptr = np.zeros(problem.s + 1, dtype=np.int64)
@@ -80,7 +97,7 @@ class PricingData:
         idx = np.concatenate([np.zeros(0, dtype=np.int64), *adj])
         return cls(e, counts, np.ascontiguousarray(m), q, within, mag,
                    np.asarray(problem.cl, dtype=np.int64), int(lo),
-                   None if hi >= int(counts.sum()) else int(hi), adj, ptr, idx)
+                   None if hi >= int(counts.sum()) else int(hi), classes, adj, ptr, idx)
 
     @property
     def s(self) -> int:
@@ -91,30 +108,43 @@ class PricingData:
         Wc = (self.e[col, None] * self.m[col]).sum(axis=0)
         return float(math.fsum(self.q[col]) - Wc @ Wc / self.e[col].sum())
 
+    @property
+    def sized(self) -> bool:
+        """Whether any size constraint binds (else the one class holds every cluster)."""
+        return self.size_min > 1 or self.size_max is not None or len(self.classes) > 1
+
+    def size_class(self, col) -> int:
+        """The index of the size class of the cluster ``col`` (-1: no class allows it)."""
+        size = int(self.counts[np.asarray(col, dtype=np.int64)].sum())
+        for j, (lo, hi, _) in enumerate(self.classes):
+            if lo <= size <= hi:
+                return j
+        return -1
+
     def allowed(self, col: np.ndarray) -> bool:
-        """Whether the cluster ``col`` obeys the cannot-link pairs and the size bounds."""
-        size = int(self.counts[col].sum())
-        if size < self.size_min or (self.size_max is not None and size > self.size_max):
+        """Whether the cluster ``col`` obeys the cannot-link pairs and the sizes."""
+        if self.size_class(col) < 0:
             return False
         inside = np.zeros(self.s, dtype=bool)
         inside[col] = True
         return not (len(self.cl) and np.any(inside[self.cl[:, 0]] & inside[self.cl[:, 1]]))
 
 
-def _members(data: PricingData, pi: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """The super-points with g_i(y) < 0; with size bounds, the most negative ones up to
-    size_max points, or the size_min points of least g_i (a cluster the sizes allow)."""
+def _members(data: PricingData, pi: np.ndarray, y: np.ndarray, lo: int = 1,
+             hi: int | None = None) -> np.ndarray:
+    """The super-points with g_i(y) < 0; with a count range [lo, hi], the most negative ones
+    up to hi points, or the lo points of least g_i (a cluster the range allows)."""
     diff = data.m - y
     g = data.e * np.einsum("ij,ij->i", diff, diff) + data.within - pi
     col = np.flatnonzero(g < 0)
     size = int(data.counts[col].sum())
-    if data.size_max is not None and size > data.size_max or size < data.size_min:
+    if hi is not None and size > hi or size < lo:
         order = np.argsort(g, kind="stable")
         filled = np.cumsum(data.counts[order])
-        if size > (data.size_max or size):
-            col = order[:int(np.searchsorted(filled, data.size_max, side="right"))]
+        if size > (hi or size):
+            col = order[:int(np.searchsorted(filled, hi, side="right"))]
         else:
-            col = order[:int(np.searchsorted(filled, data.size_min, side="left")) + 1]
+            col = order[:int(np.searchsorted(filled, lo, side="left")) + 1]
         col = np.sort(col)
     return col
 
@@ -138,29 +168,33 @@ def _repair(data: PricingData, pi: np.ndarray, col: np.ndarray, y: np.ndarray) -
 def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
                     max_columns: int = 50, rc_tol: float = 0.0) -> list[tuple[float, tuple]]:
     """Clusters of reduced cost below ``-rc_tol`` found by Lloyd steps from ``centres``
-    ((t, d) points): the best ``max_columns``, as (reduced cost, sorted member tuple); each
-    obeys the cannot-link pairs and the size bounds."""
+    ((t, d) points), in each size class: the best ``max_columns``, as (reduced cost, sorted
+    member tuple); each obeys the cannot-link pairs and the sizes."""
     found: dict[tuple, float] = {}
-    for y in np.atleast_2d(centres):
-        col = _members(data, pi, y)
-        for _ in range(LLOYD_STEPS):
+    ranges = ([(lo, None if hi >= int(data.counts.sum()) else hi) for lo, hi, _ in data.classes]
+              if data.sized else [(1, None)])
+    for y0 in np.atleast_2d(centres):
+        for lo, hi in ranges:
+            y = y0
+            col = _members(data, pi, y, lo, hi)
+            for _ in range(LLOYD_STEPS):
+                if not len(col):
+                    break
+                col = _repair(data, pi, col, y)
+                y_new = (data.e[col, None] * data.m[col]).sum(axis=0) / data.e[col].sum()
+                nxt = _repair(data, pi, _members(data, pi, y_new, lo, hi), y_new)
+                y = y_new
+                if len(nxt) == len(col) and np.array_equal(nxt, col):
+                    break
+                col = nxt
             if not len(col):
-                break
-            col = _repair(data, pi, col, y)
-            y_new = (data.e[col, None] * data.m[col]).sum(axis=0) / data.e[col].sum()
-            nxt = _repair(data, pi, _members(data, pi, y_new), y_new)
-            y = y_new
-            if len(nxt) == len(col) and np.array_equal(nxt, col):
-                break
-            col = nxt
-        if not len(col):
-            continue
-        key = tuple(int(i) for i in col)
-        if key in found or not data.allowed(col):
-            continue
-        rc = data.cost(col) - math.fsum(pi[col])
-        if rc < -rc_tol:
-            found[key] = rc
+                continue
+            key = tuple(int(i) for i in col)
+            if key in found or not data.allowed(col):
+                continue
+            rc = data.cost(col) - math.fsum(pi[col])
+            if rc < -rc_tol:
+                found[key] = rc
     best = sorted(found.items(), key=lambda kv: kv[1])[:max_columns]
     return [(rc, key) for key, rc in best]
 
@@ -168,16 +202,19 @@ def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
 @dataclass
 class PricingResult:
     """``lower``: a proven lower bound on min(0, least reduced cost) over every cluster
-    (cannot-link pairs and sizes relaxed); ``best``: the least reduced cost found, with its
-    ``columns`` (reduced cost, members), those that obey the pairs and sizes; ``complete``:
-    the search ended (``lower`` is then within its tolerance of the relaxed minimum);
-    ``boxes``: boxes evaluated."""
+    (:func:`price_exact`), or on the least reduced cost in one size class
+    (:func:`price_sized`); ``best``: the least reduced cost found, with its ``columns``
+    (reduced cost, members), those that obey the pairs and sizes; ``complete``: the search
+    ended (``lower`` is then within its tolerance of the relaxed minimum); ``boxes``: boxes
+    evaluated; ``term``: (:func:`price_bound`) what the Lagrangian bound adds to sum(pi),
+    a sum of clusters times lower bounds, one per size class, as terms to add."""
 
     lower: float
     best: float
     columns: list
     complete: bool
     boxes: int
+    term: tuple = ()
 
 
 #: a box whose circles crossing it are at most this many is bounded exactly, one convex
@@ -294,3 +331,213 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     lower = min(0.0, open_lb, best - tol - slack)
     columns.sort()
     return PricingResult(lower, best, [c for c in columns if c[0] < 0], complete, boxes)
+
+
+#: the sized pricing bounds a box also at its 2^d corners (below) up to this dimension
+SIZED_CORNERS_MAX_D = 10
+
+
+def _fill(vals: np.ndarray, counts: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Per row of ``vals`` ((r, s)): min sum_i vals_i z_i over lo <= sum_i counts_i z_i <= hi,
+    0 <= z <= 1. The items of least vals / counts first: those of negative ratio up to hi
+    points, then more up to lo (a fractional knapsack; the last item taken in part)."""
+    ratio = vals / counts
+    order = np.argsort(ratio, axis=1, kind="stable")
+    r_sorted = np.take_along_axis(ratio, order, axis=1)
+    v_sorted = np.take_along_axis(vals, order, axis=1)
+    cum = np.cumsum(counts[order], axis=1)
+    neg = np.where(r_sorted < 0, counts[order], 0).sum(axis=1)
+    fill = np.clip(neg, lo, hi)[:, None]
+    whole = cum <= fill
+    taken = np.where(whole, cum, 0).max(axis=1)
+    j = np.minimum(whole.sum(axis=1), vals.shape[1] - 1)  # the item taken in part, if any
+    part = (fill[:, 0] - taken) * r_sorted[np.arange(len(j)), j]
+    return np.where(whole, v_sorted, 0.0).sum(axis=1) + part
+
+
+#: the sized pricing's knapsack branches on the point it takes in part this many levels deep
+#: (with super-points of several points the fractional knapsack is not integral, and a
+#: search that bounds by it alone never closes)
+KNAPSACK_DEPTH = 4
+
+
+def _knapsack(vals: np.ndarray, counts: np.ndarray, lo: int, hi: int,
+              idx: np.ndarray | None = None, depth: int = KNAPSACK_DEPTH):
+    """A lower bound of min sum_i vals_i z_i over z in {0, 1}^s with lo <= sum_i counts_i z_i
+    <= hi (over the items ``idx``; all when None), and the best 0/1 set met: (bound, set or
+    None, its value). The fractional knapsack (:func:`_fill`), branching on the item it
+    takes in part (out, or in with the range shifted by its count) up to ``depth`` levels:
+    the least of the two branches' bounds is a bound."""
+    if idx is None:
+        idx = np.arange(len(vals))
+    total = int(counts[idx].sum())
+    lo = max(int(lo), 0)
+    if hi < 0 or lo > total:
+        return math.inf, None, math.inf
+    if not len(idx):
+        return 0.0, idx, 0.0
+    ratio = vals[idx] / counts[idx]
+    order = np.argsort(ratio, kind="stable")
+    cum = np.cumsum(counts[idx][order])
+    neg = int(counts[idx][ratio < 0].sum())
+    fill = min(max(neg, lo), int(hi))
+    j = int(np.searchsorted(cum, fill, side="right"))  # the items taken whole
+    taken = int(cum[j - 1]) if j else 0
+    whole = idx[order[:j]]
+    val = float(np.sum(vals[whole]))
+    if taken == fill:
+        return val, whole, val
+    if depth == 0:
+        return val + (fill - taken) * float(ratio[order[j]]), None, math.inf
+    item = int(idx[order[j]])
+    rest = np.delete(idx, order[j])
+    out_lb, out_set, out_val = _knapsack(vals, counts, lo, hi, rest, depth - 1)
+    in_lb, in_set, in_val = _knapsack(vals, counts, lo - int(counts[item]),
+                                      hi - int(counts[item]), rest, depth - 1)
+    in_lb, in_val = in_lb + vals[item], in_val + vals[item]
+    if in_set is not None:
+        in_set = np.append(in_set, item)
+    if in_val < out_val:
+        return min(out_lb, in_lb), in_set, in_val
+    return min(out_lb, in_lb), out_set, out_val
+
+
+def _corners(d: int) -> np.ndarray:
+    return (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
+
+
+def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: float,
+                max_boxes: int = 200000, deadline: Deadline | None = None,
+                start: float = math.inf) -> PricingResult:
+    """Branch-and-bound over the centre y for the clusters of count in [``lo``, ``hi``]
+    (module doc): a proven lower bound on their least reduced cost (cannot-link pairs
+    relaxed), within ``tol`` of that minimum when the search completes. Stops as
+    :func:`price_exact` does; ``start``: a reduced cost of such a cluster already found.
+
+    A box's bound is the larger of two. The near one: each g_i at its least over the box,
+    e_i dist(m_i, B)^2 + within_i - pi_i, in the fractional knapsack. The corner one: for a
+    set T, g_T(y) - e_T ||y - y0||^2 is affine in y (y0 the box's centre), so the least over
+    T of it is concave and least at a corner v of the box, where ||v - y0||^2 is the half
+    diagonal's square r^2; as g_T(y) is at least that, the least over the corners of the
+    knapsack of g_i(v) - e_i r^2 bounds every cluster of the range over the box. It is off
+    by at most e_T r^2, which shrinks as the box's square, so the search closes where the
+    near bound alone would need ever more boxes.
+    """
+    pi = np.asarray(pi, dtype=np.float64)
+    cnt = data.counts.astype(np.float64)
+    base = data.within - pi
+    d = data.m.shape[1]
+    corners = _corners(d) if d <= SIZED_CORNERS_MAX_D else None
+    best, columns, seen = float(start), [], set()
+    # the optimal centre is its cluster's mean, inside the points' bounding box
+    blo, bhi = data.m.min(axis=0), data.m.max(axis=0)
+    # every value below is a sum of s terms, each within a few (d + 4) ulps of its magnitude
+    # (e_i ||m_i - y||^2 <= 2 e_i (||m_i||^2 + ||y||^2), y in the box): the margin covers
+    # them and the sums (docs/safe_bound.md)
+    far = float(np.sum(np.maximum(np.abs(blo), np.abs(bhi)) ** 2))
+    slack = 8.0 * (d + 4 + data.s) * EPS * float(
+        np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi)))
+
+    def g_at(y: np.ndarray) -> np.ndarray:
+        diff = data.m[None, :, :] - y[:, None, :]
+        return data.e * np.einsum("rij,rij->ri", diff, diff) + base
+
+    unit = bool(np.all(data.counts == 1))  # then the fractional knapsack is integral
+
+    def least(rows: np.ndarray) -> float:
+        """The least over ``rows`` of their knapsacks' bounds."""
+        lp = _fill(rows, cnt, lo, hi)
+        if unit:
+            return float(lp.min())
+        out = math.inf
+        for r in np.argsort(lp, kind="stable"):
+            if lp[r] >= out:
+                break
+            out = min(out, _knapsack(rows[r], cnt, lo, hi)[0])
+        return out
+
+    def box_bound(a: np.ndarray, b: np.ndarray) -> float:
+        near = np.clip(data.m, a, b) - data.m
+        bound = least((data.e * np.einsum("ij,ij->i", near, near) + base)[None, :])
+        if corners is not None:
+            half = 0.5 * (b - a)
+            bound = max(bound, least(g_at(a + corners * (b - a)) - data.e * float(half @ half)))
+        return bound
+
+    heap = [(box_bound(blo, bhi), 0, blo, bhi)]
+    counter, boxes, polls = 1, 1, 0
+    while heap:
+        lb, _, a, b = heap[0]
+        if lb >= best - tol:
+            break
+        polls += 1
+        if boxes >= max_boxes or (deadline is not None and polls % 64 == 0
+                                  and deadline.expired()):
+            break
+        heapq.heappop(heap)
+        # a cluster the count range allows at the box's centre: its points of least g_i per
+        # point, whole; its reduced cost (at its own mean) bounds the minimum from above
+        y = 0.5 * (a + b)
+        col = _knapsack(g_at(y[None, :])[0], cnt, lo, hi)[1]
+        if col is not None and len(col):
+            col = np.sort(col)
+            rc = data.cost(col) - math.fsum(pi[col])
+            best = min(best, rc)
+            key = tuple(int(i) for i in col)
+            if key not in seen and data.allowed(col):
+                seen.add(key)
+                columns.append((rc, key))
+        width = b - a
+        axis = int(np.argmax(width))
+        if not width[axis] > 1e-12 * (1.0 + float(np.abs(a).max())):
+            heapq.heappush(heap, (lb, counter, a, b))
+            break  # a box too small to split: its bound is final
+        mid = 0.5 * (a[axis] + b[axis])
+        for u, v in ((a[axis], mid), (mid, b[axis])):
+            ca, cb = a.copy(), b.copy()
+            ca[axis], cb[axis] = u, v
+            clb = box_bound(ca, cb)
+            boxes += 1
+            if clb < best - tol:
+                heapq.heappush(heap, (clb, counter, ca, cb))
+                counter += 1
+    open_lb = heap[0][0] if heap else math.inf
+    complete = open_lb >= best - tol
+    lower = min(open_lb, best - tol) - slack
+    columns.sort()
+    return PricingResult(lower, best, columns, complete, boxes)
+
+
+def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
+                max_boxes: int = 200000, deadline: Deadline | None = None,
+                found=()) -> PricingResult:
+    """The pricing term of the Lagrangian bound at ``pi``: without sizes k times
+    :func:`price_exact`'s bound, with them the sum over size classes of their clusters
+    times :func:`price_sized`'s bound in the class (docs/safe_bound.md). ``found``: clusters
+    already met ((reduced cost, members) pairs, e.g. the heuristic's) to prune from."""
+    found = list(found)
+    if not data.sized:
+        pr = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
+                         start=min((rc for rc, _ in found), default=0.0))
+        pr.term = (k * pr.lower,)
+        return pr
+    starts = [math.inf] * len(data.classes)
+    for rc, c in found:
+        j = data.size_class(c)
+        if j >= 0:
+            starts[j] = min(starts[j], rc)
+    results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=max_boxes, deadline=deadline,
+                           start=st) for (lo, hi, _), st in zip(data.classes, starts)]
+    lowers = [r.lower for r in results]
+    if len(data.cl):
+        # the sized pricing relaxes the cannot-link pairs, and the branching adds them: the
+        # unsized one keeps them and bounds every class's minimum too (its minimum is over
+        # more clusters), so each class takes the larger of the two
+        pe = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
+                         start=min((rc for rc, _ in found), default=0.0))
+        results.append(pe)
+        lowers = [max(v, pe.lower) for v in lowers]
+    columns = sorted(c for r in results for c in r.columns)
+    return PricingResult(min(lowers), min(r.best for r in results), columns,
+                         all(r.complete for r in results), sum(r.boxes for r in results),
+                         tuple(n * v for (_, _, n), v in zip(data.classes, lowers)))
