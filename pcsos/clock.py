@@ -62,6 +62,9 @@ class Deadline:
             raise ValueError(f"a time limit must be >= 0 seconds, got {seconds}")
         self.start = time.monotonic()
         self.at = math.inf if seconds is None else self.start + float(seconds)
+        # the seconds as given: at - start rounds at the clock's magnitude (hours of uptime
+        # put 7e-12 on an hour)
+        self._span = None if seconds is None else float(seconds)
         self.progress = progress
         self.stop = stop
 
@@ -84,7 +87,7 @@ class Deadline:
     @property
     def limit(self) -> float | None:
         """The seconds from when it was made to its instant (None without a limit)."""
-        return None if math.isinf(self.at) else self.at - self.start
+        return self._span
 
     def stopped(self) -> bool:
         """True once the stop signal is set."""
@@ -122,6 +125,7 @@ class Deadline:
         if share is not None and math.isfinite(at):
             at = min(at, now + max(0.0, float(share)) * max(0.0, self.at - now))
         out.at = at
+        out._span = None if math.isinf(at) else at - now
         out.progress = self.progress if progress is None else progress
         if stop is None or self.stop is None:
             out.stop = self.stop if stop is None else stop

@@ -197,8 +197,7 @@ class _NodeRun:
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
         self.row_note: dict = {}  # why the decomposition was skipped, for the log row
-        self.engine = options.bound_settings.engine_for(
-            self.problem.k, self.problem.instance.d, self.problem.instance.sizes)
+        self.engine = options.bound_settings.engine_of(self.problem.instance)
 
     # ------------------------------------------------------------ shared helpers
     def consider(self, labels, own: bool = True) -> None:

@@ -349,14 +349,15 @@ def test_the_tree_with_the_colgen_engine_finds_the_optimum():
 
 def test_auto_solves_exact_sizes_in_the_plane_with_the_lp():
     """Exact sizes of several values in d <= 2 take the LP under 'auto' (a row per size
-    value), and the search agrees with enumeration, with pairs and weights."""
+    value), and the search agrees with enumeration, with must-link pairs and weights
+    (cannot-link pairs, many per point on these tiny draws, would take the SDP)."""
     import pcsos
 
     rng = np.random.default_rng(23)
     solved = 0
     for trial in range(8):
-        X, k, ml, cl, kw = _draw(rng, weights=trial % 2 == 1, sizes="exact")
-        X = X[:, :2]
+        X, k, ml, _, kw = _draw(rng, weights=trial % 2 == 1, sizes="exact")
+        X, cl = X[:, :2], []
         opt, _ = brute_force(X, k, ml, cl, weights=kw.get("weights"), sizes=kw["sizes"])
         if not math.isfinite(opt) or len(set(kw["sizes"])) < 2:
             continue
@@ -459,6 +460,12 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
     assert bs.engine_for(2, AUTO_COLGEN_MAX_D, (5, 3)) == "colgen"
     assert bs.engine_for(2, AUTO_COLGEN_MAX_D, (4, 4)) == "sdp"
     assert bs.engine_for(2, AUTO_COLGEN_MAX_D + 1, (5, 3)) == "sdp"
+    # many cannot-link pairs per point take the SDP (the LP's pricing cannot hold them)
+    from pcsos.bounds.settings import AUTO_COLGEN_MAX_CL
+
+    assert bs.engine_for(20, 2, cl_share=AUTO_COLGEN_MAX_CL) == "colgen"
+    assert bs.engine_for(20, 2, cl_share=2 * AUTO_COLGEN_MAX_CL) == "sdp"
+    assert bs.engine_for(3, 2, (5, 3), cl_share=0.01) == "sdp"  # the sized pricing relaxes them
     rng = np.random.default_rng(3)
     k = AUTO_COLGEN_MIN_K
     X = np.vstack([rng.normal((3 * h, h % 2), 0.3, size=(5, AUTO_COLGEN_MAX_D))

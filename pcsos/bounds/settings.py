@@ -34,6 +34,13 @@ ENGINES = ("auto", "sdp", "colgen")
 #: the SDP (docs/solver.md, "Many clusters", has the measurements)
 AUTO_COLGEN_MIN_K = 4
 AUTO_COLGEN_MAX_D = 2
+#: ... and with at most this many cannot-link pairs per point: the exact pricing holds the
+#: pairs by a matching bound, weak when they are many. 300 points around 10 centres in the
+#: plane, pairs between points of different centres, root LP against the SDP without cuts
+#: (docs/benchmarks.md, "Many clusters"): 30 and 75 pairs, the LP within 1e-4 in 33-34 s
+#: (the SDP 7.2 %); 150 and 300, the LP 8.9 % and 9.0 % at 90 s (the SDP 7.9 %, 7.4 %); and
+#: the overlapping n = 1 000, k = 20 set with 951 pairs had no LP bound in 1 800 s
+AUTO_COLGEN_MAX_CL = 0.25
 
 
 @dataclass(frozen=True)
@@ -103,17 +110,26 @@ class BoundSettings:
     box: float = BOX_SHARE
     verbose: bool = False
 
-    def engine_for(self, k: int, d: int, sizes=None) -> str:
+    def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0) -> str:
         """The engine that bounds a problem of ``k`` clusters in ``d`` dimensions (``sizes``:
-        its exact cluster sizes, or None): the one named, or for 'auto' 'colgen' when
-        d <= AUTO_COLGEN_MAX_D and either k >= AUTO_COLGEN_MIN_K or the exact sizes take
-        two values or more (the SDP cannot tell which cluster has which size; the LP has a
-        row per size value), else 'sdp'."""
+        its exact cluster sizes, or None; ``cl_share``: its cannot-link pairs per point):
+        the one named, or for 'auto' 'colgen' when d <= AUTO_COLGEN_MAX_D, cl_share <=
+        AUTO_COLGEN_MAX_CL and either k >= AUTO_COLGEN_MIN_K or the exact sizes take two
+        values or more without cannot-link pairs (the SDP cannot tell which cluster has which
+        size; the LP has a row per size value, but its sized pricing relaxes the pairs: on
+        7 points with one pair it took 41-47 nodes where the SDP closed the root), else
+        'sdp'."""
         if self.engine != "auto":
             return self.engine
-        mixed = sizes is not None and len(set(sizes)) > 1
-        return ("colgen" if d <= AUTO_COLGEN_MAX_D and (k >= AUTO_COLGEN_MIN_K or mixed)
-                else "sdp")
+        mixed = sizes is not None and len(set(sizes)) > 1 and cl_share == 0
+        return ("colgen" if d <= AUTO_COLGEN_MAX_D and cl_share <= AUTO_COLGEN_MAX_CL
+                and (k >= AUTO_COLGEN_MIN_K or mixed) else "sdp")
+
+    def engine_of(self, instance) -> str:
+        """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes and
+        cannot-link pairs per point)."""
+        return self.engine_for(instance.k, instance.d, instance.sizes,
+                               len(instance.cl) / max(instance.n, 1))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
-    if bound_settings(args, engine=args.method).engine_for(inst.k, inst.d, inst.sizes) == "colgen":
+    if bound_settings(args, engine=args.method).engine_of(inst) == "colgen":
         return run_colgen(args, problem, inst, info, deadline)
     res, extra = compute_bound(problem, args, deadline)
     total = deadline.elapsed()

@@ -145,7 +145,7 @@ def _settings(opts: SolverOptions, args: argparse.Namespace, inst) -> dict:
         "SDP_SOLVER_SESSION_THREADS": threads,
         # 'auto' says what it picked for this instance
         "BOUND_ENGINE": (bs.engine if bs.engine != "auto" else
-                         f"auto ({bs.engine_for(inst.k, inst.d, inst.sizes)})"),
+                         f"auto ({bs.engine_of(inst)})"),
         "SDP_SOLVER_BACKEND": bs.backend,
         "SDP_SOLVER_TOL": bs.tol,
         "SDP_SOLVER_DEVICE": bs.device,
