@@ -64,8 +64,6 @@ class PricingData:
     within: np.ndarray   # (s,) scatter inside each super-point, >= 0
     mag: np.ndarray      # (s,) q_i + e_i ||m_i||^2: the magnitude that rounding scales with
     cl: np.ndarray       # (p, 2) cannot-link pairs between super-points
-    size_min: int = 1
-    size_max: int | None = None
     #: the size classes ((lo, hi, clusters) each: so many clusters have a count in
     #: [lo, hi]); one class (1, n, k) without sizes
     classes: tuple = ()
@@ -84,11 +82,11 @@ class PricingData:
         within = np.maximum(q - np.einsum("ij,ij->i", W, m), 0.0)
         mag = q + e * np.einsum("ij,ij->i", m, m)
         inst = problem.instance
-        lo, hi = inst.size_bounds()
         if inst.sizes is not None:
             values = sorted(set(inst.sizes), reverse=True)
             classes = tuple((v, v, inst.sizes.count(v)) for v in values)
         else:
+            lo, hi = inst.size_bounds()
             classes = ((int(lo), int(hi), int(problem.k)),)
         adj = cl_adjacency(problem.s, problem.cl)
         counts = np.asarray(problem.counts, dtype=np.int64)
@@ -96,8 +94,7 @@ class PricingData:
         ptr[1:] = np.cumsum([len(a) for a in adj])
         idx = np.concatenate([np.zeros(0, dtype=np.int64), *adj])
         return cls(e, counts, np.ascontiguousarray(m), q, within, mag,
-                   np.asarray(problem.cl, dtype=np.int64), int(lo),
-                   None if hi >= int(counts.sum()) else int(hi), classes, adj, ptr, idx)
+                   np.asarray(problem.cl, dtype=np.int64), classes, adj, ptr, idx)
 
     @property
     def s(self) -> int:
@@ -111,7 +108,8 @@ class PricingData:
     @property
     def sized(self) -> bool:
         """Whether any size constraint binds (else the one class holds every cluster)."""
-        return self.size_min > 1 or self.size_max is not None or len(self.classes) > 1
+        (lo, hi, _), *rest = self.classes
+        return bool(rest) or lo > 1 or hi < int(self.counts.sum())
 
     def size_class(self, col) -> int:
         """The index of the size class of the cluster ``col`` (-1: no class allows it)."""
@@ -130,18 +128,19 @@ class PricingData:
         return not (len(self.cl) and np.any(inside[self.cl[:, 0]] & inside[self.cl[:, 1]]))
 
 
-def _members(data: PricingData, pi: np.ndarray, y: np.ndarray, lo: int = 1,
-             hi: int | None = None) -> np.ndarray:
-    """The super-points with g_i(y) < 0; with a count range [lo, hi], the most negative ones
-    up to hi points, or the lo points of least g_i (a cluster the range allows)."""
+def _members(data: PricingData, pi: np.ndarray, y: np.ndarray, lo: int, hi: int
+             ) -> np.ndarray:
+    """The super-points with g_i(y) < 0 if they hold a count in [lo, hi]; else the most
+    negative ones up to hi points, or the lo points of least g_i (a cluster the range
+    allows)."""
     diff = data.m - y
     g = data.e * np.einsum("ij,ij->i", diff, diff) + data.within - pi
     col = np.flatnonzero(g < 0)
     size = int(data.counts[col].sum())
-    if hi is not None and size > hi or size < lo:
+    if size > hi or size < lo:
         order = np.argsort(g, kind="stable")
         filled = np.cumsum(data.counts[order])
-        if size > (hi or size):
+        if size > hi:
             col = order[:int(np.searchsorted(filled, hi, side="right"))]
         else:
             col = order[:int(np.searchsorted(filled, lo, side="left")) + 1]
@@ -171,10 +170,8 @@ def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
     ((t, d) points), in each size class: the best ``max_columns``, as (reduced cost, sorted
     member tuple); each obeys the cannot-link pairs and the sizes."""
     found: dict[tuple, float] = {}
-    ranges = ([(lo, None if hi >= int(data.counts.sum()) else hi) for lo, hi, _ in data.classes]
-              if data.sized else [(1, None)])
     for y0 in np.atleast_2d(centres):
-        for lo, hi in ranges:
+        for lo, hi, _ in data.classes:
             y = y0
             col = _members(data, pi, y, lo, hi)
             for _ in range(LLOYD_STEPS):
@@ -516,9 +513,10 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     times :func:`price_sized`'s bound in the class (docs/safe_bound.md). ``found``: clusters
     already met ((reduced cost, members) pairs, e.g. the heuristic's) to prune from."""
     found = list(found)
+    start = min((rc for rc, _ in found), default=0.0)
     if not data.sized:
         pr = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                         start=min((rc for rc, _ in found), default=0.0))
+                         start=start)
         pr.term = (k * pr.lower,)
         return pr
     starts = [math.inf] * len(data.classes)
@@ -534,7 +532,7 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         # unsized one keeps them and bounds every class's minimum too (its minimum is over
         # more clusters), so each class takes the larger of the two
         pe = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                         start=min((rc for rc, _ in found), default=0.0))
+                         start=start)
         results.append(pe)
         lowers = [max(v, pe.lower) for v in lowers]
     columns = sorted(c for r in results for c in r.columns)
