@@ -168,6 +168,64 @@ def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed, crossing
             assert rc >= exact - 1e-9 * scale
 
 
+def _point_box(data: PricingData, pi: np.ndarray, y: np.ndarray):
+    """The box bound at the single point ``y``, every circle counted as crossing (so the
+    cannot-link pairs go to the independent-set search): (bound, members)."""
+    cand = np.arange(data.s)
+    work = np.full(data.s, -1, dtype=np.int64)
+    lb, _, mem = pricing.box_lower(data.m, data.e, data.within - pi, data.mag, pi, cand,
+                                   y, y, data.cl_ptr, data.cl_idx, 0, work)
+    return lb, mem
+
+
+def _least_obeying(g: np.ndarray, cl) -> float:
+    """min over the sets S that obey the pairs of sum_{i in S} min(0, g_i), enumerated."""
+    best = 0.0
+    for r in range(1, len(g) + 1):
+        for S in itertools.combinations(range(len(g)), r):
+            if not any(a in S and b in S for a, b in cl):
+                best = min(best, float(np.sum(np.minimum(g[list(S)], 0.0))))
+    return best
+
+
+def test_a_box_bound_takes_the_best_set_that_obeys_chains_of_pairs(monkeypatch):
+    """At a point box the bound is the least sum of the negative terms over the sets that
+    obey the cannot-link pairs, also where a point has two partners (paths, triangles,
+    cycles), where a matching of the pairs alone gives less; the set it returns obeys them.
+    With the search's budget spent it falls back to the matching: valid, weaker, no set."""
+    from pcsos._kernels import _pricing
+
+    rng = np.random.default_rng(7)
+    for trial in range(25):
+        n = int(rng.integers(3, 13))
+        X = rng.normal(size=(n, 2))
+        cl = sorted({tuple(sorted(int(v) for v in rng.choice(n, 2, replace=False)))
+                     for _ in range(int(rng.integers(1, 2 * n)))})
+        prob = _problem(X, n - 1, [], cl, {})
+        if prob is None:
+            continue
+        data = PricingData.from_problem(prob)
+        y = rng.normal(size=2) * 0.5
+        g_want = -rng.uniform(0.1, 2.0, size=data.s)
+        pi = data.e * np.sum((data.m - y) ** 2, axis=1) + data.within - g_want
+        g = data.e * np.sum((data.m - y) ** 2, axis=1) + data.within - pi
+        want = _least_obeying(g, [tuple(p) for p in data.cl.tolist()])
+        lb, mem = _point_box(data, pi, y)
+        assert want - 1e-9 <= lb <= want + 1e-12
+        assert mem is not None and data.allowed(mem)
+        assert float(np.sum(g[mem])) == pytest.approx(want, abs=1e-9)
+    # a path a - b - c: {a, c} is best (-2), a matching counts b for the pair (a, b) (-2.5)
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
+    data = PricingData.from_problem(Problem.from_instance(
+        make_instance(X, 3, cl=[(0, 1), (1, 2)])))
+    y = np.array([1.0, 0.0])
+    pi = data.e * np.sum((data.m - y) ** 2, axis=1) + data.within + np.array([1.0, 1.5, 1.0])
+    assert _point_box(data, pi, y)[0] == pytest.approx(-2.0, abs=1e-9)
+    monkeypatch.setattr(_pricing, "MWIS_BUDGET", 0)
+    lb, mem = _point_box(data, pi, y)
+    assert lb == pytest.approx(-2.5, abs=1e-9) and mem is None
+
+
 def test_the_fractional_knapsack_matches_an_lp_solver():
     from scipy.optimize import linprog
 

@@ -32,6 +32,75 @@ cdef inline double _clip(double v, double a, double b) nogil:
     return a if v < a else (b if v > b else v)
 
 
+#: calls one component's independent-set search may make before the box falls back to the
+#: matching bound for it (trees take one call per vertex; a cycle adds a branch)
+MWIS_BUDGET = 1 << 14
+#: components of the cannot-link graph up to this many points are searched exactly (masks)
+MWIS_MAX = 62
+
+
+cdef inline int _popcount(unsigned long long x) nogil:
+    cdef int c = 0
+    while x:
+        x &= x - 1
+        c += 1
+    return c
+
+
+cdef double _mwis(unsigned long long mask, const unsigned long long *adj, const double *w,
+                  unsigned long long *chosen, long long *budget) nogil:
+    """The least sum of ``w`` (all negative) over the independent sets of the graph ``adj``
+    (neighbour masks) inside ``mask``, its set in ``chosen``. A point of no neighbour is
+    taken; a point of one neighbour at least as negative as it is taken (a set holding the
+    neighbour does no worse with the point instead); else the search branches on a point of
+    most neighbours. ``budget`` counts the calls down; below zero the result is void."""
+    cdef unsigned long long rest = mask, bit, take = 0, ca = 0, cb = 0
+    cdef double val = 0.0, va, vb
+    cdef int v, dmax, deg, vmax, u
+    while True:
+        budget[0] -= 1
+        if budget[0] < 0 or rest == 0:
+            chosen[0] = take
+            return val
+        dmax = -1
+        vmax = -1
+        v = 0
+        bit = rest
+        u = -1
+        while bit:
+            while not (bit >> v) & 1:
+                v += 1
+            deg = _popcount(adj[v] & rest)
+            if deg == 0:
+                u = v
+                break
+            if deg == 1:
+                u = 0
+                while not ((adj[v] & rest) >> u) & 1:
+                    u += 1
+                if w[v] <= w[u]:
+                    u = v
+                    break
+                u = -1
+            if deg > dmax:
+                dmax = deg
+                vmax = v
+            bit &= ~(1ULL << v)
+            v += 1
+        if u >= 0:
+            val += w[u]
+            take |= 1ULL << u
+            rest &= ~((1ULL << u) | adj[u])
+            continue
+        va = w[vmax] + _mwis(rest & ~((1ULL << vmax) | adj[vmax]), adj, w, &ca, budget)
+        vb = _mwis(rest & ~(1ULL << vmax), adj, w, &cb, budget)
+        if va <= vb:
+            chosen[0] = take | ca | (1ULL << vmax)
+            return val + va
+        chosen[0] = take | cb
+        return val + vb
+
+
 def box_lower(const double[:, ::1] m, const double[::1] e, const double[::1] base,
               const double[::1] mag, const double[::1] pi, const cnp.int64_t[::1] cand,
               const double[::1] lo, const double[::1] hi, const cnp.int64_t[::1] cl_ptr,
@@ -170,20 +239,11 @@ def box_lower(const double[:, ::1] m, const double[::1] e, const double[::1] bas
                     by += b[a] * ya
                 value = A * yy - 2.0 * by + c
             if npairs:
-                # a matching of the pairs, largest saving first: only the more negative
-                # end of each matched pair counts
-                order = sorted(range(npairs),
-                               key=lambda q: -_dmax(tk[pa[q]], tk[pb[q]]))
-                matched = set()
-                for p in order:
-                    if pa[p] not in matched and pb[p] not in matched:
-                        matched.add(pa[p])
-                        matched.add(pb[p])
-                        t = tk[pa[p]] if tk[pa[p]] < tk[pb[p]] else tk[pb[p]]
-                        tk[pa[p]] = t
-                        tk[pb[p]] = 0.0
-            for h in range(u):
-                value += tk[other[h]]
+                value, members = _pairs_lower(value, keep, nk, tk, sure, other, u, pa, pb,
+                                              npairs)
+            else:
+                for h in range(u):
+                    value += tk[other[h]]
         value -= 4.0 * (d + 4 + nk) * EPS * scale
         return value, keep_arr[:nk].copy(), members
     finally:
@@ -197,6 +257,123 @@ def box_lower(const double[:, ::1] m, const double[::1] e, const double[::1] bas
         free(pb)
         free(pmask)
         free(opos)
+
+
+cdef _pairs_lower(double value, const cnp.int64_t[::1] keep, Py_ssize_t nk, double *tk,
+                  const char *sure, const Py_ssize_t *other, Py_ssize_t u,
+                  const Py_ssize_t *pa, const Py_ssize_t *pb, Py_ssize_t npairs):
+    """``value`` plus the least sum of the terms ``tk`` of the other points (``other``) over
+    the sets that obey the cannot-link pairs (``pa``, ``pb``, indices into ``keep``), and
+    that set with the sure points: (bound, members, or None where a component of the pairs'
+    graph was bounded by a matching).
+
+    Each connected component of the graph is searched exactly (:func:`_mwis`) up to
+    ``MWIS_MAX`` points and ``MWIS_BUDGET`` calls; a larger one takes a matching of its
+    pairs, largest saving first, of which only the more negative end of each counts (any
+    matching bounds the best set obeying all the pairs). As the box shrinks each term tends
+    to its value at a point, so the exact search makes the bound tend to the constrained
+    minimum there, which a matching alone does not where a point has two partners."""
+    cdef Py_ssize_t h, j, p, r, c, ncomp = 0, a, b
+    cdef long long budget, budget0 = MWIS_BUDGET
+    cdef Py_ssize_t cap = min(int(MWIS_MAX), 62)  # the masks' width
+    cdef unsigned long long got
+    cdef double t
+    cdef Py_ssize_t *parent = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *cid = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *loc = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *size = <Py_ssize_t *> malloc((u + 1) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *start = <Py_ssize_t *> malloc((u + 2) * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *pts = <Py_ssize_t *> malloc((u + 1) * sizeof(Py_ssize_t))
+    cdef unsigned long long *adj = <unsigned long long *> malloc(
+        (u + 1) * sizeof(unsigned long long))
+    cdef double *w = <double *> malloc((u + 1) * sizeof(double))
+    cdef char *inset = <char *> malloc((nk + 1) * sizeof(char))
+    cdef char *matched = <char *> malloc((nk + 1) * sizeof(char))
+    cdef char *exact = <char *> malloc((u + 1) * sizeof(char))
+    cdef bint whole = True
+    try:
+        for j in range(nk):
+            parent[j] = j
+            inset[j] = sure[j]
+            matched[j] = 0
+        for p in range(npairs):
+            a = pa[p]
+            while parent[a] != a:
+                a = parent[a]
+            b = pb[p]
+            while parent[b] != b:
+                b = parent[b]
+            if a != b:
+                parent[a] = b
+        for j in range(nk):
+            cid[j] = -1
+        for h in range(u):
+            j = other[h]
+            r = j
+            while parent[r] != r:
+                r = parent[r]
+            parent[j] = r
+            if cid[r] < 0:
+                cid[r] = ncomp
+                size[ncomp] = 0
+                ncomp += 1
+            cid[j] = cid[r]
+            loc[j] = size[cid[j]]
+            size[cid[j]] += 1
+        start[0] = 0
+        for c in range(ncomp):
+            start[c + 1] = start[c] + size[c]
+        for h in range(u):
+            j = other[h]
+            pts[start[cid[j]] + loc[j]] = j
+            adj[start[cid[j]] + loc[j]] = 0
+            w[start[cid[j]] + loc[j]] = tk[j]
+        for p in range(npairs):
+            c = cid[pa[p]]
+            if size[c] <= cap:
+                adj[start[c] + loc[pa[p]]] |= 1ULL << loc[pb[p]]
+                adj[start[c] + loc[pb[p]]] |= 1ULL << loc[pa[p]]
+        for c in range(ncomp):
+            exact[c] = 0
+            if size[c] <= cap:
+                budget = budget0
+                got = 0
+                t = _mwis((~0ULL) >> (64 - size[c]), adj + start[c], w + start[c], &got,
+                          &budget)
+                if budget >= 0:
+                    exact[c] = 1
+                    value += t
+                    for r in range(size[c]):
+                        if (got >> r) & 1:
+                            inset[pts[start[c] + r]] = 1
+            if not exact[c]:
+                whole = False
+                for r in range(size[c]):
+                    value += tk[pts[start[c] + r]]
+        if not whole:
+            # a matching of the pairs of the components searched in vain, largest saving
+            # first: of each matched pair the less negative end's term comes back off
+            order = sorted((p for p in range(npairs) if not exact[cid[pa[p]]]),
+                           key=lambda q: -_dmax(tk[pa[q]], tk[pb[q]]))
+            for p in order:
+                if not matched[pa[p]] and not matched[pb[p]]:
+                    matched[pa[p]] = 1
+                    matched[pb[p]] = 1
+                    value -= _dmax(tk[pa[p]], tk[pb[p]])
+            return value, None
+        return value, np.asarray([keep[j] for j in range(nk) if inset[j]], dtype=np.int64)
+    finally:
+        free(parent)
+        free(cid)
+        free(loc)
+        free(size)
+        free(start)
+        free(pts)
+        free(adj)
+        free(w)
+        free(inset)
+        free(matched)
+        free(exact)
 
 
 def centre_cluster(const double[:, ::1] m, const double[::1] e, const double[::1] base,
