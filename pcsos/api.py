@@ -494,7 +494,8 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                           checkpoint=save if checkpoint is not None else None,
                           checkpoint_every=checkpoint_every, remote=remote)
     res = _result(instance, problem, tr, rows, root_gap_now(), resumed=state is not None,
-                  time_limit=opts.time_limit)
+                  time_limit=opts.time_limit,
+                  engine=opts.bound_settings.engine_of(instance))
     if save_errors:
         res.message += (f"; {len(save_errors)} checkpoint write(s) failed, the last: "
                         f"{save_errors[-1]}")
@@ -537,9 +538,10 @@ def _root(instance, opts: SolverOptions, init_labels, resumed: bool,
 
 
 def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *,
-            resumed: bool, time_limit: float | None) -> Result:
+            resumed: bool, time_limit: float | None, engine: str = "sdp") -> Result:
     """The :class:`Result` of a finished tree, its objective recomputed from the data and
-    its message saying why a root that never finished left the bound it did."""
+    its message saying why a root that never finished left the bound it did (``engine``:
+    the root's bound engine, 'sdp' or 'colgen')."""
     labels = tr.solution
     objective = tr.objective
     if labels is not None:
@@ -575,6 +577,9 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
         if source == "decomposition":
             res.message += (f"; the lower bound is a decomposition bound: {nsub} subsets of "
                             "the data bounded apart and added (docs/decomposition.md)")
+        elif source == "sdp" and engine == "colgen":
+            res.message += ("; the lower bound is the root's last safe bound of the "
+                            "set-partitioning LP (Lagrangian, docs/safe_bound.md)")
         elif source == "sdp":
             res.message += ("; the lower bound is the root SDP's last safe bound "
                             f"(docs/safe_bound.md){nsub}")

@@ -28,6 +28,7 @@ from pcsos.decomposition import (
     subset_size_for,
 )
 from pcsos.errors import InputError
+from pcsos.heuristics import run_heuristic
 from pcsos.problem import Problem, make_instance, pairs_satisfied, sse
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -477,7 +478,8 @@ def test_a_large_root_whose_decomposition_falls_short_runs_its_sdp(monkeypatch):
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     # the ceiling test would skip these subsets (below); here they are bounded anyway
     _large_root(monkeypatch, 10, 3, bound_all=True)
-    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1,
+                      cp_settings={"max_rounds_root": 1})
     root = res.log[0]
     assert root["sdp_iterations"] > 0 and root["decomposition_subsets"] >= 6
     assert root["lb"] == max(root["sdp_bound"], root["decomposition_bound"])
@@ -503,7 +505,8 @@ def test_a_large_root_reports_its_decomposition_bound_as_proved(monkeypatch):
         return report(self, stage, **info)
 
     monkeypatch.setattr(pcsos.tree.Context, "report", spy)
-    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1,
+                      cp_settings={"max_rounds_root": 1})
     root = res.log[0]
     proved = [b for node, stage, b in calls if node == 0 and stage == "decomposition bound"
               and b is not None]
@@ -528,7 +531,9 @@ def test_a_large_root_tries_larger_subsets_when_the_first_pass_does_not_prune(mo
         return out
 
     monkeypatch.setattr(pcsos.node, "_decomposition", spy)
-    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, time_limit=600)
+    # one SDP round: the passes are the subject, and they come before it
+    one = {"max_rounds_root": 1}
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, time_limit=600, cp_settings=one)
     root = res.log[0]
     assert [(sh, size) for sh, size, _ in passes] == [
         (pcsos.node.DECOMPOSITION_FIRST_SHARE, 10), (pcsos.node.DECOMPOSITION_SECOND_SHARE, 30)]
@@ -536,7 +541,7 @@ def test_a_large_root_tries_larger_subsets_when_the_first_pass_does_not_prune(mo
     assert root["decomposition_size"] == 30
     assert root["decomposition_bound"] == passes[1][2] <= root["lb"] <= res.objective
     passes.clear()
-    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, cp_settings=one)
     assert [size for _, size, _ in passes] == [10] and res.log[0]["decomposition_size"] == 10
 
 
@@ -588,7 +593,8 @@ def test_the_second_pass_leaves_the_sdp_its_estimated_time(monkeypatch):
         return run(*args, share=share, **kwargs)
 
     monkeypatch.setattr(pcsos.node, "_decomposition", spy)
-    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, time_limit=600)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1, time_limit=600,
+                      cp_settings={"max_rounds_root": 1})
     assert shares == [pcsos.node.DECOMPOSITION_FIRST_SHARE, pytest.approx(0.3)]
     assert res.log[0]["sdp_iterations"] > 0  # the SDP ran after both
 
@@ -645,7 +651,8 @@ def test_a_large_root_skips_a_decomposition_that_cannot_prune(monkeypatch):
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     _large_root(monkeypatch, 10, 3)
-    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1)
+    res = pcsos.solve(X, 3, workers=1, seed=0, max_nodes=1,
+                      cp_settings={"max_rounds_root": 1})
     root = res.log[0]
     assert "decomposition_subsets" not in root and root["sdp_iterations"] > 0
     assert root["decomposition_ceiling"] < res.objective * (1 - 1e-4)
@@ -678,8 +685,8 @@ def test_the_ceiling_caps_the_decomposition_bound(seed):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(60, 2))
     inst = make_instance(X, 3, ml=[(0, 1), (2, 3)], cl=[(4, 5)])
-    labels = pcsos.solve(X, 3, ml=[(0, 1), (2, 3)], cl=[(4, 5)], workers=1, seed=0,
-                         max_nodes=1).labels
+    # any clustering the pairs allow (the test is about the ceiling, not the optimum)
+    labels = run_heuristic("ipc-kmeans", Problem.from_instance(inst), seed=0).labels
     subsets = partition(inst, labels, 15)
     lb, _ = decomposition_bound(inst, subsets, workers=1, labels=labels)
     ceiling = _decomposition_ceiling(Problem.from_instance(inst), labels, subsets)

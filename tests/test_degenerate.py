@@ -123,14 +123,14 @@ def test_every_builtin_heuristic_is_checked():
     assert set(BUILTIN) <= set(available_heuristics())
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(instances())
 def test_solve_on_tiny_and_degenerate_instances(case):
     _check_solve(case)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+@settings(max_examples=100, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(instances())
 def test_heuristics_on_tiny_and_degenerate_instances(case):

@@ -20,8 +20,9 @@ a box B, g_i >= e_i dist(m_i, B)^2 + within_i - pi_i, so the sum of the negative
 these is a lower bound of the least reduced cost of any y in B. Its result is a proven lower
 bound at any stop (the least bound over the boxes still open), rounded outward.
 The exact pricing minimises over clusters that obey the cannot-link pairs: a box's bound
-counts only the more negative end of each pair of a matching of the pairs inside (any
-matching bounds the best set obeying all of them), and the clusters it meets are repaired.
+sums the points' least values over the sets that obey the pairs inside (an exact search per
+component of the pairs' graph; a matching of them where that search is too long), and the
+clusters it meets are repaired.
 
 With cluster sizes, the clusters fall into size classes (:attr:`PricingData.classes`: one per
 exact size value, or one for the size range), each with the number of clusters it holds,
@@ -233,9 +234,11 @@ def _box_lower(data: PricingData, pi: np.ndarray, base: np.ndarray, cand: np.nda
     the pairs adds its own terms to that quadratic, and the least over the subsets is the
     exact minimum over the box: so the search ends even where the optimal centre lies on
     a circle, as it does at degenerate duals. With more, each adds its least value over the
-    box, e_i dist(m_i, B)^2 + within_i - pi_i, when negative; of a matching of the
-    cannot-link pairs among them only the more negative end counts (any matching bounds the
-    best set obeying all of them).
+    box, e_i dist(m_i, B)^2 + within_i - pi_i, when negative, summed over the sets that obey
+    the cannot-link pairs among them: the least such sum, by an exact search over the
+    independent sets of each component of the pairs' graph (the set it takes is returned);
+    a component too large for it takes a matching of its pairs, of which only the more
+    negative end counts (any matching bounds the best set obeying all of them).
     """
     # every term is computed with a relative error of a few (d + 4) ulps of its magnitude
     # (e_i (||m_i||^2 + ||y||^2) <= 3 e_i ||m_i||^2 + 2 e_i far_i^2 for y in the box), and
