@@ -16,7 +16,7 @@ s, every entry -1 on entry and on return.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport fabs
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc
 
 cnp.import_array()
@@ -241,6 +241,9 @@ def box_lower(const double[:, ::1] m, const double[::1] e, const double[::1] bas
             if npairs:
                 value, members = _pairs_lower(value, keep, nk, tk, sure, other, u, pa, pb,
                                               npairs)
+                if d <= CORNERS_MAX_D:
+                    value = _dmax(value, _corner_lower(m, e, base, keep, nk, lo, hi, pa, pb,
+                                                       npairs))
             else:
                 for h in range(u):
                     value += tk[other[h]]
@@ -374,6 +377,52 @@ cdef _pairs_lower(double value, const cnp.int64_t[::1] keep, Py_ssize_t nk, doub
         free(inset)
         free(matched)
         free(exact)
+
+
+#: the box bound with cannot-link pairs also bounds at the box's 2^d corners up to this d
+CORNERS_MAX_D = 3
+
+
+cdef double _corner_lower(const double[:, ::1] m, const double[::1] e, const double[::1] base,
+                          const cnp.int64_t[::1] keep, Py_ssize_t nk, const double[::1] lo,
+                          const double[::1] hi, const Py_ssize_t *pa, const Py_ssize_t *pb,
+                          Py_ssize_t npairs):
+    """A second lower bound of the least sum of g_i over the box among the sets of ``keep``
+    that obey the pairs: for a set T, g_T(y) - e_T ||y - y0||^2 is affine in y (y0 the
+    box's centre), so it is least at a corner v, where ||v - y0||^2 is the half diagonal's
+    square r^2; as g_T is at least that, the least over the corners of the least sum of
+    min(0, g_i(v) - e_i r^2) over the sets obeying the pairs (:func:`_pairs_lower`) bounds
+    it. It is off by O(r^2) near the minimum where the points' least values are off by
+    O(r), so a search that needs small boxes closes in far fewer."""
+    cdef Py_ssize_t d = m.shape[1], a, j, i, corner
+    cdef double r2 = 0.0, h, dist, t, val, best = INFINITY
+    cdef double *tc = <double *> malloc((nk + 1) * sizeof(double))
+    cdef char *none = <char *> malloc((nk + 1) * sizeof(char))
+    cdef Py_ssize_t *every = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    try:
+        for a in range(d):
+            h = 0.5 * (hi[a] - lo[a])
+            r2 += h * h
+        for j in range(nk):
+            none[j] = 0
+            every[j] = j
+        for corner in range(1 << d):
+            for j in range(nk):
+                i = keep[j]
+                dist = 0.0
+                for a in range(d):
+                    h = m[i, a] - (hi[a] if (corner >> a) & 1 else lo[a])
+                    dist += h * h
+                t = e[i] * (dist - r2) + base[i]
+                tc[j] = t if t < 0 else 0.0
+            val = _pairs_lower(0.0, keep, nk, tc, none, every, nk, pa, pb, npairs)[0]
+            if val < best:
+                best = val
+        return best
+    finally:
+        free(tc)
+        free(none)
+        free(every)
 
 
 def centre_cluster(const double[:, ::1] m, const double[::1] e, const double[::1] base,
