@@ -171,6 +171,16 @@ def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed, crossing
             assert rc >= exact - 1e-9 * scale
 
 
+def _pair_graph_data(rng, n: int, d: int) -> PricingData | None:
+    """Pricing data of n normal points in d dimensions with random cannot-link pairs (up to
+    2n: paths, triangles, cycles) and k = n - 1; None where the pairs leave no clustering."""
+    X = rng.normal(size=(n, d))
+    cl = sorted({tuple(sorted(int(v) for v in rng.choice(n, 2, replace=False)))
+                 for _ in range(int(rng.integers(1, 2 * n)))})
+    prob = _problem(X, n - 1, [], cl, {})
+    return None if prob is None else PricingData.from_problem(prob)
+
+
 def _point_box(data: PricingData, pi: np.ndarray, y: np.ndarray):
     """The box bound at the single point ``y``, every circle counted as crossing (so the
     cannot-link pairs go to the independent-set search): (bound, members)."""
@@ -201,14 +211,9 @@ def test_a_box_bound_takes_the_best_set_that_obeys_chains_of_pairs(monkeypatch):
     rng = np.random.default_rng(7)
     checked = 0
     for _ in range(25):
-        n = int(rng.integers(3, 13))
-        X = rng.normal(size=(n, 2))
-        cl = sorted({tuple(sorted(int(v) for v in rng.choice(n, 2, replace=False)))
-                     for _ in range(int(rng.integers(1, 2 * n)))})
-        prob = _problem(X, n - 1, [], cl, {})
-        if prob is None:
+        data = _pair_graph_data(rng, int(rng.integers(3, 13)), 2)
+        if data is None:
             continue
-        data = PricingData.from_problem(prob)
         y = rng.normal(size=2) * 0.5
         g_want = -rng.uniform(0.1, 2.0, size=data.s)
         pi = data.e * np.sum((data.m - y) ** 2, axis=1) + data.within - g_want
@@ -240,14 +245,10 @@ def test_a_box_bound_with_pairs_is_below_the_least_over_the_box():
     rng = np.random.default_rng(11)
     checked = 0
     for _ in range(40):
-        n, d = int(rng.integers(3, 9)), int(rng.integers(1, 4))
-        X = rng.normal(size=(n, d))
-        cl = sorted({tuple(sorted(int(v) for v in rng.choice(n, 2, replace=False)))
-                     for _ in range(int(rng.integers(1, 2 * n)))})
-        prob = _problem(X, n - 1, [], cl, {})
-        if prob is None:
+        d = int(rng.integers(1, 4))
+        data = _pair_graph_data(rng, int(rng.integers(3, 9)), d)
+        if data is None:
             continue
-        data = PricingData.from_problem(prob)
         pi = data.within + data.e * rng.uniform(0.2, 3.0, size=data.s)
         centre = rng.normal(size=d) * 0.5
         half = rng.uniform(1e-4, 1.0, size=d) * 10.0 ** -rng.integers(0, 3)
