@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from instances import RESULTS, append_jsonl, code_version, run_bound, utc_now
+from instances import RESULTS, append_jsonl, bound_methods, code_version, utc_now
 
 from pcsos.heuristics import run_heuristic
 from pcsos.problem import Problem, make_instance
@@ -71,20 +71,13 @@ def main(argv=None) -> int:
             cons.write_text("".join(f"CL {i} {j}\n" for i, j in cl))
             prob = Problem.from_instance(make_instance(X, args.k, cl=cl))
             ub = run_heuristic("s-mdeclust", prob, seed=args.seed, time_limit=30).objective
-            for method in args.methods:
-                res, rc = run_bound([str(path), "-k", str(args.k), "--method", method,
-                                     "--upper-bound", repr(ub),
-                                     "--time-limit", str(args.time_limit)]
-                                    + (["-c", str(cons)] if cl else []))
-                lb = res.get("lower_bound")
-                row = {"d": d, "n": args.n, "k": args.k, "seed": args.seed, "method": method,
-                       "cl": n_cl,
-                       "upper_bound": ub, "lower_bound": lb,
-                       "gap": None if lb is None else (ub - lb) / ub,
-                       "seconds": res.get("total_seconds", res.get("seconds")),
-                       "status": res.get("status"), "pricing_boxes": res.get("pricing_boxes"),
-                       "rc": rc, "time_limit": args.time_limit,
-                       "code_version": version, "date": utc_now()}
+            for fields in bound_methods([str(path), "-k", str(args.k)]
+                                        + (["-c", str(cons)] if cl else []),
+                                        args.methods, ub, args.time_limit):
+                row = {"d": d, "n": args.n, "k": args.k, "seed": args.seed, "cl": n_cl,
+                       "upper_bound": ub, **fields, "code_version": version,
+                       "date": utc_now()}
+                method = fields["method"]
                 append_jsonl(args.out, row)
                 print(f"d = {d}, cl = {n_cl} {method}: gap {row['gap']}, {row['seconds']} s, "
                       f"{row['status']}", flush=True)

@@ -19,10 +19,10 @@ from instances import (
     INSTANCES,
     RESULTS,
     append_jsonl,
+    bound_methods,
     code_version,
     instances,
     read_jsonl,
-    run_bound,
     utc_now,
 )
 
@@ -50,18 +50,12 @@ def main(argv=None) -> int:
         if ub is None:
             print(f"{name}: no optimum in bench_solve.jsonl, skipped", flush=True)
             continue
-        for method in args.methods:
-            res, rc = run_bound([str(INSTANCES / ds / "data.txt"), "-c", str(path),
-                                 "--method", method, "--upper-bound", repr(ub),
-                                 "--time-limit", str(args.time_limit)]
-                                + (["--cuts", "all"] if method == "sdp" else []))
-            lb = res.get("lower_bound")
-            row = {"instance": name, "ml": ml, "cl": cl, "method": method, "optimum": ub,
-                   "lower_bound": lb, "gap": None if lb is None else (ub - lb) / ub,
-                   "seconds": res.get("total_seconds", res.get("seconds")),
-                   "status": res.get("status"), "pricing_boxes": res.get("pricing_boxes"),
-                   "rc": rc, "time_limit": args.time_limit, "code_version": version,
-                   "date": utc_now()}
+        for fields in bound_methods([str(INSTANCES / ds / "data.txt"), "-c", str(path)],
+                                    args.methods, ub, args.time_limit,
+                                    lambda m: ["--cuts", "all"] if m == "sdp" else []):
+            row = {"instance": name, "ml": ml, "cl": cl, "optimum": ub, **fields,
+                   "code_version": version, "date": utc_now()}
+            method = fields["method"]
             append_jsonl(args.out, row)
             print(f"{name} {method}: gap {row['gap']}, {row['seconds']} s, {row['status']}",
                   flush=True)

@@ -220,6 +220,23 @@ def run_bound(args: list[str]) -> tuple[dict, int]:
         return (json.loads(out.read_text()) if out.is_file() else {}), proc.returncode
 
 
+def bound_methods(args: list[str], methods, upper_bound: float, time_limit: float,
+                  extra=None):
+    """``pcsos bound ARGS --method M --upper-bound UB --time-limit T`` (and ``extra(M)``) for
+    each method M, each in a process of its own (:func:`run_bound`): per method, the fields
+    of a result row that the engine benchmarks share."""
+    for method in methods:
+        res, rc = run_bound([*args, "--method", method, "--upper-bound", repr(upper_bound),
+                             "--time-limit", str(time_limit)]
+                            + (extra(method) if extra is not None else []))
+        lb = res.get("lower_bound")
+        yield {"method": method, "lower_bound": lb,
+               "gap": None if lb is None else (upper_bound - lb) / upper_bound,
+               "seconds": res.get("total_seconds", res.get("seconds")),
+               "status": res.get("status"), "pricing_boxes": res.get("pricing_boxes"),
+               "rc": rc, "time_limit": time_limit}
+
+
 def read_jsonl(path) -> list[dict]:
     """The rows of a JSON-lines file (none when it does not exist)."""
     path = pathlib.Path(path)

@@ -573,11 +573,11 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                            "left, so it was not started")
         else:
             res.message = f"{tr.message} before the root node finished"
-        source, nsub = _root_bound_source(rows, tr.unfinished.get(0), res.lower_bound)
+        source, nsub = _root_bound_source(rows, tr.unfinished.get(0), res.lower_bound, engine)
         if source == "decomposition":
             res.message += (f"; the lower bound is a decomposition bound: {nsub} subsets of "
                             "the data bounded apart and added (docs/decomposition.md)")
-        elif source == "sdp" and engine == "colgen":
+        elif source == "colgen":
             res.message += ("; the lower bound is the root's last safe bound of the "
                             "set-partitioning LP (Lagrangian, docs/safe_bound.md)")
         elif source == "sdp":
@@ -589,9 +589,11 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
     return res
 
 
-def _root_bound_source(rows: list[dict], unfinished: dict | None, lower: float):
+def _root_bound_source(rows: list[dict], unfinished: dict | None, lower: float,
+                       engine: str = "sdp"):
     """Which bound a root that never finished left: ``("decomposition", subsets)``,
-    ``("sdp", ", ... in round r")`` or ``(None, None)`` (none above 0), from its log row (a root
+    ``("sdp", ", ... in round r")``, ``("colgen", "")`` (``engine``, the root's bound
+    engine, where not a decomposition) or ``(None, None)`` (none above 0), from its log row (a root
     refused its SDP), from the row of the outcome it handed back at the stop, or from the
     last report of its abandoned job (the best bound reported is the one the tree kept)."""
     if lower <= 0:
@@ -603,6 +605,8 @@ def _root_bound_source(rows: list[dict], unfinished: dict | None, lower: float):
     by = entry.get("proved_by") or {}
     if by.get("stage") == "decomposition bound" and by.get("bound", -math.inf) >= lower:
         return "decomposition", by.get("subsets")
+    if engine == "colgen":
+        return "colgen", ""
     return "sdp", (f", its cutting-plane loop stopped in round {by['round']}"
                    if by.get("stage") == "bound" and "round" in by else "")
 

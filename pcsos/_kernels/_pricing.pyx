@@ -262,43 +262,59 @@ def box_lower(const double[:, ::1] m, const double[::1] e, const double[::1] bas
         free(opos)
 
 
-cdef _pairs_lower(double value, const cnp.int64_t[::1] keep, Py_ssize_t nk, double *tk,
-                  const char *sure, const Py_ssize_t *other, Py_ssize_t u,
-                  const Py_ssize_t *pa, const Py_ssize_t *pb, Py_ssize_t npairs):
-    """``value`` plus the least sum of the terms ``tk`` of the other points (``other``) over
-    the sets that obey the cannot-link pairs (``pa``, ``pb``, indices into ``keep``), and
-    that set with the sure points: (bound, members, or None where a component of the pairs'
-    graph was bounded by a matching).
+cdef struct Comps:
+    # the connected components of the cannot-link pairs' graph among some points of a box
+    # (indices into its keep), laid out by position: component c holds the positions
+    # start[c] .. start[c + 1] - 1, position q is the point pts[q], adj[q] its neighbours'
+    # bits within its component (for components of at most cap points)
+    Py_ssize_t ncomp
+    Py_ssize_t cap
+    long long budget
+    Py_ssize_t *cid
+    Py_ssize_t *loc
+    Py_ssize_t *size
+    Py_ssize_t *start
+    Py_ssize_t *pts
+    unsigned long long *adj
+    double *w
+    char *exact
+    char *matched
 
-    Each connected component of the graph is searched exactly (:func:`_mwis`) up to
-    ``MWIS_MAX`` points and ``MWIS_BUDGET`` calls; a larger one takes a matching of its
-    pairs, largest saving first, of which only the more negative end of each counts (any
-    matching bounds the best set obeying all the pairs). As the box shrinks each term tends
-    to its value at a point, so the exact search makes the bound tend to the constrained
-    minimum there, which a matching alone does not where a point has two partners."""
-    cdef Py_ssize_t h, j, p, r, c, ncomp = 0, a, b
-    cdef long long budget, budget0 = MWIS_BUDGET
-    cdef Py_ssize_t cap = min(int(MWIS_MAX), 62)  # the masks' width
-    cdef unsigned long long got
-    cdef double t
+
+cdef void _comps_free(Comps *g):
+    free(g.cid)
+    free(g.loc)
+    free(g.size)
+    free(g.start)
+    free(g.pts)
+    free(g.adj)
+    free(g.w)
+    free(g.exact)
+    free(g.matched)
+
+
+cdef void _comps_build(Comps *g, Py_ssize_t nk, const Py_ssize_t *other, Py_ssize_t u,
+                       const Py_ssize_t *pa, const Py_ssize_t *pb, Py_ssize_t npairs):
+    """The components of the pairs (``pa``, ``pb``) among the points ``other`` (u of the nk
+    of keep; every pair's ends among them), by union-find. Free with :func:`_comps_free`."""
+    cdef Py_ssize_t h, j, p, r, c, a, b
     cdef Py_ssize_t *parent = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t *cid = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t *loc = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t *size = <Py_ssize_t *> malloc((u + 1) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t *start = <Py_ssize_t *> malloc((u + 2) * sizeof(Py_ssize_t))
-    cdef Py_ssize_t *pts = <Py_ssize_t *> malloc((u + 1) * sizeof(Py_ssize_t))
-    cdef unsigned long long *adj = <unsigned long long *> malloc(
-        (u + 1) * sizeof(unsigned long long))
-    cdef double *w = <double *> malloc((u + 1) * sizeof(double))
-    cdef char *inset = <char *> malloc((nk + 1) * sizeof(char))
-    cdef char *matched = <char *> malloc((nk + 1) * sizeof(char))
-    cdef char *exact = <char *> malloc((u + 1) * sizeof(char))
-    cdef bint whole = True
+    g.ncomp = 0
+    g.cap = min(int(MWIS_MAX), 62)  # the masks' width
+    g.budget = MWIS_BUDGET
+    g.cid = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    g.loc = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    g.size = <Py_ssize_t *> malloc((u + 1) * sizeof(Py_ssize_t))
+    g.start = <Py_ssize_t *> malloc((u + 2) * sizeof(Py_ssize_t))
+    g.pts = <Py_ssize_t *> malloc((u + 1) * sizeof(Py_ssize_t))
+    g.adj = <unsigned long long *> malloc((u + 1) * sizeof(unsigned long long))
+    g.w = <double *> malloc((u + 1) * sizeof(double))
+    g.exact = <char *> malloc((u + 1) * sizeof(char))
+    g.matched = <char *> malloc((nk + 1) * sizeof(char))
     try:
         for j in range(nk):
             parent[j] = j
-            inset[j] = sure[j]
-            matched[j] = 0
+            g.cid[j] = -1
         for p in range(npairs):
             a = pa[p]
             while parent[a] != a:
@@ -308,75 +324,116 @@ cdef _pairs_lower(double value, const cnp.int64_t[::1] keep, Py_ssize_t nk, doub
                 b = parent[b]
             if a != b:
                 parent[a] = b
-        for j in range(nk):
-            cid[j] = -1
         for h in range(u):
             j = other[h]
             r = j
             while parent[r] != r:
                 r = parent[r]
             parent[j] = r
-            if cid[r] < 0:
-                cid[r] = ncomp
-                size[ncomp] = 0
-                ncomp += 1
-            cid[j] = cid[r]
-            loc[j] = size[cid[j]]
-            size[cid[j]] += 1
-        start[0] = 0
-        for c in range(ncomp):
-            start[c + 1] = start[c] + size[c]
+            if g.cid[r] < 0:
+                g.cid[r] = g.ncomp
+                g.size[g.ncomp] = 0
+                g.ncomp += 1
+            g.cid[j] = g.cid[r]
+            g.loc[j] = g.size[g.cid[j]]
+            g.size[g.cid[j]] += 1
+        g.start[0] = 0
+        for c in range(g.ncomp):
+            g.start[c + 1] = g.start[c] + g.size[c]
         for h in range(u):
             j = other[h]
-            pts[start[cid[j]] + loc[j]] = j
-            adj[start[cid[j]] + loc[j]] = 0
-            w[start[cid[j]] + loc[j]] = tk[j]
+            g.pts[g.start[g.cid[j]] + g.loc[j]] = j
+            g.adj[g.start[g.cid[j]] + g.loc[j]] = 0
         for p in range(npairs):
-            c = cid[pa[p]]
-            if size[c] <= cap:
-                adj[start[c] + loc[pa[p]]] |= 1ULL << loc[pb[p]]
-                adj[start[c] + loc[pb[p]]] |= 1ULL << loc[pa[p]]
-        for c in range(ncomp):
-            exact[c] = 0
-            if size[c] <= cap:
-                budget = budget0
-                got = 0
-                t = _mwis((~0ULL) >> (64 - size[c]), adj + start[c], w + start[c], &got,
-                          &budget)
-                if budget >= 0:
-                    exact[c] = 1
-                    value += t
-                    for r in range(size[c]):
-                        if (got >> r) & 1:
-                            inset[pts[start[c] + r]] = 1
-            if not exact[c]:
-                whole = False
-                for r in range(size[c]):
-                    value += tk[pts[start[c] + r]]
-        if not whole:
-            # a matching of the pairs of the components searched in vain, largest saving
-            # first: of each matched pair the less negative end's term comes back off
-            order = sorted((p for p in range(npairs) if not exact[cid[pa[p]]]),
-                           key=lambda q: -_dmax(tk[pa[q]], tk[pb[q]]))
-            for p in order:
-                if not matched[pa[p]] and not matched[pb[p]]:
-                    matched[pa[p]] = 1
-                    matched[pb[p]] = 1
-                    value -= _dmax(tk[pa[p]], tk[pb[p]])
-            return value, None
-        return value, np.asarray([keep[j] for j in range(nk) if inset[j]], dtype=np.int64)
+            c = g.cid[pa[p]]
+            if g.size[c] <= g.cap:
+                g.adj[g.start[c] + g.loc[pa[p]]] |= 1ULL << g.loc[pb[p]]
+                g.adj[g.start[c] + g.loc[pb[p]]] |= 1ULL << g.loc[pa[p]]
     finally:
         free(parent)
-        free(cid)
-        free(loc)
-        free(size)
-        free(start)
-        free(pts)
-        free(adj)
-        free(w)
+
+
+cdef double _comps_lower(Comps *g, Py_ssize_t nk, const double *tk, const Py_ssize_t *pa,
+                         const Py_ssize_t *pb, Py_ssize_t npairs, char *inset,
+                         bint *whole) except? -1e308:
+    """The least sum of the terms ``tk`` (each <= 0; indexed as keep) of the components'
+    points over the sets that obey the pairs; ``whole`` says whether every component was
+    searched exactly, and then the points of the set found are marked in ``inset`` (where
+    given).
+
+    Each component is searched exactly (:func:`_mwis`) up to ``MWIS_MAX`` points and
+    ``MWIS_BUDGET`` calls, among its points of negative term (one of term 0 never lowers a
+    sum); a larger one takes a matching of its pairs, largest saving first, of which only
+    the more negative end of each matched pair counts (any matching bounds the best set
+    obeying all the pairs). As the box shrinks each term tends to its value at a point, so
+    the exact search makes the bound tend to the constrained minimum there, which a
+    matching alone does not where a point has two partners."""
+    cdef Py_ssize_t c, q, r, p, j
+    cdef long long budget
+    cdef unsigned long long got, mask
+    cdef double value = 0.0, t
+    whole[0] = True
+    for c in range(g.ncomp):
+        g.exact[c] = 0
+        if g.size[c] <= g.cap:
+            mask = 0
+            for r in range(g.size[c]):
+                q = g.start[c] + r
+                g.w[q] = tk[g.pts[q]]
+                if g.w[q] < 0:
+                    mask |= 1ULL << r
+            budget = g.budget
+            got = 0
+            t = _mwis(mask, g.adj + g.start[c], g.w + g.start[c], &got, &budget)
+            if budget >= 0:
+                g.exact[c] = 1
+                value += t
+                if inset != NULL:
+                    for r in range(g.size[c]):
+                        if (got >> r) & 1:
+                            inset[g.pts[g.start[c] + r]] = 1
+        if not g.exact[c]:
+            whole[0] = False
+            for r in range(g.size[c]):
+                value += tk[g.pts[g.start[c] + r]]
+    if not whole[0]:
+        # a matching of the pairs of the components searched in vain, largest saving
+        # first: of each matched pair the less negative end's term comes back off
+        for j in range(nk):
+            g.matched[j] = 0
+        order = sorted((p for p in range(npairs) if not g.exact[g.cid[pa[p]]]),
+                       key=lambda q: -_dmax(tk[pa[q]], tk[pb[q]]))
+        for p in order:
+            if not g.matched[pa[p]] and not g.matched[pb[p]]:
+                g.matched[pa[p]] = 1
+                g.matched[pb[p]] = 1
+                value -= _dmax(tk[pa[p]], tk[pb[p]])
+    return value
+
+
+cdef _pairs_lower(double value, const cnp.int64_t[::1] keep, Py_ssize_t nk, double *tk,
+                  const char *sure, const Py_ssize_t *other, Py_ssize_t u,
+                  const Py_ssize_t *pa, const Py_ssize_t *pb, Py_ssize_t npairs):
+    """``value`` plus the least sum of the terms ``tk`` of the other points (``other``) over
+    the sets that obey the cannot-link pairs (``pa``, ``pb``, indices into ``keep``), and
+    that set with the sure points: (bound, members, or None where a component of the pairs'
+    graph was bounded by a matching). See :func:`_comps_lower`."""
+    cdef Py_ssize_t j
+    cdef bint whole
+    cdef Comps g
+    cdef char *inset = <char *> malloc((nk + 1) * sizeof(char))
+    _comps_build(&g, nk, other, u, pa, pb, npairs)
+    try:
+        for j in range(nk):
+            inset[j] = 0
+        value += _comps_lower(&g, nk, tk, pa, pb, npairs, inset, &whole)
+        if not whole:
+            return value, None
+        return value, np.asarray([keep[j] for j in range(nk) if inset[j] or sure[j]],
+                                 dtype=np.int64)
+    finally:
+        _comps_free(&g)
         free(inset)
-        free(matched)
-        free(exact)
 
 
 #: the box bound with cannot-link pairs also bounds at the box's 2^d corners up to this d
@@ -386,26 +443,28 @@ CORNERS_MAX_D = 3
 cdef double _corner_lower(const double[:, ::1] m, const double[::1] e, const double[::1] base,
                           const cnp.int64_t[::1] keep, Py_ssize_t nk, const double[::1] lo,
                           const double[::1] hi, const Py_ssize_t *pa, const Py_ssize_t *pb,
-                          Py_ssize_t npairs):
+                          Py_ssize_t npairs) except? -1e308:
     """A second lower bound of the least sum of g_i over the box among the sets of ``keep``
     that obey the pairs: for a set T, g_T(y) - e_T ||y - y0||^2 is affine in y (y0 the
     box's centre), so it is least at a corner v, where ||v - y0||^2 is the half diagonal's
     square r^2; as g_T is at least that, the least over the corners of the least sum of
-    min(0, g_i(v) - e_i r^2) over the sets obeying the pairs (:func:`_pairs_lower`) bounds
+    min(0, g_i(v) - e_i r^2) over the sets obeying the pairs (:func:`_comps_lower`) bounds
     it. It is off by O(r^2) near the minimum where the points' least values are off by
-    O(r), so a search that needs small boxes closes in far fewer."""
+    O(r), so a search that needs small boxes closes in far fewer. The pairs' components
+    are the same at every corner: built once."""
     cdef Py_ssize_t d = m.shape[1], a, j, i, corner
     cdef double r2 = 0.0, h, dist, t, val, best = INFINITY
+    cdef bint whole
     cdef double *tc = <double *> malloc((nk + 1) * sizeof(double))
-    cdef char *none = <char *> malloc((nk + 1) * sizeof(char))
     cdef Py_ssize_t *every = <Py_ssize_t *> malloc((nk + 1) * sizeof(Py_ssize_t))
+    cdef Comps g
+    for j in range(nk):
+        every[j] = j
+    _comps_build(&g, nk, every, nk, pa, pb, npairs)
     try:
         for a in range(d):
             h = 0.5 * (hi[a] - lo[a])
             r2 += h * h
-        for j in range(nk):
-            none[j] = 0
-            every[j] = j
         for corner in range(1 << d):
             for j in range(nk):
                 i = keep[j]
@@ -415,13 +474,13 @@ cdef double _corner_lower(const double[:, ::1] m, const double[::1] e, const dou
                     dist += h * h
                 t = e[i] * (dist - r2) + base[i]
                 tc[j] = t if t < 0 else 0.0
-            val = _pairs_lower(0.0, keep, nk, tc, none, every, nk, pa, pb, npairs)[0]
+            val = _comps_lower(&g, nk, tc, pa, pb, npairs, NULL, &whole)
             if val < best:
                 best = val
         return best
     finally:
+        _comps_free(&g)
         free(tc)
-        free(none)
         free(every)
 
 
