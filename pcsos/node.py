@@ -617,7 +617,10 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
                        max_iter=options.bound_settings.max_iter,
                        aggregate=options.bound_settings.aggregate,
                        box=options.bound_settings.box,
-                       verbose=options.bound_settings.verbose)
+                       verbose=options.bound_settings.verbose,
+                       # the tree keeps a reported bound of a job it stops waiting for
+                       progress=lambda it, bound: ctx.report("bound", iteration=it,
+                                                             bound=bound))
     flag = {"target": PRUNED, "time_limit": TIME_LIMIT}.get(res.status, NO_CUT)
     return BoundResult(res.lower_bound, res, CutSet.empty(), [], flag, res.iterations,
                        res.seconds, {}, f"column generation: {res.message}")

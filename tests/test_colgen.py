@@ -426,6 +426,19 @@ def test_a_time_limit_still_gives_a_valid_bound():
     assert math.isfinite(res.lower_bound)
 
 
+def test_each_better_bound_is_reported_as_it_is_proven():
+    """A caller that stops waiting (a tree's time limit) keeps the last bound reported: it
+    must be the run's bound, and the reports must rise."""
+    rng = np.random.default_rng(6)
+    X = np.vstack([rng.normal(c, 0.5, size=(12, 2)) for c in ((0, 0), (3, 0), (0, 3), (3, 3))])
+    seen = []
+    res = colgen_bound(Problem.from_instance(make_instance(X, 4)),
+                       progress=lambda it, bound: seen.append(bound))
+    assert res.status == "solved" and len(seen) >= 1
+    assert all(a < b for a, b in zip(seen, seen[1:]))
+    assert seen[-1] == res.lower_bound
+
+
 def test_the_tree_with_the_colgen_engine_finds_the_optimum():
     """The whole search with every node bounded by the LP (branching on the pairs its
     solution splits) agrees with enumeration, and its certificate holds. With size bounds

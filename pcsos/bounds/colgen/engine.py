@@ -24,6 +24,7 @@ not improve the master either, the box moves or widens where it binds, and where
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -266,7 +267,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, box: float = BOX_SHARE,
                  duals: np.ndarray | None = None,
-                 branch_below: float | None = None, verbose: bool = False) -> ColGenResult:
+                 branch_below: float | None = None, verbose: bool = False,
+                 progress: Callable[[int, float], None] | None = None) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
     generation, with a safe Lagrangian bound (module doc).
 
@@ -285,7 +287,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     towards which the pricing is smoothed (e.g. the parent's). ``branch_below``: stop with
     status 'branch' once the master (free of artificial columns) is worth less than this,
     after one exact pricing: the LP's value is then below it too, so a node whose pruning
-    needs this much will branch whatever the rest of the generation proves.
+    needs this much will branch whatever the rest of the generation proves. ``progress``:
+    called with (iteration, bound) at each better bound, so that a caller that stops
+    waiting for the result (a tree's time limit) still holds it.
     """
     clock = Deadline.of(time_limit).within()  # its elapsed() counts this run
     rng = np.random.default_rng(seed)
@@ -329,6 +333,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         L = _bound(pi, pr.term)
         if L > best:
             best, best_pi, center = L, pi.copy(), pi.copy()
+            if progress is not None:
+                progress(it, best)
         history.append((it, clock.elapsed(), lp_value, best))
         return pr
 
