@@ -426,6 +426,31 @@ def test_a_time_limit_still_gives_a_valid_bound():
     assert math.isfinite(res.lower_bound)
 
 
+def test_the_cannot_link_repair_keeps_the_most_negative_ends():
+    """The compiled repair against the rule written out: members in order of g_i(y), each
+    kept unless a kept partner came first."""
+    from pcsos._kernels._pricing import repair
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        X = rng.normal(size=(30, 2))
+        cl = sorted({tuple(sorted(map(int, rng.choice(30, 2, replace=False))))
+                     for _ in range(25)})
+        data = PricingData.from_problem(Problem.from_instance(make_instance(X, 3, cl=cl)))
+        pi, y = rng.uniform(0, 3, size=data.s), rng.normal(size=2)
+        col = np.sort(rng.choice(data.s, size=15, replace=False)).astype(np.int64)
+        work = np.full(data.s, -1, dtype=np.int64)
+        got = repair(data.m, data.e, data.within - pi, col, y, data.cl_ptr, data.cl_idx, work)
+        g = data.e[col] * ((data.m[col] - y) ** 2).sum(axis=1) + data.within[col] - pi[col]
+        kept: list[int] = []
+        for i in col[np.argsort(g, kind="stable")]:
+            if not any(tuple(sorted((int(i), j))) in set(map(tuple, data.cl.tolist()))
+                       for j in kept):
+                kept.append(int(i))
+        assert got.tolist() == sorted(kept)
+        assert np.all(work == -1)
+
+
 def test_each_better_bound_is_reported_as_it_is_proven():
     """A caller that stops waiting (a tree's time limit) keeps the last bound reported: it
     must be the run's bound, and the reports must rise."""

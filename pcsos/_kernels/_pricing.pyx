@@ -513,19 +513,46 @@ def centre_cluster(const double[:, ::1] m, const double[::1] e, const double[::1
         return 0.0, np.empty(0, dtype=np.int64)
     mem = ids[:nk]
     if cl_idx.shape[0]:
-        order = np.argsort(gs[:nk], kind="stable")
-        for j in range(nk):
-            work[iv[j]] = 1
-        for j in order:
-            i = iv[j]
-            if work[i] == 1:
-                for p in range(cl_ptr[i], cl_ptr[i + 1]):
-                    if work[cl_idx[p]] == 1:
-                        work[cl_idx[p]] = 0
-        mem = np.asarray([iv[j] for j in range(nk) if work[iv[j]] == 1], dtype=np.int64)
-        for j in range(nk):
-            work[iv[j]] = -1
+        mem = repair(m, e, base, mem, y, cl_ptr, cl_idx, work)
     return cluster_rc(m, e, q, pi, mem), mem
+
+
+def repair(const double[:, ::1] m, const double[::1] e, const double[::1] base,
+           const cnp.int64_t[::1] col, const double[::1] y, const cnp.int64_t[::1] cl_ptr,
+           const cnp.int64_t[::1] cl_idx, cnp.int64_t[::1] work):
+    """The members of ``col`` (distinct) left when, of each cannot-link pair inside, the one
+    of larger g_i(y) = e_i ||m_i - y||^2 + base_i leaves, the most negative terms staying
+    first (ties: ``col``'s order); in ``col``'s order."""
+    cdef Py_ssize_t nc = col.shape[0], d = m.shape[1], j, i, a, p, nk = 0
+    cdef double g, diff
+    out = np.empty(nc, dtype=np.int64)
+    cdef cnp.int64_t[::1] ov = out
+    gs = np.empty(nc, dtype=np.float64)
+    cdef double[::1] gv = gs
+    for j in range(nc):
+        i = col[j]
+        g = 0.0
+        for a in range(d):
+            diff = m[i, a] - y[a]
+            g += diff * diff
+        gv[j] = e[i] * g + base[i]
+    order = np.argsort(gs, kind="stable")
+    cdef cnp.int64_t[::1] rank = order
+    for j in range(nc):
+        work[col[j]] = 1
+    for j in range(nc):
+        i = col[rank[j]]
+        if work[i] == 1:
+            for p in range(cl_ptr[i], cl_ptr[i + 1]):
+                if work[cl_idx[p]] == 1:
+                    work[cl_idx[p]] = 0
+    for j in range(nc):
+        if work[col[j]] == 1:
+            ov[nk] = col[j]
+            nk += 1
+    for j in range(nc):
+        work[col[j]] = -1
+    return out[:nk]
 
 
 def cluster_rc(const double[:, ::1] m, const double[::1] e, const double[::1] q,

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc
+from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc, repair
 from pcsos.clock import Deadline
 from pcsos.problem import Problem, cl_adjacency
 
@@ -149,20 +149,15 @@ def _members(data: PricingData, pi: np.ndarray, y: np.ndarray, lo: int, hi: int
     return col
 
 
-def _repair(data: PricingData, pi: np.ndarray, col: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _repair(data: PricingData, pi: np.ndarray, col: np.ndarray, y: np.ndarray,
+            work: np.ndarray) -> np.ndarray:
     """Drop members until no cannot-link pair is inside: of each violated pair, the member
-    whose term g_i(y) is the larger (the one the cluster gains less from)."""
+    whose term g_i(y) is the larger (the one the cluster gains less from). ``work``: the
+    kernel's scratch (module :mod:`pcsos._kernels._pricing`)."""
     if not len(data.cl):
         return col
-    inside = set(int(i) for i in col)
-    diff = data.m[col] - y
-    g = dict(zip(col.tolist(), (data.e[col] * np.einsum("ij,ij->i", diff, diff)
-                                + data.within[col] - pi[col]).tolist()))
-    for i in sorted(inside, key=lambda t: g[t]):  # the most negative terms stay
-        if i in inside:
-            for j in data.cl_adj[i]:
-                inside.discard(j)
-    return np.array(sorted(inside), dtype=np.int64)
+    return repair(data.m, data.e, data.within - pi, np.ascontiguousarray(col, dtype=np.int64),
+                  np.ascontiguousarray(y, dtype=np.float64), data.cl_ptr, data.cl_idx, work)
 
 
 def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
@@ -171,6 +166,7 @@ def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
     ((t, d) points), in each size class: the best ``max_columns``, as (reduced cost, sorted
     member tuple); each obeys the cannot-link pairs and the sizes."""
     found: dict[tuple, float] = {}
+    work = np.full(data.s, -1, dtype=np.int64)
     for y0 in np.atleast_2d(centres):
         for lo, hi, _ in data.classes:
             y = y0
@@ -178,9 +174,9 @@ def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
             for _ in range(LLOYD_STEPS):
                 if not len(col):
                     break
-                col = _repair(data, pi, col, y)
+                col = _repair(data, pi, col, y, work)
                 y_new = (data.e[col, None] * data.m[col]).sum(axis=0) / data.e[col].sum()
-                nxt = _repair(data, pi, _members(data, pi, y_new, lo, hi), y_new)
+                nxt = _repair(data, pi, _members(data, pi, y_new, lo, hi), y_new, work)
                 y = y_new
                 if len(nxt) == len(col) and np.array_equal(nxt, col):
                     break
