@@ -101,9 +101,10 @@ class ColGenResult:
     """Outcome of :func:`colgen_bound`.
 
     ``lower_bound``: the best safe Lagrangian bound (-inf if none was proven);
-    ``lp_value``: the last master's value (an upper bound on the LP's, not a bound on the
-    SSE); ``status``: 'solved' (no cluster of negative reduced cost is left: the bound is
-    then within the pricing tolerance of the LP's value, or with sizes and cannot-link
+    ``lp_value``: the last restricted master's value (an upper bound on the LP's, not a
+    bound on the SSE; inf where a time limit stopped it with the dual box binding);
+    ``status``: 'solved' (no cluster of negative reduced cost is left: the bound is then
+    within the pricing tolerance of the LP's value, or with sizes and cannot-link
     pairs of the LP that relaxes those pairs in its pricing), 'target' (the bound
     reached ``bound_target``), 'branch' (the master fell below ``branch_below``),
     'time_limit', 'max_iter', 'stalled' (no cluster found completes the master: with size
@@ -469,7 +470,12 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
             alpha = SMOOTHING
-    if master.boxed and box_weight > 1e-9 and status != "failed":
+    if master.boxed and box_weight > 1e-9 and status == "time_limit":
+        # the box bound the last master, whose value and solution are not the restricted
+        # LP's; freeing it may take the simplex many pivots (n = 2 000, k = 20: 17-35 s past
+        # a 150 s limit), which a time limit has no room for: none is reported
+        lam, lp_value, art_weight = np.zeros(0), math.inf, math.inf
+    elif master.boxed and box_weight > 1e-9 and status != "failed":
         # the box bound the last master: solve the restricted LP itself for its solution
         master.set_box(None)
         try:
