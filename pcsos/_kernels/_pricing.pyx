@@ -484,6 +484,17 @@ cdef double _corner_lower(const double[:, ::1] m, const double[::1] e, const dou
         free(every)
 
 
+cdef inline double _g_at(const double[:, ::1] m, const double[::1] e, const double[::1] base,
+                         Py_ssize_t i, const double[::1] y) noexcept nogil:
+    """g_i(y) = e_i ||m_i - y||^2 + base_i."""
+    cdef Py_ssize_t a
+    cdef double g = 0.0, diff
+    for a in range(m.shape[1]):
+        diff = m[i, a] - y[a]
+        g += diff * diff
+    return e[i] * g + base[i]
+
+
 def centre_cluster(const double[:, ::1] m, const double[::1] e, const double[::1] base,
                    const double[::1] q, const double[::1] pi, const cnp.int64_t[::1] cand,
                    const double[::1] y, const cnp.int64_t[::1] cl_ptr,
@@ -492,19 +503,15 @@ def centre_cluster(const double[:, ::1] m, const double[::1] e, const double[::1
     repaired (of each violated pair the member of larger g_i leaves, the most negative
     terms staying first), and its reduced cost sum q_i - ||sum e_i m_i||^2 / sum e_i -
     sum pi_i (0.0 with no member). ``members`` is sorted."""
-    cdef Py_ssize_t nc = cand.shape[0], d = m.shape[1], idx, i, a, j, p, nk = 0
-    cdef double g, diff
+    cdef Py_ssize_t nc = cand.shape[0], idx, i, nk = 0
+    cdef double g
     gs = np.empty(nc, dtype=np.float64)
     ids = np.empty(nc, dtype=np.int64)
     cdef double[::1] gv = gs
     cdef cnp.int64_t[::1] iv = ids
     for idx in range(nc):
         i = cand[idx]
-        g = 0.0
-        for a in range(d):
-            diff = m[i, a] - y[a]
-            g += diff * diff
-        g = e[i] * g + base[i]
+        g = _g_at(m, e, base, i, y)
         if g < 0:
             gv[nk] = g
             iv[nk] = i
@@ -523,19 +530,13 @@ def repair(const double[:, ::1] m, const double[::1] e, const double[::1] base,
     """The members of ``col`` (distinct) left when, of each cannot-link pair inside, the one
     of larger g_i(y) = e_i ||m_i - y||^2 + base_i leaves, the most negative terms staying
     first (ties: ``col``'s order); in ``col``'s order."""
-    cdef Py_ssize_t nc = col.shape[0], d = m.shape[1], j, i, a, p, nk = 0
-    cdef double g, diff
+    cdef Py_ssize_t nc = col.shape[0], j, i, p, nk = 0
     out = np.empty(nc, dtype=np.int64)
     cdef cnp.int64_t[::1] ov = out
     gs = np.empty(nc, dtype=np.float64)
     cdef double[::1] gv = gs
     for j in range(nc):
-        i = col[j]
-        g = 0.0
-        for a in range(d):
-            diff = m[i, a] - y[a]
-            g += diff * diff
-        gv[j] = e[i] * g + base[i]
+        gv[j] = _g_at(m, e, base, col[j], y)
     order = np.argsort(gs, kind="stable")
     cdef cnp.int64_t[::1] rank = order
     for j in range(nc):
