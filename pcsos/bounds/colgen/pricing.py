@@ -68,7 +68,6 @@ class PricingData:
     #: the size classes ((lo, hi, clusters) each: so many clusters have a count in
     #: [lo, hi]); one class (1, n, k) without sizes
     classes: tuple = ()
-    cl_adj: list = field(default_factory=list)
     cl_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
     cl_idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -95,7 +94,7 @@ class PricingData:
         ptr[1:] = np.cumsum([len(a) for a in adj])
         idx = np.concatenate([np.zeros(0, dtype=np.int64), *adj])
         return cls(e, counts, np.ascontiguousarray(m), q, within, mag,
-                   np.asarray(problem.cl, dtype=np.int64), classes, adj, ptr, idx)
+                   np.asarray(problem.cl, dtype=np.int64), classes, ptr, idx)
 
     @property
     def s(self) -> int:
@@ -129,13 +128,13 @@ class PricingData:
         return not (len(self.cl) and np.any(inside[self.cl[:, 0]] & inside[self.cl[:, 1]]))
 
 
-def _members(data: PricingData, pi: np.ndarray, y: np.ndarray, lo: int, hi: int
+def _members(data: PricingData, base: np.ndarray, y: np.ndarray, lo: int, hi: int
              ) -> np.ndarray:
-    """The super-points with g_i(y) < 0 if they hold a count in [lo, hi]; else the most
-    negative ones up to hi points, or the lo points of least g_i (a cluster the range
-    allows)."""
+    """The super-points with g_i(y) = e_i ||m_i - y||^2 + base_i < 0 (``base``: within_i -
+    pi_i) if they hold a count in [lo, hi]; else the most negative ones up to hi points, or
+    the lo points of least g_i (a cluster the range allows)."""
     diff = data.m - y
-    g = data.e * np.einsum("ij,ij->i", diff, diff) + data.within - pi
+    g = data.e * np.einsum("ij,ij->i", diff, diff) + base
     col = np.flatnonzero(g < 0)
     size = int(data.counts[col].sum())
     if size > hi or size < lo:
@@ -149,14 +148,14 @@ def _members(data: PricingData, pi: np.ndarray, y: np.ndarray, lo: int, hi: int
     return col
 
 
-def _repair(data: PricingData, pi: np.ndarray, col: np.ndarray, y: np.ndarray,
+def _repair(data: PricingData, base: np.ndarray, col: np.ndarray, y: np.ndarray,
             work: np.ndarray) -> np.ndarray:
     """Drop members until no cannot-link pair is inside: of each violated pair, the member
     whose term g_i(y) is the larger (the one the cluster gains less from). ``work``: the
     kernel's scratch (module :mod:`pcsos._kernels._pricing`)."""
     if not len(data.cl):
         return col
-    return repair(data.m, data.e, data.within - pi, np.ascontiguousarray(col, dtype=np.int64),
+    return repair(data.m, data.e, base, np.ascontiguousarray(col, dtype=np.int64),
                   np.ascontiguousarray(y, dtype=np.float64), data.cl_ptr, data.cl_idx, work)
 
 
@@ -167,16 +166,17 @@ def price_heuristic(data: PricingData, pi: np.ndarray, centres: np.ndarray,
     member tuple); each obeys the cannot-link pairs and the sizes."""
     found: dict[tuple, float] = {}
     work = np.full(data.s, -1, dtype=np.int64)
+    base = data.within - pi  # g_i(y) = e_i ||m_i - y||^2 + base_i
     for y0 in np.atleast_2d(centres):
         for lo, hi, _ in data.classes:
             y = y0
-            col = _members(data, pi, y, lo, hi)
+            col = _members(data, base, y, lo, hi)
             for _ in range(LLOYD_STEPS):
                 if not len(col):
                     break
-                col = _repair(data, pi, col, y, work)
+                col = _repair(data, base, col, y, work)
                 y_new = (data.e[col, None] * data.m[col]).sum(axis=0) / data.e[col].sum()
-                nxt = _repair(data, pi, _members(data, pi, y_new, lo, hi), y_new, work)
+                nxt = _repair(data, base, _members(data, base, y_new, lo, hi), y_new, work)
                 y = y_new
                 if len(nxt) == len(col) and np.array_equal(nxt, col):
                     break
