@@ -470,19 +470,19 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
             alpha = SMOOTHING
-    if master.boxed and box_weight > 1e-9 and status == "time_limit":
-        # the box bound the last master, whose value and solution are not the restricted
-        # LP's; freeing it may take the simplex many pivots (n = 2 000, k = 20: 17-35 s past
-        # a 150 s limit), which a time limit has no room for: none is reported
+    if master.boxed and box_weight > 1e-9 and status != "failed":
+        # the box bound the last master: its value and solution are not the restricted LP's
         lam, lp_value, art_weight = np.zeros(0), math.inf, math.inf
-    elif master.boxed and box_weight > 1e-9 and status != "failed":
-        # the box bound the last master: solve the restricted LP itself for its solution
-        master.set_box(None)
-        try:
-            alpha_lp, sigma, lam, lp_value = master.solve()
-            art_weight = master.artificial_weight()
-        except MasterError:
-            lam, lp_value, art_weight = np.zeros(0), math.inf, math.inf
+        if status != "time_limit":
+            # solve the restricted LP itself for its solution (freeing the box may take the
+            # simplex many pivots: n = 2 000, k = 20, 17-35 s past a 150 s limit, for which
+            # a time limit has no room, so none is reported there)
+            master.set_box(None)
+            try:
+                alpha_lp, sigma, lam, lp_value = master.solve()
+                art_weight = master.artificial_weight()
+            except MasterError:
+                pass
     if best_pi is None and status != "failed":
         # stopped before any exact pricing: bound the master's duals now (a stop request
         # cuts this pricing short too; its bound is valid, if weak)
