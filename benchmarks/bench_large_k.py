@@ -31,9 +31,11 @@ def one_case(spec: dict) -> dict:
     from bench_certify import kmeans_best
 
     import pcsos
+    from pcsos.bounds.settings import BoundSettings
     from pcsos.problem import sse
 
-    X, y, ml, cl = GENERATORS[spec["gen"]](spec["n"], spec["k"], spec["pairs"], spec["seed"])
+    X, y, ml, cl = GENERATORS[spec["gen"]](spec["n"], spec["k"], spec["pairs"], spec["seed"],
+                                           d=spec.get("d", 2))
     rounds: dict[int, dict] = {}
     t0 = time.perf_counter()
 
@@ -44,7 +46,8 @@ def one_case(spec: dict) -> dict:
                                                   "seconds": time.perf_counter() - t0})
 
     res = pcsos.solve(X, spec["k"], ml, cl, time_limit=spec["time_limit"],
-                      workers=spec["workers"], seed=spec["seed"], progress=progress)
+                      workers=spec["workers"], seed=spec["seed"], progress=progress,
+                      bound_settings={"engine": spec.get("bound", "auto")})
     secs = time.perf_counter() - t0
     first = rounds[min(rounds)] if rounds else None
     root = res.log[0] if res.log and res.log[0].get("node") == 0 else None
@@ -52,6 +55,8 @@ def one_case(spec: dict) -> dict:
             "classes_over_kmeans": sse(X, y) / kmeans_best(X, spec["k"], runs=20),
             "status": res.status, "lower_bound": res.lower_bound, "objective": res.objective,
             "gap": res.gap, "nodes": res.nodes, "seconds": secs,
+            "engine": BoundSettings(engine=spec.get("bound", "auto")).engine_for(
+                spec["k"], X.shape[1], None, len(cl) / len(X)),
             "first_round": None if first is None else min(rounds),
             "first_bound": None if first is None else first["bound"],
             "first_gap": None if first is None else (res.objective - first["bound"])
@@ -73,6 +78,8 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, nargs="+", default=[20])
     ap.add_argument("--pairs", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--d", type=int, default=2, help="the dimension")
+    ap.add_argument("--bound", nargs="+", default=["auto"], help="engines, one case each")
     ap.add_argument("--time-limit", type=float, default=1800.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default=str(RESULTS / "bench_large_k.jsonl"))
@@ -84,8 +91,9 @@ def main(argv=None) -> int:
     code = code_version()  # at the start: the cases take long, and commits may land meanwhile
     for gen in args.gen:
         for n in args.n:
-            for k in args.k:
-                spec = {"gen": gen, "n": n, "k": k, "pairs": args.pairs, "seed": args.seed,
+            for k, bound in ((k, b) for k in args.k for b in args.bound):
+                spec = {"gen": gen, "n": n, "k": k, "d": args.d, "bound": bound,
+                        "pairs": args.pairs, "seed": args.seed,
                         "time_limit": args.time_limit, "workers": args.workers}
                 row = run_child(spec, __file__, "--one")
                 row.update(code=code, machine=platform.platform(),
@@ -93,7 +101,7 @@ def main(argv=None) -> int:
                                sys.argv[1:] if argv is None else argv))
                 append_jsonl(args.out, row)
                 gap = row.get("gap", math.nan)
-                print(f"{gen} n {n} k {k}: {row['status']} gap {gap:.4%} "
+                print(f"{gen} n {n} k {k} d {args.d} {bound}: {row['status']} gap {gap:.4%} "
                       f"first {row.get('first_gap')} root {row.get('root_gap')} "
                       f"nodes {row.get('nodes')} {row.get('seconds', math.nan):.0f} s",
                       flush=True)

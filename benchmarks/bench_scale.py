@@ -53,29 +53,30 @@ import numpy as np
 from instances import DATASETS, RESULTS, append_jsonl, constraint_files, read_jsonl
 
 
-def synthetic(n: int, k: int, pairs: int, seed: int = 0):
-    """Data, true labels, ML and CL pairs of one synthetic set (see module doc)."""
+def synthetic(n: int, k: int, pairs: int, seed: int = 0, d: int = 2):
+    """Data, true labels, ML and CL pairs of one synthetic set (see module doc), in ``d``
+    dimensions (the centres uniform in the cube of side 40 sqrt(k))."""
     rng = np.random.default_rng(seed)
     # centres spread so that neighbouring clusters overlap a little at sd 10
     box = 10.0 * 4.0 * math.sqrt(k)
-    centres = rng.uniform(-box / 2, box / 2, size=(k, 2))
+    centres = rng.uniform(-box / 2, box / 2, size=(k, d))
     y = np.arange(n) % k
-    X = centres[y] + rng.normal(0.0, 10.0, size=(n, 2))
+    X = centres[y] + rng.normal(0.0, 10.0, size=(n, d))
     return (X, y, *_pairs(rng, y, pairs))
 
 
-def overlapping(n: int, k: int, pairs: int, seed: int = 0):
+def overlapping(n: int, k: int, pairs: int, seed: int = 0, d: int = 2):
     """Data, true labels, ML and CL pairs of a set whose k classes overlap heavily (issue 31):
     class centres uniform in [-1, 1]^2, unit standard deviation, equal class sizes, the data
     standardised (zero mean, unit variance per coordinate); pairs as in :func:`synthetic`.
     The classes are then one blob: with 1 000 pairs and seed 0 they cost 9.8x (n = 1 000,
     k = 20), 9.4x (n = 2 000, k = 20) and 8.8x (n = 10 000, k = 20) the best of 20 k-means
     runs without pairs (``bench_certify.kmeans_best``), but only 2.5x at k = 5 and 1.3x at
-    k = 2."""
+    k = 2. ``d``: the dimension (centres in [-1, 1]^d)."""
     rng = np.random.default_rng(seed)
-    centres = rng.uniform(-1.0, 1.0, size=(k, 2))
+    centres = rng.uniform(-1.0, 1.0, size=(k, d))
     y = np.arange(n) % k
-    X = centres[y] + rng.normal(0.0, 1.0, size=(n, 2))
+    X = centres[y] + rng.normal(0.0, 1.0, size=(n, d))
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     return (X, y, *_pairs(rng, y, pairs))
 
