@@ -81,18 +81,22 @@ AGGREGATE_MAX_SHARE = 0.5
 #: incompatible columns kept for when a split makes them compatible, at most (the latest)
 INCOMPATIBLE_KEPT = 3000
 #: near the LP's optimum the master keeps at most RETIRE_ABOVE generated columns: beyond,
-#: those out of its solution of largest reduced cost leave it until RETIRE_TO remain (each simplex iteration prices
-#: every column, and at small k a column holds hundreds of points)
+#: those out of its solution of largest reduced cost leave it until RETIRE_TO remain (each
+#: simplex iteration prices every column, and at small k a column holds hundreds of points)
 RETIRE_ABOVE = 3000
 RETIRE_TO = 1500
 #: ... and while its bound is far from its value (the Lagrangian gap, (value - bound) /
 #: value, above TAIL_GAP) at most EARLY_RETIRE_ABOVE, retiring to EARLY_RETIRE_TO: a small
 #: master's duals move faster (each solve of the n = 2 000, k = 20 overlapping root took
 #: 0.45 s and 1 500-2 300 pivots with 3 000 columns); the bound then closes in on the
-#: value, where the LP's degenerate optimum needs the columns the small master retires
+#: value, where the LP's degenerate optimum needs the columns the small master retires.
+#: The small master also ends after EARLY_STALL iterations without a better bound: where
+#: the LP needs more columns than it holds, it would retire and price the same ones again
+#: (8 points, k = 3, at most 5 columns: 100 000 iterations at one bound)
 EARLY_RETIRE_ABOVE = 600
 EARLY_RETIRE_TO = 300
 TAIL_GAP = 1e-3
+EARLY_STALL = 200
 #: a child inherits the columns of its parent's LP solution and at most this many more, those
 #: of least reduced cost at the parent's bound duals (more slow its first masters and cost
 #: memory in every open node)
@@ -334,14 +338,15 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     it = 0
 
     budget = FIRST_BOXES
+    better_at = 0  # the iteration of the last better bound
 
     def prove(pi: np.ndarray, found, tol: float):
-        nonlocal best, best_pi, center, boxes, budget
+        nonlocal best, best_pi, center, boxes, budget, better_at
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found)
         boxes += pr.boxes
         L = _bound(pi, pr.term)
         if L > best:
-            best, best_pi, center = L, pi.copy(), pi.copy()
+            best, best_pi, center, better_at = L, pi.copy(), pi.copy(), it
             if progress is not None:
                 progress(it, best)
         history.append((it, clock.elapsed(), lp_value, best))
@@ -381,7 +386,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         # solution a fractional clustering) when neither artificial nor box columns carry
         # weight
         clean = art_weight < 1e-9 and box_weight < 1e-9
-        tailing = tailing or (clean and lp_value - best <= TAIL_GAP * abs(lp_value))
+        tailing = (tailing or it - better_at > EARLY_STALL
+                   or (clean and lp_value - best <= TAIL_GAP * abs(lp_value)))
         # the tolerances scale with the optimum: the master's value once it holds a
         # clustering, else the incumbent's, else the total scatter (any SSE is below it)
         scale = (abs(lp_value) if clean else
