@@ -69,6 +69,16 @@ def _with_optimum(rng, *, weights):
     return prob, opt, np.asarray(lab)[np.unique(prob.point_labels, return_index=True)[1]]
 
 
+def _cases(seed: int, trials: int, *, weighted_first: bool = False):
+    """(trial, problem, optimum, labels) of :func:`_with_optimum` for each of ``trials``
+    draws that has one, with point weights every other trial."""
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
+        case = _with_optimum(rng, weights=(trial % 2 == 0) == weighted_first)
+        if case is not None:
+            yield (trial, *case)
+
+
 @pytest.mark.parametrize("case", ["plain", "pairs", "weights", "sizes", "exact"])
 def test_the_colgen_bound_never_exceeds_the_optimum(case):
     rng = np.random.default_rng({"plain": 1, "pairs": 2, "weights": 3, "sizes": 4,
@@ -636,13 +646,8 @@ def test_constraint_aggregation_gives_the_same_lp_and_a_valid_bound():
     assert agg.rows([(0, 1), (0,), (0, 1, 2, 3)]) == [(0,), None, (0, 1)]
     assert np.allclose(agg.disaggregate(np.array([3.0, 2.0])), [1.0, 2.0, 1.0, 1.0])
     assert agg.split((0, 2)) and agg.n == 4 and not agg.split((0, 1, 2, 3))
-    rng = np.random.default_rng(61)
     checked = split = 0
-    for trial in range(12):
-        case = _with_optimum(rng, weights=trial % 2 == 0)
-        if case is None:
-            continue
-        prob, opt, labels = case
+    for trial, prob, opt, labels in _cases(61, 12, weighted_first=True):
         # a clustering that obeys the node but is not the optimum's, at times
         if trial % 3 == 0:
             labels = np.arange(prob.s) % prob.k
@@ -663,15 +668,10 @@ def test_a_small_master_early_still_solves_the_same_lp(monkeypatch):
     """While the bound is far from the master's value, the master is kept small (retired
     columns are priced again when they are needed); the LP solved is still the one without
     retirement, and its bound below the optimum."""
-    rng = np.random.default_rng(83)
     retired = []
     real = engine._retire
     checked = 0
-    for trial in range(10):
-        case = _with_optimum(rng, weights=trial % 2 == 1)
-        if case is None:
-            continue
-        prob, opt, labels = case
+    for trial, prob, opt, labels in _cases(83, 10):
         monkeypatch.setattr(engine, "EARLY_RETIRE_ABOVE", 10**6)
         plain = colgen_bound(prob, labels=labels, seed=trial)
         monkeypatch.setattr(engine, "EARLY_RETIRE_ABOVE", prob.k + 2)
@@ -760,13 +760,8 @@ def test_the_box_solves_the_same_lp_from_an_incumbent(share):
     assert BoundSettings().box == engine.BOX_SHARE
     with pytest.raises(InputError, match="box"):
         BoundSettings(box=-0.1).checked()
-    rng = np.random.default_rng(59)
     checked = 0
-    for trial in range(10):
-        case = _with_optimum(rng, weights=trial % 2 == 1)
-        if case is None:
-            continue
-        prob, opt, labels = case
+    for trial, prob, opt, labels in _cases(59, 10):
         res = colgen_bound(prob, labels=labels, upper_bound=opt, seed=trial, box=share)
         assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
         assert res.status == "solved", (trial, res.message)
