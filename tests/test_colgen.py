@@ -664,29 +664,6 @@ def test_constraint_aggregation_gives_the_same_lp_and_a_valid_bound():
     assert checked >= 6 and split >= 1
 
 
-def test_a_small_master_early_still_solves_the_same_lp(monkeypatch):
-    """While the bound is far from the master's value, the master is kept small (retired
-    columns are priced again when they are needed); the LP solved is still the one without
-    retirement, and its bound below the optimum."""
-    retired = []
-    real = engine._retire
-    checked = 0
-    for trial, prob, opt, labels in _cases(83, 10):
-        monkeypatch.setattr(engine, "EARLY_RETIRE_ABOVE", 10**6)
-        plain = colgen_bound(prob, labels=labels, seed=trial)
-        monkeypatch.setattr(engine, "EARLY_RETIRE_ABOVE", prob.k + 2)
-        monkeypatch.setattr(engine, "EARLY_RETIRE_TO", prob.k)
-        monkeypatch.setattr(engine, "_retire",
-                            lambda *a, t=trial, **kw: (retired.append(t), real(*a, **kw)))
-        small = colgen_bound(prob, labels=labels, seed=trial)
-        monkeypatch.setattr(engine, "_retire", real)
-        assert small.lower_bound <= opt + 1e-12 * abs(opt), trial
-        assert plain.status == small.status == "solved", trial
-        assert small.lp_value == pytest.approx(plain.lp_value, rel=1e-7), trial
-        checked += 1
-    assert checked >= 6 and len(set(retired)) >= 4, (checked, sorted(set(retired)))
-
-
 def test_a_child_bounds_its_parents_duals_first_and_no_lower():
     """At the parent's duals summed over merged super-points, a child's first bound is at
     least the parent's (its clusters are some of the parent's), for both children."""

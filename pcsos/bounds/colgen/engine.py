@@ -80,23 +80,11 @@ SPLIT_COLUMNS = 5
 AGGREGATE_MAX_SHARE = 0.5
 #: incompatible columns kept for when a split makes them compatible, at most (the latest)
 INCOMPATIBLE_KEPT = 3000
-#: near the LP's optimum the master keeps at most RETIRE_ABOVE generated columns: beyond,
-#: those out of its solution of largest reduced cost leave it until RETIRE_TO remain (each
-#: simplex iteration prices every column, and at small k a column holds hundreds of points)
+#: the master keeps at most RETIRE_ABOVE generated columns: beyond, those out of its solution
+#: of largest reduced cost leave it until RETIRE_TO remain (each simplex iteration prices
+#: every column, and at small k a column holds hundreds of points)
 RETIRE_ABOVE = 3000
 RETIRE_TO = 1500
-#: ... and while its bound is far from its value (the Lagrangian gap, (value - bound) /
-#: value, above TAIL_GAP) at most EARLY_RETIRE_ABOVE, retiring to EARLY_RETIRE_TO: a small
-#: master's duals move faster (each solve of the n = 2 000, k = 20 overlapping root took
-#: 0.45 s and 1 500-2 300 pivots with 3 000 columns); the bound then closes in on the
-#: value, where the LP's degenerate optimum needs the columns the small master retires.
-#: The small master also ends after EARLY_STALL iterations without a better bound: where
-#: the LP needs more columns than it holds, it would retire and price the same ones again
-#: (8 points, k = 3, at most 5 columns: 100 000 iterations at one bound)
-EARLY_RETIRE_ABOVE = 600
-EARLY_RETIRE_TO = 300
-TAIL_GAP = 1e-3
-EARLY_STALL = 200
 #: a child inherits the columns of its parent's LP solution and at most this many more, those
 #: of least reduced cost at the parent's bound duals (more slow its first masters and cost
 #: memory in every open node)
@@ -338,15 +326,14 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     it = 0
 
     budget = FIRST_BOXES
-    better_at = 0  # the iteration of the last better bound
 
     def prove(pi: np.ndarray, found, tol: float):
-        nonlocal best, best_pi, center, boxes, budget, better_at
+        nonlocal best, best_pi, center, boxes, budget
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found)
         boxes += pr.boxes
         L = _bound(pi, pr.term)
         if L > best:
-            best, best_pi, center, better_at = L, pi.copy(), pi.copy(), it
+            best, best_pi, center = L, pi.copy(), pi.copy()
             if progress is not None:
                 progress(it, best)
         history.append((it, clock.elapsed(), lp_value, best))
@@ -360,12 +347,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # the box needs one dual per row: off under constraint aggregation
     delta, box_at = None, None
     box_weight = 0.0
-    tailing = False  # sticky: once the bound is near the value, the master keeps columns
     for it in range(1, max_iter + 1):
-        cap, keep = ((RETIRE_ABOVE, RETIRE_TO) if tailing else
-                     (EARLY_RETIRE_ABOVE, EARLY_RETIRE_TO))
-        if len(master.columns) > cap and pi_lp is not None:
-            _retire(master, pi_lp, lam, keep, incumbent)
+        if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
+            _retire(master, pi_lp, lam, RETIRE_TO, incumbent)
         if box > 0 and agg.n == s and center is not None and box_at is not center:
             if delta is None:
                 delta = box * max(float(np.mean(np.abs(center))), EPS * total)
@@ -386,8 +370,6 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         # solution a fractional clustering) when neither artificial nor box columns carry
         # weight
         clean = art_weight < 1e-9 and box_weight < 1e-9
-        tailing = (tailing or it - better_at > EARLY_STALL
-                   or (clean and lp_value - best <= TAIL_GAP * abs(lp_value)))
         # the tolerances scale with the optimum: the master's value once it holds a
         # clustering, else the incumbent's, else the total scatter (any SSE is below it)
         scale = (abs(lp_value) if clean else
