@@ -604,7 +604,8 @@ def test_children_inherit_the_columns_their_pair_allows():
 
 def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
     """'auto' (the default) bounds with the LP from AUTO_COLGEN_MIN_K clusters in at most
-    AUTO_COLGEN_MAX_D dimensions, else with the SDP, and the log says which."""
+    AUTO_COLGEN_MAX_D dimensions and from AUTO_COLGEN_MIN_K_3D in 3, else with the SDP, and
+    the log says which."""
     import pcsos
     from pcsos.bounds.settings import AUTO_COLGEN_MAX_D, AUTO_COLGEN_MIN_K, BoundSettings
 
@@ -613,6 +614,16 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
     assert bs.engine_for(AUTO_COLGEN_MIN_K, AUTO_COLGEN_MAX_D) == "colgen"
     assert bs.engine_for(AUTO_COLGEN_MIN_K - 1, AUTO_COLGEN_MAX_D) == "sdp"
     assert bs.engine_for(AUTO_COLGEN_MIN_K, AUTO_COLGEN_MAX_D + 1) == "sdp"
+    # in 3 dimensions from more clusters on, and never beyond
+    from pcsos.bounds.settings import AUTO_COLGEN_MIN_K_3D
+
+    assert AUTO_COLGEN_MIN_K_3D > AUTO_COLGEN_MIN_K and AUTO_COLGEN_MAX_D + 1 == 3
+    assert bs.engine_for(AUTO_COLGEN_MIN_K_3D, 3) == "colgen"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K_3D - 1, 3) == "sdp"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K_3D, 3, cl_share=1.0) == "colgen"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K_3D, 3, cl_share=2.0) == "sdp"
+    assert bs.engine_for(AUTO_COLGEN_MIN_K_3D, 4) == "sdp"
+    assert bs.engine_for(2, 3, (5, 3)) == "sdp"
     assert BoundSettings.make(engine="sdp").engine_for(50, 1) == "sdp"
     # exact sizes of several values take the LP at any k in few dimensions
     assert bs.engine_for(2, AUTO_COLGEN_MAX_D, (5, 3)) == "colgen"

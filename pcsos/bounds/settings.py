@@ -34,6 +34,12 @@ ENGINES = ("auto", "sdp", "colgen")
 #: the SDP (docs/solver.md, "Many clusters", has the measurements)
 AUTO_COLGEN_MIN_K = 4
 AUTO_COLGEN_MAX_D = 2
+#: ... and in 3 dimensions for at least this many clusters: 1 000 points around k centres
+#: in [0, 10]^3, 300 s on one core each (docs/benchmarks.md, "Many clusters"): at k = 20
+#: the LP solved the root in 37 s without pairs where the SDP stood at 0.70 %, and led with
+#: 500 and 1 000 pairs; at k = 10 it solved the root without pairs (109 s; the SDP 0.094 %)
+#: but trailed with 500 (0.18 % against 0.059 %); at k = 4 and 6 the SDP led
+AUTO_COLGEN_MIN_K_3D = 20
 #: ... and with at most this many cannot-link pairs per point, as far as it was measured:
 #: 300 points around 10 centres in the plane, pairs between points of different centres,
 #: root LP against the SDP without cuts (docs/benchmarks.md, "Many clusters"): with 150
@@ -113,17 +119,20 @@ class BoundSettings:
     def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0) -> str:
         """The engine that bounds a problem of ``k`` clusters in ``d`` dimensions (``sizes``:
         its exact cluster sizes, or None; ``cl_share``: its cannot-link pairs per point):
-        the one named, or for 'auto' 'colgen' when d <= AUTO_COLGEN_MAX_D, cl_share <=
-        AUTO_COLGEN_MAX_CL and either k >= AUTO_COLGEN_MIN_K or the exact sizes take two
-        values or more without cannot-link pairs (the SDP cannot tell which cluster has which
+        the one named, or for 'auto' 'colgen' when cl_share <= AUTO_COLGEN_MAX_CL and
+        either d <= AUTO_COLGEN_MAX_D with k >= AUTO_COLGEN_MIN_K or with exact sizes of two
+        values or more and no cannot-link pair (the SDP cannot tell which cluster has which
         size; the LP has a row per size value, but its sized pricing relaxes the pairs: on
-        7 points with one pair it took 41-47 nodes where the SDP closed the root), else
-        'sdp'."""
+        7 points with one pair it took 41-47 nodes where the SDP closed the root), or d = 3
+        with k >= AUTO_COLGEN_MIN_K_3D; else 'sdp'."""
         if self.engine != "auto":
             return self.engine
-        mixed = sizes is not None and len(set(sizes)) > 1 and cl_share == 0
-        return ("colgen" if d <= AUTO_COLGEN_MAX_D and cl_share <= AUTO_COLGEN_MAX_CL
-                and (k >= AUTO_COLGEN_MIN_K or mixed) else "sdp")
+        if cl_share > AUTO_COLGEN_MAX_CL:
+            return "sdp"
+        if d <= AUTO_COLGEN_MAX_D:
+            mixed = sizes is not None and len(set(sizes)) > 1 and cl_share == 0
+            return "colgen" if k >= AUTO_COLGEN_MIN_K or mixed else "sdp"
+        return "colgen" if d == AUTO_COLGEN_MAX_D + 1 and k >= AUTO_COLGEN_MIN_K_3D else "sdp"
 
     def engine_of(self, instance) -> str:
         """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes and

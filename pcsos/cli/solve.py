@@ -19,7 +19,13 @@ import argparse
 import dataclasses
 import math
 
-from pcsos.bounds.settings import AUTO_COLGEN_MAX_D, AUTO_COLGEN_MIN_K, ENGINES, BoundSettings
+from pcsos.bounds.settings import (
+    AUTO_COLGEN_MAX_D,
+    AUTO_COLGEN_MIN_K,
+    AUTO_COLGEN_MIN_K_3D,
+    ENGINES,
+    BoundSettings,
+)
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_bound_arguments,
@@ -94,8 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="the bound of every node: sdp (the Peng-Wei SDP with cuts), colgen "
                           "(the set-partitioning LP by column generation, for many clusters "
                           "in few dimensions) or auto (default: colgen for k >= "
-                          f"{AUTO_COLGEN_MIN_K} in at most {AUTO_COLGEN_MAX_D} dimensions, "
-                          "else sdp)")
+                          f"{AUTO_COLGEN_MIN_K} in at most {AUTO_COLGEN_MAX_D} dimensions "
+                          f"and for k >= {AUTO_COLGEN_MIN_K_3D} in 3, else sdp)")
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)
