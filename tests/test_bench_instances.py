@@ -141,3 +141,40 @@ def test_bench_colgen_box_writes_a_row_per_box(tmp_path, monkeypatch):
         ("toy", 3, 0.0, 0), ("toy", 3, 0.03, 0)]
     assert all(r["status"] == "solved" for r in rows)
     assert rows[0]["lower_bound"] == pytest.approx(rows[1]["lower_bound"], rel=1e-6)
+
+
+def test_bench_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
+        tmp_path, monkeypatch):
+    # the branching study's alternative rule must leave the node's closing test as it is
+    # (a clustering matrix scores below BRANCH_THRESHOLD) and run the tree to the optimum
+    import json
+
+    import numpy as np
+    from bruteforce import brute_force
+
+    import pcsos.node
+
+    mod = _script("bench_branching", monkeypatch)
+    Z = np.zeros((5, 5))
+    Z[:3, :3], Z[3:, 3:] = 1 / 3, 1 / 2
+    assert mod.normalized(Z)[2] < pcsos.node.BRANCH_THRESHOLD
+    Z[0, 3] = Z[3, 0] = 0.2  # r = 0.2 / sqrt(1/6): the most open relation
+    assert mod.normalized(Z)[:2] == (0, 3)
+
+    monkeypatch.setattr(pcsos.node, "branching_score", pcsos.node.branching_score)
+    X = np.random.default_rng(1).normal(size=(9, 2))
+    (tmp_path / "toy" / "constraints").mkdir(parents=True)
+    (tmp_path / "toy" / "data.txt").write_text(
+        "9 2 3\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
+    (tmp_path / "toy" / "constraints" / "ml_1_cl_1_0.txt").write_text("ML 0 1\nCL 2 3\n")
+    out = tmp_path / "rows.jsonl"
+    assert mod.main(["--rule", "normalized", "--folder", str(tmp_path), "--datasets", "toy",
+                     "--workers", "1", "--time-limit", "120", "--out", str(out)]) == 0
+    assert pcsos.node.branching_score is mod.normalized
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["run"] == "branch_normalized" and row["status"] == "optimal"
+    best, _ = brute_force(X, 3, ml=[(0, 1)], cl=[(2, 3)])
+    assert best * (1 - 1e-9) <= row["objective"] <= best * (1 + 1e-4)
+    assert row["lower_bound"] <= best * (1 + 1e-9)
+    with pytest.raises(SystemExit, match="--rule"):
+        mod.main(["--rule", "nope"])
