@@ -28,6 +28,16 @@ def _script(name, monkeypatch):
     return mod
 
 
+def _toy_folder(tmp_path, X) -> pathlib.Path:
+    """A datasets folder holding 'toy' (the points X, k = 3) with one draw, ml_1_cl_1_0
+    (ML 0 1, CL 2 3); returns the results file a run there writes."""
+    (tmp_path / "toy" / "constraints").mkdir(parents=True)
+    (tmp_path / "toy" / "data.txt").write_text(
+        f"{len(X)} 2 3\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
+    (tmp_path / "toy" / "constraints" / "ml_1_cl_1_0.txt").write_text("ML 0 1\nCL 2 3\n")
+    return tmp_path / "rows.jsonl"
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_code_version_names_a_checkout_other_than_the_benchmarks(tmp_path):
     # an editable install left pointing at a CI clone once made a benchmark row name the
@@ -56,11 +66,7 @@ def test_bench_solve_runs_the_datasets_of_another_folder(tmp_path, monkeypatch, 
 
     bench = _script("bench_solve", monkeypatch)
     X = np.random.default_rng(0).normal(size=(10, 2))
-    (tmp_path / "toy" / "constraints").mkdir(parents=True)
-    (tmp_path / "toy" / "data.txt").write_text(
-        "10 2 3\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
-    (tmp_path / "toy" / "constraints" / "ml_1_cl_1_0.txt").write_text("ML 0 1\nCL 2 3\n")
-    out = tmp_path / "rows.jsonl"
+    out = _toy_folder(tmp_path, X)
     assert bench.main(["--folder", str(tmp_path), "--datasets", "toy", "--workers", "1",
                        "--time-limit", "120", "--out", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
@@ -163,11 +169,7 @@ def test_bench_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
 
     monkeypatch.setattr(pcsos.node, "branching_score", pcsos.node.branching_score)
     X = np.random.default_rng(1).normal(size=(9, 2))
-    (tmp_path / "toy" / "constraints").mkdir(parents=True)
-    (tmp_path / "toy" / "data.txt").write_text(
-        "9 2 3\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
-    (tmp_path / "toy" / "constraints" / "ml_1_cl_1_0.txt").write_text("ML 0 1\nCL 2 3\n")
-    out = tmp_path / "rows.jsonl"
+    out = _toy_folder(tmp_path, X)
     assert mod.main(["--rule", "normalized", "--folder", str(tmp_path), "--datasets", "toy",
                      "--workers", "1", "--time-limit", "120", "--out", str(out)]) == 0
     assert pcsos.node.branching_score is mod.normalized
