@@ -132,7 +132,7 @@ class BoundSettings:
         if d <= AUTO_COLGEN_MAX_D:
             mixed = sizes is not None and len(set(sizes)) > 1 and cl_share == 0
             return "colgen" if k >= AUTO_COLGEN_MIN_K or mixed else "sdp"
-        return "colgen" if d == AUTO_COLGEN_MAX_D + 1 and k >= AUTO_COLGEN_MIN_K_3D else "sdp"
+        return "colgen" if d == 3 and k >= AUTO_COLGEN_MIN_K_3D else "sdp"
 
     def engine_of(self, instance) -> str:
         """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes and
