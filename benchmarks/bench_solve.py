@@ -15,9 +15,20 @@ of our time to the paper's 16-core time. When the heuristics benchmark's results
 against the best feasible value found there: a bound above a feasible value is a bug and
 is flagged ``BOUND>UB``.
 
+``--branching`` picks the pair a node branches on (issue 51's branching study; the tree's
+workers are threads, so the rule replaces ``pcsos.node.branching_score`` for every node of
+this process): ``paper``, the default, argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2)
+(PC-SOS-SDP's rule); ``normalized``, argmax_{i<j} min(r_ij, 1 - r_ij) with r_ij = Z_ij /
+sqrt(Z_ii Z_jj), the pair whose relation the relaxation leaves most open whatever the size
+of its cluster (the paper's score favours pairs in small clusters, whose entries are
+large). Both score below the node's ``BRANCH_THRESHOLD`` only where Z is (numerically) a
+clustering matrix, so the node's closing test is the same under either.
+
 Examples::
 
     python benchmarks/bench_solve.py --datasets iris,wine --seeds 0 --time-limit 600 --run mine
+    python benchmarks/bench_solve.py --folder /tmp/fresh --instances glass/ml_0_cl_100_5 \
+        --branching normalized --time-limit 600 --workers 2 --run branch_normalized
     python benchmarks/bench_solve.py --datasets ecoli --seeds 0,1,2,3,4 --folder /data/pcsos
     python benchmarks/bench_solve.py --run small --datasets iris,wine,seeds,connectionist \\
         --summary-only
@@ -51,6 +62,27 @@ from instances import (
 )
 
 DEFAULT_OUT = RESULTS / "bench_solve.jsonl"
+
+
+def normalized(Z) -> tuple[int, int, float]:
+    """The pair i < j of largest min(r_ij, 1 - r_ij), r_ij = Z_ij / sqrt(Z_ii Z_jj), and its
+    score (ties: the first in row-major order): ``--branching normalized``."""
+    import numpy as np
+
+    Zs = 0.5 * (Z + Z.T)
+    s = len(Zs)
+    if s < 2:
+        return -1, -1, -np.inf
+    d = np.sqrt(np.maximum(np.diagonal(Zs), 1e-300))
+    r = Zs / np.outer(d, d)
+    score = np.minimum(r, 1.0 - r)
+    score[np.tril_indices(s)] = -np.inf
+    i, j = divmod(int(np.argmax(score)), s)
+    return i, j, float(score[i, j])
+
+
+#: the rules of --branching (None: the solver's own)
+BRANCHING = {"paper": None, "normalized": normalized}
 HEUR = (RESULTS / "bench_heuristics.json", RESULTS / "bench_heuristics_draws.json")
 DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
 
@@ -76,6 +108,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "message": res.message, "workers": args.workers, "time_limit": limit,
         "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
         **({"bound_settings": args.sdp} if args.sdp else {}),
+        **({"branching": args.branching} if args.branching != "paper" else {}),
         "root_seconds": res.log[0]["time"] if res.log else None,
         "root_ub": res.log[0]["gub"] if res.log else None,
         # per node: what the child-node measurements (seconds, rounds) are taken from
@@ -286,6 +319,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sdp", action="append", default=[], metavar="NAME=VALUE",
                     help="an SDP option for this run, e.g. polish=0 (repeatable; values are "
                          "read as Python literals)")
+    ap.add_argument("--branching", choices=sorted(BRANCHING), default="paper",
+                    help="the pair a node branches on (module doc; default: %(default)s)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
                     help=f"results file, JSON lines (default: {DEFAULT_OUT.relative_to(ROOT)})")
     ap.add_argument("--run", default="default",
@@ -305,6 +340,10 @@ def main(argv=None) -> int:
         except ValueError:
             ap.error(f"--time-limit: seconds or 'paper', not {args.time_limit!r}")
     args.cp, args.sdp = literal_settings(args.cp), literal_settings(args.sdp)
+    if BRANCHING[args.branching] is not None:
+        import pcsos.node
+
+        pcsos.node.branching_score = BRANCHING[args.branching]
 
     # once, before any solve: the code loaded now is the code every instance runs
     args.code = code_version()

@@ -149,7 +149,7 @@ def test_bench_colgen_box_writes_a_row_per_box(tmp_path, monkeypatch):
     assert rows[0]["lower_bound"] == pytest.approx(rows[1]["lower_bound"], rel=1e-6)
 
 
-def test_bench_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
+def test_bench_solve_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
         tmp_path, monkeypatch):
     # the branching study's alternative rule must leave the node's closing test as it is
     # (a clustering matrix scores below BRANCH_THRESHOLD) and run the tree to the optimum
@@ -160,23 +160,24 @@ def test_bench_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
 
     import pcsos.node
 
-    mod = _script("bench_branching", monkeypatch)
+    bench = _script("bench_solve", monkeypatch)
     Z = np.zeros((5, 5))
     Z[:3, :3], Z[3:, 3:] = 1 / 3, 1 / 2
-    assert mod.normalized(Z)[2] < pcsos.node.BRANCH_THRESHOLD
+    assert bench.normalized(Z)[2] < pcsos.node.BRANCH_THRESHOLD
     Z[0, 3] = Z[3, 0] = 0.2  # r = 0.2 / sqrt(1/6): the most open relation
-    assert mod.normalized(Z)[:2] == (0, 3)
+    assert bench.normalized(Z)[:2] == (0, 3)
 
     monkeypatch.setattr(pcsos.node, "branching_score", pcsos.node.branching_score)
     X = np.random.default_rng(1).normal(size=(9, 2))
     out = _toy_folder(tmp_path, X)
-    assert mod.main(["--rule", "normalized", "--folder", str(tmp_path), "--datasets", "toy",
-                     "--workers", "1", "--time-limit", "120", "--out", str(out)]) == 0
-    assert pcsos.node.branching_score is mod.normalized
+    assert bench.main(["--branching", "normalized", "--folder", str(tmp_path), "--datasets",
+                       "toy", "--workers", "1", "--time-limit", "120", "--out", str(out)]) == 0
+    assert pcsos.node.branching_score is bench.normalized
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert row["run"] == "branch_normalized" and row["status"] == "optimal"
+    assert row["branching"] == "normalized" and row["status"] == "optimal"
     best, _ = brute_force(X, 3, ml=[(0, 1)], cl=[(2, 3)])
     assert best * (1 - 1e-9) <= row["objective"] <= best * (1 + 1e-4)
     assert row["lower_bound"] <= best * (1 + 1e-9)
-    with pytest.raises(SystemExit, match="--rule"):
-        mod.main(["--rule", "nope"])
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--branching", "nope"])
+    assert exc.value.code == 2
