@@ -23,12 +23,17 @@ sqrt(Z_ii Z_jj), the pair whose relation the relaxation leaves most open whateve
 of its cluster (the paper's score favours pairs in small clusters, whose entries are
 large). Both score below the node's ``BRANCH_THRESHOLD`` only where Z is (numerically) a
 clustering matrix, so the node's closing test is the same under either.
+``--most-branching N`` keeps, of the chosen instances, the N that took the most nodes in
+the run ``--ranking`` (default ``all``, the 270) of the results file: the study's "draws
+that branch most".
 
 Examples::
 
     python benchmarks/bench_solve.py --datasets iris,wine --seeds 0 --time-limit 600 --run mine
     python benchmarks/bench_solve.py --folder /tmp/fresh --instances glass/ml_0_cl_100_5 \
         --branching normalized --time-limit 600 --workers 2 --run branch_normalized
+    python benchmarks/bench_solve.py --datasets iris,wine,seeds,connectionist,heart,vertebral,\
+glass,ECG5000,computers --seeds 0,1,2,3,4 --most-branching 40 --run branch40_paper
     python benchmarks/bench_solve.py --datasets ecoli --seeds 0,1,2,3,4 --folder /data/pcsos
     python benchmarks/bench_solve.py --run small --datasets iris,wine,seeds,connectionist \\
         --summary-only
@@ -115,6 +120,15 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "node_rows": [{key: _clean(row.get(key)) for key in NODE_KEYS} for row in res.log],
         "code": args.code,
     }
+
+
+def most_branching(rows, keys: list[str], count: int) -> list[str]:
+    """The ``count`` names of ``keys`` whose last row in ``rows`` took the most nodes (ties:
+    the name), most first; a name without a row is not chosen. What issue 51's branching
+    study runs its rules on: the draws that branch most (``--most-branching``)."""
+    nodes = {row["instance"]: row.get("nodes") or 0 for row in rows}
+    ranked = sorted((k for k in keys if k in nodes), key=lambda k: (-nodes[k], k))
+    return ranked[:count]
 
 
 def time_limit(ds: str, path: pathlib.Path, limit: str) -> float:
@@ -321,6 +335,12 @@ def main(argv=None) -> int:
                          "read as Python literals)")
     ap.add_argument("--branching", choices=sorted(BRANCHING), default="paper",
                     help="the pair a node branches on (module doc; default: %(default)s)")
+    ap.add_argument("--most-branching", type=int, default=None, metavar="N",
+                    help="of the chosen instances, only the N whose row in run --ranking of "
+                         "--out took the most nodes")
+    ap.add_argument("--ranking", default="all",
+                    help="the run whose node counts --most-branching ranks by (default: "
+                         "%(default)s)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
                     help=f"results file, JSON lines (default: {DEFAULT_OUT.relative_to(ROOT)})")
     ap.add_argument("--run", default="default",
@@ -354,6 +374,13 @@ def main(argv=None) -> int:
         args.datasets = ",".join(dict.fromkeys(n.split("/")[0] for n in args.instances.split(",")))
     chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names,
                        folder=args.folder)
+    if args.most_branching is not None:
+        ranked = [row for row in read_jsonl(args.out) if row.get("run") == args.ranking]
+        if not ranked:
+            ap.error(f"--most-branching: no rows of run {args.ranking!r} in {args.out}")
+        pick = set(most_branching(ranked, [f"{ds}/{p.stem}" for ds, p, *_ in chosen],
+                                  args.most_branching))
+        chosen = [c for c in chosen if f"{c[0]}/{c[1].stem}" in pick]
     # the last row of each instance in this run counts
     done = {row["instance"]: row for row in read_jsonl(args.out)
             if row.get("run", args.run) == args.run}

@@ -181,3 +181,18 @@ def test_bench_solve_branching_rule_closes_on_a_clustering_and_picks_the_open_pa
     with pytest.raises(SystemExit) as exc:
         bench.main(["--branching", "nope"])
     assert exc.value.code == 2
+
+
+def test_bench_solve_most_branching_ranks_by_the_last_row_of_each_draw(monkeypatch):
+    # the branching study runs its rules on the draws that branch most: a draw's last row
+    # counts (a rerun replaces the first), ties go by name, unchosen and unrun draws never
+    bench = _script("bench_solve", monkeypatch)
+    rows = [{"instance": "a/x", "nodes": 90}, {"instance": "a/x", "nodes": 3},
+            {"instance": "b/y", "nodes": 40}, {"instance": "c/z", "nodes": 40},
+            {"instance": "d/w", "nodes": 500}, {"instance": "e/v", "nodes": 1}]
+    keys = ["a/x", "b/y", "c/z", "e/v", "f/u"]
+    assert bench.most_branching(rows, keys, 2) == ["b/y", "c/z"]
+    assert bench.most_branching(rows, keys, 10) == ["b/y", "c/z", "a/x", "e/v"]
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--most-branching", "3", "--ranking", "no-such-run", "--summary-only"])
+    assert exc.value.code == 2
