@@ -374,16 +374,16 @@ def main(argv=None) -> int:
         args.datasets = ",".join(dict.fromkeys(n.split("/")[0] for n in args.instances.split(",")))
     chosen = instances([d for d in args.datasets.split(",") if d], seeds, mixes, names,
                        folder=args.folder)
+    previous = read_jsonl(args.out)
     if args.most_branching is not None:
-        ranked = [row for row in read_jsonl(args.out) if row.get("run") == args.ranking]
+        ranked = [row for row in previous if row.get("run") == args.ranking]
         if not ranked:
             ap.error(f"--most-branching: no rows of run {args.ranking!r} in {args.out}")
         pick = set(most_branching(ranked, [f"{ds}/{p.stem}" for ds, p, *_ in chosen],
                                   args.most_branching))
         chosen = [c for c in chosen if f"{c[0]}/{c[1].stem}" in pick]
     # the last row of each instance in this run counts
-    done = {row["instance"]: row for row in read_jsonl(args.out)
-            if row.get("run", args.run) == args.run}
+    done = {row["instance"]: row for row in previous if row.get("run", args.run) == args.run}
     if not args.summary_only:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         t_all = time.time()
