@@ -15,14 +15,17 @@ of our time to the paper's 16-core time. When the heuristics benchmark's results
 against the best feasible value found there: a bound above a feasible value is a bug and
 is flagged ``BOUND>UB``.
 
-``--branching`` picks the pair a node branches on (issue 51's branching study; the tree's
-workers are threads, so the rule replaces ``pcsos.node.branching_score`` for every node of
-this process): ``paper``, the default, argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2)
-(PC-SOS-SDP's rule); ``normalized``, argmax_{i<j} min(r_ij, 1 - r_ij) with r_ij = Z_ij /
+``--branching`` picks the pair a node branches on (issue 51's branching study):
+``paper`` and ``pseudocost`` are the solver's option ``branching`` (``paper``, the default,
+argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2), PC-SOS-SDP's rule; ``pseudocost``, the pair whose
+children gained most per unit of relation earlier in the same tree, pcsos.branching);
+``normalized`` is patched in (the tree's workers are threads, so it replaces
+``pcsos.node.branching_score`` for every node of this process): argmax_{i<j} min(r_ij,
+1 - r_ij) with r_ij = Z_ij /
 sqrt(Z_ii Z_jj), the pair whose relation the relaxation leaves most open whatever the size
 of its cluster (the paper's score favours pairs in small clusters, whose entries are
-large). Both score below the node's ``BRANCH_THRESHOLD`` only where Z is (numerically) a
-clustering matrix, so the node's closing test is the same under either.
+large); it scores below the node's ``BRANCH_THRESHOLD`` only where Z is (numerically) a
+clustering matrix, so the node's closing test is the paper's.
 ``--most-branching N`` keeps, of the chosen instances, the N that took the most nodes in
 the run ``--ranking`` (default ``all``, the 270) of the results file: the study's "draws
 that branch most".
@@ -86,8 +89,8 @@ def normalized(Z) -> tuple[int, int, float]:
     return i, j, float(score[i, j])
 
 
-#: the rules of --branching (None: the solver's own)
-BRANCHING = {"paper": None, "normalized": normalized}
+#: the rules of --branching: the solver's own by name (None), or a score patched in
+BRANCHING = {"paper": None, "pseudocost": None, "normalized": normalized}
 HEUR = (RESULTS / "bench_heuristics.json", RESULTS / "bench_heuristics_draws.json")
 DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
 
@@ -102,7 +105,9 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
     res = solve_instance(inst, tol=args.tol, max_nodes=args.max_nodes,
                          time_limit=limit, workers=args.workers, seed=args.seed,
                          **({"cp_settings": args.cp} if args.cp else {}),
-                         **({"bound_settings": args.sdp} if args.sdp else {}))
+                         **({"bound_settings": args.sdp} if args.sdp else {}),
+                         **({"branching": args.branching}
+                            if args.branching == "pseudocost" else {}))
     wall = time.time() - t0
     return {
         "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
@@ -145,7 +150,7 @@ def time_limit(ds: str, path: pathlib.Path, limit: str) -> float:
 
 
 NODE_KEYS = ("node", "node_parent", "kind", "depth", "n", "time", "cp_iter", "cp_flag", "lb",
-             "lb_parent", "ub", "gub", "closed", "elapsed", "sdp_iterations")
+             "lb_parent", "ub", "gub", "closed", "elapsed", "sdp_iterations", "pseudocost")
 
 
 def _clean(obj):

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from pcsos.branching import PseudoCosts
 from pcsos.checkpoint import read_checkpoint, write_checkpoint
 from pcsos.clock import Deadline
 from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
@@ -492,7 +493,9 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                           callback=logger, progress=progress, stop_event=stop_event,
                           abort_event=abort_event, incumbent=start, resume=state,
                           checkpoint=save if checkpoint is not None else None,
-                          checkpoint_every=checkpoint_every, remote=remote)
+                          checkpoint_every=checkpoint_every, remote=remote,
+                          history=(PseudoCosts.empty(instance.n)
+                                   if opts.branching == "pseudocost" else None))
     res = _result(instance, problem, tr, rows, root_gap_now(), resumed=state is not None,
                   time_limit=opts.time_limit,
                   engine=opts.bound_settings.engine_of(instance))

@@ -40,6 +40,7 @@ import numpy as np
 from pcsos.bounds.colgen import ColumnStart
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
+from pcsos.branching import PseudoCosts
 from pcsos.errors import InputError
 from pcsos.io import open_input
 from pcsos.node import NodeData
@@ -102,6 +103,7 @@ _TYPES: dict[str, tuple[type, Any]] = {
     "WarmStart": (WarmStart, _dataclass_fields),
     "SDPResult": (SDPResult, _dataclass_fields),
     "ColumnStart": (ColumnStart, _dataclass_fields),
+    "PseudoCosts": (PseudoCosts, _dataclass_fields),
 }
 _NAMES = {cls: name for name, (cls, _) in _TYPES.items()}
 
@@ -268,6 +270,13 @@ def _check_state(state, instance: Instance) -> TreeState:
         raise _Corrupt("non-integer counts")
     if state.solution is not None:
         _check_labels(state.solution, instance, "incumbent")
+    h = state.history
+    if h is not None:
+        t = h.table if isinstance(h, PseudoCosts) else None
+        if not (isinstance(t, np.ndarray) and t.shape == (2, instance.n, 2)
+                and t.dtype.kind == "f" and bool(np.all(np.isfinite(t)))
+                and bool(np.all(t >= 0))):
+            raise _Corrupt("a malformed branching history")
     return dataclasses.replace(
         state, **rows, **{name: _number(getattr(state, name), name) for name in (
             "incumbent", "closed", "seconds", "root_bound", "root_objective")})
@@ -296,6 +305,12 @@ def _check_node(node: NodeData, instance: Instance) -> None:
     s = p.s
     if node.hint is not None:
         _check_labels(node.hint, instance, "hint")
+    pts = node.points
+    if not (isinstance(pts, tuple) and len(pts) == 2 and all(_is_int(x) for x in pts)
+            and (pts == (-1, -1) or all(0 <= x < instance.n for x in pts))
+            and isinstance(node.change, (int, float)) and not isinstance(node.change, bool)
+            and (math.isnan(node.change) or 0.0 <= node.change <= 1.0)):
+        raise _Corrupt("a node with a malformed branching record")
     cuts = node.cuts
     if cuts is not None:
         if not isinstance(cuts, CutSet):

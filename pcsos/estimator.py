@@ -93,7 +93,7 @@ class PCSOSClustering(*_BASES):
         The exact cluster sizes, in any order (not with ``size_min`` / ``size_max``).
     tol, abs_tol, max_nodes, time_limit, workers, threads, root_threads, heuristic, \
 heuristic_options, heuristic_time_limit, root_heuristic, bound_settings, cp_settings, \
-feasibility_backend, order
+feasibility_backend, order, branching
         The fields of :class:`~pcsos.options.SolverOptions`, same names, same defaults
         (``heuristic_options`` None for empty).
     random_state : int, numpy Generator or RandomState, optional
@@ -144,6 +144,7 @@ feasibility_backend, order
                  root_heuristic: str | None = "s-mdeclust", bound_settings=None,
                  cp_settings=None,
                  feasibility_backend: str = "highs", order: str = "best",
+                 branching: str = "paper",
                  random_state=None, verbose: bool = False):
         self.n_clusters = n_clusters
         self.size_min = size_min
@@ -164,6 +165,7 @@ feasibility_backend, order
         self.cp_settings = cp_settings
         self.feasibility_backend = feasibility_backend
         self.order = order
+        self.branching = branching
         self.random_state = random_state
         self.verbose = verbose
 

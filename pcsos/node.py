@@ -47,6 +47,7 @@ from pcsos.bounds.colgen import (
 )
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
+from pcsos.branching import CANDIDATES, choose_pair, relation, unit_gain
 from pcsos.cuts.loop import (
     NO_CUT,
     PRUNED,
@@ -103,6 +104,9 @@ class NodeData:
     kind : 'root', 'ml' or 'cl'.
     known_feasible : the parent's clustering satisfies this node (feasibility check skipped).
     hint : original-point labels feasible for this node (the parent's clustering), or None.
+    points : the first original points of ``pair``'s super-points ((-1, -1): root).
+    change : how far the split moved the pair's relation at the parent (pcsos.branching):
+        1 - r for 'ml', r for 'cl'.
     """
 
     problem: Problem
@@ -113,6 +117,8 @@ class NodeData:
     kind: str = "root"
     known_feasible: bool = False
     hint: np.ndarray | None = None
+    points: tuple[int, int] = (-1, -1)
+    change: float = 0.0
 
 
 def root_node(problem: Problem) -> NodeData:
@@ -194,6 +200,7 @@ class _NodeRun:
         self.own_val = math.inf  # what this node's own search found (the log's UB column)
         self.lb = data.parent_bound
         self.row: dict = {}
+        self.learned = None  # this node's pseudo-cost record (pcsos.branching), once bounded
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
         self.row_note: dict = {}  # why the decomposition was skipped, for the log row
@@ -225,7 +232,8 @@ class _NodeRun:
         self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val)
         if reason:
             self.row["closed"] = reason
-        return NodeOutcome(self.lb, self.best_val, self.best_labels, row=self.row)
+        return NodeOutcome(self.lb, self.best_val, self.best_labels, row=self.row,
+                           learned=self.learned)
 
     # ------------------------------------------------------------ the steps
     def run(self) -> NodeOutcome:
@@ -396,6 +404,10 @@ class _NodeRun:
                 callback=_round_callback(ctx), known_bound=data.parent_bound)
         # self.lb: the parent's bound, or at a large root its decomposition bound
         self.lb = max(float(br.lower_bound), self.lb)
+        gain = unit_gain(data.kind, data.change, data.parent_bound, self.lb,
+                         min(ctx.incumbent, self.best_val))
+        if gain is not None:
+            self.learned = (data.kind, data.points, gain)
         sdp = br.sdp
         self.row = _row(
             data, lb=self.lb, flag=_SDP_FLAGS.get(getattr(sdp, "status", "failed"), FLAG_FAILED),
@@ -438,12 +450,18 @@ class _NodeRun:
                 return self.done("unresolved")
         elif _is_cl(problem, i, j):  # cannot happen for an accurate Z (Z_ij = 0 on CL pairs)
             i, j = _fallback_pair(Z, problem)
+        elif self.options.branching == "pseudocost":
+            pick = choose_pair(Z, _ranked_pairs(Z, problem, CANDIDATES), _first_points(problem),
+                               self.ctx.history, own=self.learned)
+            if pick is not None:
+                self.row["pseudocost"] = True
+                i, j = pick
         children = _children(self.data, problem, br, i, j, self.lb, self.best_labels,
                              self.options.cp_settings)
         self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val,
                         branch=(int(i), int(j)))
         return NodeOutcome(self.lb, self.best_val, self.best_labels, children=children,
-                           row=self.row)
+                           row=self.row, learned=self.learned)
 
 
 #: the root heuristic (run before the root's bound) gets at most this share of the time left
@@ -718,10 +736,12 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
     res = br.sdp if isinstance(br.sdp, ColGenResult) else None
 
     a, b = min(int(i), int(j)), max(int(i), int(j))
+    first = _first_points(problem)
+    points = (int(first[a]), int(first[b]))
+    r = relation(br.sdp.Z, a, b) if getattr(br.sdp, "Z", None) is not None else math.nan
     pa = pb = None
     if labels is not None:
         # the clustering's label of each super-point (all its points share one label)
-        first = _first_points(problem)
         pa, pb = labels[first[a]], labels[first[b]]
     out = []
     for kind in ("ml", "cl"):
@@ -732,6 +752,7 @@ def _children(data: NodeData, problem: Problem, br, i: int, j: int, lb: float,
         if res is not None:
             warm = inherit_columns(res, child.parent_map, child.s)
         known = pa is not None and ((pa == pb) if kind == "ml" else (pa != pb))
+        change = (1.0 - r) if kind == "ml" else r
         out.append((NodeData(child, cuts, warm, lb, (a, b), kind, bool(known),
-                             labels if known else None), lb))
+                             labels if known else None, points, change), lb))
     return out

@@ -18,6 +18,7 @@ import numpy as np
 
 from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.settings import BoundSettings
+from pcsos.branching import RULES
 from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.errors import InputError
 from pcsos.heuristics import get_heuristic
@@ -75,6 +76,9 @@ class SolverOptions:
         Seed of every random choice (None: 0).
     order : {'best', 'depth', 'breadth'}
         Node selection; 'best' breaks ties deeper first.
+    branching : {'paper', 'pseudocost'}
+        The pair a node branches on: the paper's score, or pseudo-costs learned in the
+        tree (:mod:`pcsos.branching`).
 
     Examples
     --------
@@ -106,6 +110,7 @@ class SolverOptions:
     feasibility_backend: str = "highs"
     seed: int | None = None
     order: str = "best"
+    branching: str = "paper"
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -148,6 +153,9 @@ class SolverOptions:
         if self.order not in ORDERS:
             raise InputError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}",
                              source="order")
+        if self.branching not in RULES:
+            raise InputError(f"branching must be one of {', '.join(RULES)}, got "
+                             f"{self.branching!r}", source="branching")
         for name in ("heuristic", "root_heuristic"):
             if getattr(self, name) is None and name == "root_heuristic":
                 continue

@@ -122,13 +122,15 @@ class Context:
     ``offer(value, solution)`` hands a solution found mid-job to the manager at once and
     ``report(stage, **info)`` says what the job is doing, for progress output (both only
     reach the manager from threads of its process; elsewhere they are no-ops and the
-    solution travels in the job's :class:`NodeOutcome`).
+    solution travels in the job's :class:`NodeOutcome`). ``history``: the search's memory
+    (see :func:`branch_and_bound`), live in threads, a copy from submission elsewhere.
     """
 
     def __init__(self, incumbent: float | _Incumbent, deadline: Deadline | None = None,
                  options: Any = None,
                  cancel: threading.Event | None = None, node_id: int = 0, depth: int = 0,
-                 is_root: bool = False, reports: dict | None = None, remote: Any = None):
+                 is_root: bool = False, reports: dict | None = None, remote: Any = None,
+                 history: Any = None):
         self._inc = incumbent if isinstance(incumbent, _Incumbent) else _Incumbent(incumbent)
         self._snapshot = self._inc.value
         self.options = options
@@ -140,6 +142,7 @@ class Context:
         self.node_id = node_id
         self.depth = depth
         self.is_root = is_root
+        self.history = history
 
     @property
     def incumbent(self) -> float:
@@ -209,6 +212,8 @@ class NodeOutcome:
         or a job stopped by its deadline), the bound stays in the global lower bound, so the
         certified gap remains honest.
     row : free-form per-node data for logs (the manager adds ids, incumbent, gap, open).
+    learned : what the search should remember from this node, or None: the manager passes
+        it to its ``history`` (``history.record(learned)``), which later jobs read.
     finished : False when the job stopped (deadline, cancellation) before it could bound
         or branch the node: the node is then still open (with ``bound`` if it improved),
         it is neither counted as processed nor logged, and a later run (after a resume)
@@ -220,6 +225,7 @@ class NodeOutcome:
     solution: Any = None
     children: Sequence[tuple[Any, float]] = ()
     row: dict = field(default_factory=dict)
+    learned: Any = None
     finished: bool = True
 
 
@@ -277,8 +283,9 @@ class TreeState:
     numerical failure or an SDP too large for the time left, in the same form as ``open``:
     a resumed run processes them again) and ``closed`` (smallest bound pruned within the
     tolerance), both part of the certified bound; ``processed`` nodes and ``seconds`` over
-    every run so far; ``next_id``; the root's bound and objective. The node data must be
-    picklable to be written to a file.
+    every run so far; ``next_id``; the root's bound and objective; the search's ``history``
+    (see :func:`branch_and_bound`; None: none). The node data must be picklable to be
+    written to a file.
     """
 
     open: list
@@ -291,6 +298,7 @@ class TreeState:
     seconds: float
     root_bound: float
     root_objective: float
+    history: Any = None
 
     @property
     def lower_bound(self) -> float:
@@ -422,7 +430,8 @@ class _Search:
     """The state of one branch-and-bound run (see :func:`branch_and_bound`)."""
 
     def __init__(self, order: str, tol: float, abs_tol: float, incumbent: tuple[float, Any],
-                 callback: Callable[[NodeEvent], None] | None, clock: Deadline):
+                 callback: Callable[[NodeEvent], None] | None, clock: Deadline,
+                 history: Any = None):
         self.order = order
         self.tol = tol
         self.abs_tol = abs_tol
@@ -442,6 +451,7 @@ class _Search:
         self.processed = 0  # nodes finished (logged)
         self.root_bound = -INF
         self.root_objective = INF
+        self.history = history
 
     def prunable(self, bound: float) -> bool:
         return gap_closed(self.inc.value, bound, self.tol, self.abs_tol)
@@ -479,7 +489,7 @@ class _Search:
             incumbent=value, solution=solution,
             unresolved=rows(self.unresolved), closed=self.closed, processed=self.processed,
             next_id=self.next_id, seconds=self.elapsed(), root_bound=self.root_bound,
-            root_objective=self.root_objective)
+            root_objective=self.root_objective, history=self.history)
 
     def restore(self, state: TreeState) -> None:
         """Go on from ``state`` (see :class:`TreeState`)."""
@@ -493,6 +503,8 @@ class _Search:
         self.prior = float(state.seconds)
         self.root_bound = state.root_bound
         self.root_objective = state.root_objective
+        if state.history is not None:
+            self.history = state.history
 
     def global_bound(self) -> float:
         """The certified lower bound: the minimum bound over open, running, unresolved and
@@ -548,6 +560,8 @@ class _Search:
                 self.push(node.data, bound, node.depth, node.parent_id, node.node_id)
             return
         self.processed += 1
+        if out.learned is not None and self.history is not None:
+            self.history.record(out.learned)
         improved = self.inc.source == node.node_id
         if node.node_id == 0:
             self.root_bound = bound
@@ -616,6 +630,7 @@ def branch_and_bound(
     checkpoint: Callable[[TreeState], None] | None = None,
     checkpoint_every: float | None = None,
     remote: Any = None,
+    history: Any = None,
 ) -> TreeResult:
     """Minimise by best-first (or depth-/breadth-first) branch and bound.
 
@@ -641,6 +656,10 @@ def branch_and_bound(
     ``remote``: signals for jobs in other processes (see :class:`Context`): the manager
     calls ``remote.publish(incumbent)`` when the incumbent improves and ``remote.stop()``
     when the search stops.
+    ``history``: the search's memory (e.g. pseudo-costs), an object with
+    ``record(learned)``: the manager calls it with every finished node's
+    ``NodeOutcome.learned`` that is not None, and jobs read it as ``context.history``; a
+    ``resume`` state's history, when it has one, replaces it.
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
@@ -657,7 +676,7 @@ def branch_and_bound(
     own = executor is None
     pool = WorkerPool(workers) if own else executor
     cancel = threading.Event()
-    st = _Search(order, tol, abs_tol, incumbent, callback, deadline)
+    st = _Search(order, tol, abs_tol, incumbent, callback, deadline, history)
     if resume is not None:
         st.restore(resume)
     else:
@@ -750,7 +769,8 @@ def _step(st: _Search, process, pool: Executor, options, cancel: threading.Event
             break  # the root runs alone (it may use every core)
         node = heapq.heappop(st.heap)
         ctx = Context(st.inc, deadline, options, cancel, node.node_id, node.depth,
-                      is_root=node.node_id == 0, reports=st.reports, remote=remote)
+                      is_root=node.node_id == 0, reports=st.reports, remote=remote,
+                      history=st.history)
         try:
             fut = pool.submit(process, node.data, ctx)
         except BaseException:  # Ctrl-C or a refusing executor: the node stays open

@@ -312,6 +312,43 @@ def test_a_checkpoint_round_trips_exactly(tmp_path):
         assert nd.problem.C.shape == (nd.problem.s, nd.problem.s)
 
 
+def test_pseudocosts_travel_through_a_checkpoint(tmp_path):
+    """With branching='pseudocost' the checkpoint holds the records (a resumed run chooses
+    as the uninterrupted one would) and each child's pair points; malformed ones are
+    refused."""
+    import dataclasses
+
+    from pcsos.branching import PseudoCosts
+    from pcsos.checkpoint import write_checkpoint
+
+    X = _uniform(n=18, seed=3)
+    opts = {**BRANCHY, "branching": "pseudocost"}
+    whole = pcsos.solve(X, 3, **opts)
+    ck = tmp_path / "pc.ckpt"
+    first = pcsos.solve(X, 3, max_nodes=12, checkpoint=ck, **opts)
+    assert first.status == "node_limit"
+    inst = make_instance(X, 3)
+    state, meta = read_checkpoint(ck, inst)
+    assert isinstance(state.history, PseudoCosts)
+    assert state.history.records("ml") + state.history.records("cl") >= 6
+    assert all(0 <= p < 18 for row in state.open for p in row[4].points)
+    again = tmp_path / "again.ckpt"
+    write_checkpoint(again, state, inst, **meta)
+    assert _same(state, read_checkpoint(again, inst)[0])
+    resumed = pcsos.solve(X, 3, resume=ck, **opts)
+    assert resumed.status == "optimal"
+    assert resumed.objective == pytest.approx(whole.objective, rel=1e-6)
+    assert resumed.nodes == whole.nodes  # the same tree: the records came back
+    bad_history = dataclasses.replace(state, history=PseudoCosts.empty(17))
+    row = state.open[0]
+    bad_node = dataclasses.replace(state, open=[
+        (*row[:4], dataclasses.replace(row[4], points=(0, 18)))] + state.open[1:])
+    for bad in (bad_history, bad_node):
+        write_checkpoint(again, bad, inst, **meta)
+        with pytest.raises(InputError, match="not a readable pcsos checkpoint"):
+            read_checkpoint(again, inst)
+
+
 class _Evil:
     """Pickles as a call of os.system: loading it writes ``target`` (the attack)."""
 

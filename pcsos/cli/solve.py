@@ -26,6 +26,7 @@ from pcsos.bounds.settings import (
     ENGINES,
     BoundSettings,
 )
+from pcsos.branching import RULES
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_bound_arguments,
@@ -91,6 +92,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "--threads; more pays only on an otherwise idle machine)")
     alg.add_argument("--order", choices=sorted(_ORDERS), default=_DEFAULTS.order,
                      help="visiting order (default: best-first, ties deeper first)")
+    alg.add_argument("--branching", choices=RULES, default=_DEFAULTS.branching,
+                     help="the pair a node branches on: paper (PC-SOS-SDP's score) or "
+                          "pseudocost (learned from the gains of earlier children; "
+                          "default: %(default)s)")
     alg.add_argument("--heuristic", default=_DEFAULTS.heuristic, metavar="NAME",
                      help="upper-bound heuristic run at every node (default: %(default)s)")
     alg.add_argument("--root-heuristic", default=_DEFAULTS.root_heuristic, metavar="NAME",
@@ -133,7 +138,8 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
         bound_settings=bound_settings(args, engine=args.bound, backend=args.sdp_backend,
                                       tol=args.sdp_tol),
         cp_settings=cut_settings(args, args.cuts, args.tol),
-        feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order)
+        feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order,
+        branching=args.branching)
 
 
 def _settings(opts: SolverOptions, args: argparse.Namespace, inst) -> dict:
@@ -147,6 +153,7 @@ def _settings(opts: SolverOptions, args: argparse.Namespace, inst) -> dict:
         "DASK": args.dask or "none",
         "BRANCH_AND_BOUND_MAX_NODES": opts.max_nodes if opts.max_nodes else "none",
         "BRANCH_AND_BOUND_VISITING_STRATEGY": _ORDERS[opts.order],
+        "BRANCHING": opts.branching,
         "SDP_SOLVER_SESSION_THREADS_ROOT": opts.root_threads or threads,
         "SDP_SOLVER_SESSION_THREADS": threads,
         # 'auto' says what it picked for this instance
