@@ -19,8 +19,14 @@ clustering matrix) is the paper's either way: only the pair changes.
 
 The records live in a ``PseudoCosts`` that the tree manager holds (its ``history``):
 a node returns its own record in its outcome (``learned``), the manager adds it, and each
-job reads the records as they are when it runs (live in threads; a copy from submission in
-other processes). A node also counts its own record, which the manager adds only after it.
+job reads the records as they are when it runs (live in threads; in other processes a copy
+from when its job was sent). A node also counts its own record, which the manager adds only
+after it. With one worker the choices are reproducible, through a checkpoint and resume
+too; with several, which records a node sees depends on which jobs finished first.
+
+What is recorded: a node whose bound was computed in full (an LP node cut short to branch,
+``status == 'branch'``, records nothing); a child that the feasibility check or
+preprocessing proves infeasible is not bounded and records nothing either.
 """
 
 from __future__ import annotations
@@ -86,8 +92,9 @@ def relation(Z: np.ndarray, a: int, b: int) -> float:
 def unit_gain(side: str, change: float, parent_bound: float, bound: float,
               upper: float) -> float | None:
     """A child's gain over its parent's bound per unit of its relation's ``change``; the
-    bound counts up to the incumbent ``upper`` (an infeasible child gains what pruning
-    needs). None when there is nothing to learn (no change, no finite gain)."""
+    bound counts up to the incumbent ``upper`` (a bound above it, infinite included, gains
+    what pruning needed). None when there is nothing to learn (no change, no finite
+    gain)."""
     gain = min(bound, upper) - parent_bound
     if side not in _SIDES or not change > _MIN_CHANGE or not math.isfinite(gain):
         return None

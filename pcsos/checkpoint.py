@@ -10,13 +10,13 @@ Loading a checkpoint never runs code, whoever wrote the file. A checkpoint is on
 The search state is written as a tree of JSON values in which an array is
 ``{"array": index}``, a tuple ``{"tuple": [...]}``, a non-finite float ``{"float": "inf"}``
 and an object ``{"type": NAME, "fields": {...}}`` where NAME is one of the few classes in
-``_TYPES`` (node, problem, cuts, warm start, tree state). Reading builds only those
-classes, only numeric arrays are accepted (``np.load(allow_pickle=False)`` refuses object
-arrays), and the decoded state is checked against the instance (array shapes, index ranges)
-before any node is handed to the solver. Why not pickle: a pickle runs any function its
-file names when it is loaded, and checkpoints are exactly the files people copy between
-machines and attach to bug reports. A file of the old pickle format (version 1) is
-recognised by its first bytes and refused without being loaded.
+``_TYPES`` (node, problem, cuts, warm start, tree state, branching records). Reading
+builds only those classes, only numeric arrays are accepted (``np.load(allow_pickle=False)``
+refuses object arrays), and the decoded state is checked against the instance (array
+shapes, index ranges) before any node is handed to the solver. Why not pickle: a pickle
+runs any function its file names when it is loaded, and checkpoints are exactly the files
+people copy between machines and attach to bug reports. A file of the old pickle format
+(version 1) is recognised by its first bytes and refused without being loaded.
 
 The file is written atomically (to ``FILE.tmp``, flushed and fsynced, then renamed over
 ``FILE``), so a crash or ``kill -9`` at any moment leaves the previous checkpoint or the new
@@ -305,11 +305,17 @@ def _check_node(node: NodeData, instance: Instance) -> None:
     s = p.s
     if node.hint is not None:
         _check_labels(node.hint, instance, "hint")
-    pts = node.points
+    if not (isinstance(node.kind, str) and node.kind in ("root", "ml", "cl")
+            and isinstance(node.pair, tuple) and len(node.pair) == 2
+            and all(_is_int(x) for x in node.pair)):
+        raise _Corrupt("a node of an unknown kind")
+    pts, change = node.points, node.change
     if not (isinstance(pts, tuple) and len(pts) == 2 and all(_is_int(x) for x in pts)
-            and (pts == (-1, -1) or all(0 <= x < instance.n for x in pts))
-            and isinstance(node.change, (int, float)) and not isinstance(node.change, bool)
-            and (math.isnan(node.change) or 0.0 <= node.change <= 1.0)):
+            and isinstance(change, (int, float)) and not isinstance(change, bool)
+            and (math.isnan(change) or 0.0 <= change <= 1.0)
+            # no points, no record: the root, and children of files before pseudo-costs
+            and (all(0 <= x < instance.n for x in pts)
+                 or (pts == (-1, -1) and (change == 0.0 or math.isnan(change))))):
         raise _Corrupt("a node with a malformed branching record")
     cuts = node.cuts
     if cuts is not None:

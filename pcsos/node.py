@@ -406,7 +406,9 @@ class _NodeRun:
         self.lb = max(float(br.lower_bound), self.lb)
         gain = unit_gain(data.kind, data.change, data.parent_bound, self.lb,
                          min(ctx.incumbent, self.best_val))
-        if gain is not None:
+        # an LP cut short to branch has not computed its bound: nothing to learn from it
+        if gain is not None and min(data.points) >= 0 and getattr(
+                br.sdp, "status", None) != "branch":
             self.learned = (data.kind, data.points, gain)
         sdp = br.sdp
         self.row = _row(

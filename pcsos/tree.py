@@ -14,6 +14,7 @@ running, or finished without being resolved).
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import os
@@ -123,7 +124,8 @@ class Context:
     ``report(stage, **info)`` says what the job is doing, for progress output (both only
     reach the manager from threads of its process; elsewhere they are no-ops and the
     solution travels in the job's :class:`NodeOutcome`). ``history``: the search's memory
-    (see :func:`branch_and_bound`), live in threads, a copy from submission elsewhere.
+    (see :func:`branch_and_bound`), live in threads, elsewhere a copy from when the context
+    was pickled.
     """
 
     def __init__(self, incumbent: float | _Incumbent, deadline: Deadline | None = None,
@@ -489,7 +491,8 @@ class _Search:
             incumbent=value, solution=solution,
             unresolved=rows(self.unresolved), closed=self.closed, processed=self.processed,
             next_id=self.next_id, seconds=self.elapsed(), root_bound=self.root_bound,
-            root_objective=self.root_objective, history=self.history)
+            # a copy: the state must not change as the search records on
+            root_objective=self.root_objective, history=copy.copy(self.history))
 
     def restore(self, state: TreeState) -> None:
         """Go on from ``state`` (see :class:`TreeState`)."""
@@ -504,7 +507,7 @@ class _Search:
         self.root_bound = state.root_bound
         self.root_objective = state.root_objective
         if state.history is not None:
-            self.history = state.history
+            self.history = copy.copy(state.history)
 
     def global_bound(self) -> float:
         """The certified lower bound: the minimum bound over open, running, unresolved and
@@ -659,7 +662,8 @@ def branch_and_bound(
     ``history``: the search's memory (e.g. pseudo-costs), an object with
     ``record(learned)``: the manager calls it with every finished node's
     ``NodeOutcome.learned`` that is not None, and jobs read it as ``context.history``; a
-    ``resume`` state's history, when it has one, replaces it.
+    ``resume`` state's history, when it has one, replaces it (states hold a shallow copy:
+    ``record`` must replace what it changes, not write into it).
     """
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
