@@ -15,10 +15,11 @@ of our time to the paper's 16-core time. When the heuristics benchmark's results
 against the best feasible value found there: a bound above a feasible value is a bug and
 is flagged ``BOUND>UB``.
 
-``--branching`` picks the pair a node branches on (issue 51's branching study):
-``paper`` and ``pseudocost`` are the solver's option ``branching`` (``paper``, the default,
-argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2), PC-SOS-SDP's rule; ``pseudocost``, the pair whose
-children gained most per unit of relation earlier in the same tree, pcsos.branching);
+``--branching`` picks the pair a node branches on (issue 51's branching study; without it,
+the solver's default): ``paper`` and ``pseudocost`` are the solver's option ``branching``
+(``paper``, argmax_{i<j} min(Z_ij, ||Z_i. - Z_j.||^2), PC-SOS-SDP's rule; ``pseudocost``, the
+default, the pair whose children gained most per unit of relation earlier in the same tree,
+pcsos.branching);
 ``normalized`` is patched in (the tree's workers are threads, so it replaces
 ``pcsos.node.branching_score`` for every node of this process): argmax_{i<j} min(r_ij,
 1 - r_ij) with r_ij = Z_ij /
@@ -98,6 +99,7 @@ DEFAULT_DATASETS = ("iris", "wine", "seeds", "connectionist")
 def run_one(ds: str, path: pathlib.Path, args) -> dict:
     """Solve one instance and return its result row."""
     from pcsos.api import solve_instance
+    from pcsos.options import SolverOptions
 
     inst = load_instance(ds, path, args.folder)
     limit = time_limit(ds, path, args.time_limit)
@@ -106,8 +108,10 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
                          time_limit=limit, workers=args.workers, seed=args.seed,
                          **({"cp_settings": args.cp} if args.cp else {}),
                          **({"bound_settings": args.sdp} if args.sdp else {}),
-                         **({"branching": args.branching}
-                            if args.branching == "pseudocost" else {}))
+                         # a patched score replaces the paper's, which pseudo-costs would
+                         # otherwise choose among
+                         **({"branching": "paper" if BRANCHING[args.branching] else
+                             args.branching} if args.branching else {}))
     wall = time.time() - t0
     return {
         "instance": f"{ds}/{path.stem}", "dataset": ds, "file": path.name,
@@ -118,7 +122,7 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "message": res.message, "workers": args.workers, "time_limit": limit,
         "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
         **({"bound_settings": args.sdp} if args.sdp else {}),
-        **({"branching": args.branching} if args.branching != "paper" else {}),
+        "branching": args.branching or SolverOptions.branching,
         "root_seconds": res.log[0]["time"] if res.log else None,
         "root_ub": res.log[0]["gub"] if res.log else None,
         # per node: what the child-node measurements (seconds, rounds) are taken from
@@ -338,8 +342,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sdp", action="append", default=[], metavar="NAME=VALUE",
                     help="an SDP option for this run, e.g. polish=0 (repeatable; values are "
                          "read as Python literals)")
-    ap.add_argument("--branching", choices=sorted(BRANCHING), default="paper",
-                    help="the pair a node branches on (module doc; default: %(default)s)")
+    ap.add_argument("--branching", choices=sorted(BRANCHING), default=None,
+                    help="the pair a node branches on (module doc; default: the solver's)")
     ap.add_argument("--most-branching", type=int, default=None, metavar="N",
                     help="of the chosen instances, only the N whose row in run --ranking of "
                          "--out took the most nodes")
@@ -365,7 +369,7 @@ def main(argv=None) -> int:
         except ValueError:
             ap.error(f"--time-limit: seconds or 'paper', not {args.time_limit!r}")
     args.cp, args.sdp = literal_settings(args.cp), literal_settings(args.sdp)
-    if BRANCHING[args.branching] is not None:
+    if args.branching and BRANCHING[args.branching] is not None:
         import pcsos.node
 
         pcsos.node.branching_score = BRANCHING[args.branching]

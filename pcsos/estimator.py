@@ -144,7 +144,7 @@ feasibility_backend, order, branching
                  root_heuristic: str | None = "s-mdeclust", bound_settings=None,
                  cp_settings=None,
                  feasibility_backend: str = "highs", order: str = "best",
-                 branching: str = "paper",
+                 branching: str = "pseudocost",
                  random_state=None, verbose: bool = False):
         self.n_clusters = n_clusters
         self.size_min = size_min

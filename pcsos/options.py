@@ -76,9 +76,9 @@ class SolverOptions:
         Seed of every random choice (None: 0).
     order : {'best', 'depth', 'breadth'}
         Node selection; 'best' breaks ties deeper first.
-    branching : {'paper', 'pseudocost'}
-        The pair a node branches on: the paper's score, or pseudo-costs learned in the
-        tree (:mod:`pcsos.branching`).
+    branching : {'pseudocost', 'paper'}
+        The pair a node branches on: pseudo-costs learned in the tree, or the paper's
+        score (:mod:`pcsos.branching`).
 
     Examples
     --------
@@ -110,7 +110,7 @@ class SolverOptions:
     feasibility_backend: str = "highs"
     seed: int | None = None
     order: str = "best"
-    branching: str = "paper"
+    branching: str = "pseudocost"
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

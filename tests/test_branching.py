@@ -119,8 +119,8 @@ WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
 def test_pseudocost_branching_reaches_the_same_optimum_and_chooses_pairs(seed):
     # uniform points without cuts: trees of 30-40 nodes, so that the records become reliable
     X = np.random.default_rng(seed).uniform(size=(18, 2))
-    a = pcsos.solve(X, 3, workers=1, seed=0, **WEAK)
-    b = pcsos.solve(X, 3, workers=1, seed=0, branching="pseudocost", **WEAK)
+    a = pcsos.solve(X, 3, workers=1, seed=0, branching="paper", **WEAK)
+    b = pcsos.solve(X, 3, workers=1, seed=0, **WEAK)  # the default: pseudocost
     assert a.status == b.status == "optimal"
     assert b.objective == pytest.approx(a.objective, rel=2e-4)
     assert b.lower_bound <= a.objective * (1 + 1e-9)
@@ -132,5 +132,6 @@ def test_pseudocost_branching_reaches_the_same_optimum_and_chooses_pairs(seed):
 def test_branching_option_is_checked_at_the_edge():
     with pytest.raises(InputError, match="branching must be one of paper, pseudocost"):
         SolverOptions(branching="strong").checked()
-    est = pcsos.PCSOSClustering(n_clusters=2, branching="pseudocost")
-    assert est.solver_options().branching == "pseudocost"
+    assert SolverOptions().branching == "pseudocost"
+    est = pcsos.PCSOSClustering(n_clusters=2, branching="paper")
+    assert est.solver_options().branching == "paper"

@@ -322,7 +322,7 @@ def test_pseudocosts_travel_through_a_checkpoint(tmp_path):
     from pcsos.checkpoint import write_checkpoint
 
     X = _uniform(n=18, seed=3)
-    opts = {**BRANCHY, "branching": "pseudocost"}
+    opts = BRANCHY  # the default branching: pseudocost
     whole = pcsos.solve(X, 3, **opts)
     ck = tmp_path / "pc.ckpt"
     first = pcsos.solve(X, 3, max_nodes=12, checkpoint=ck, **opts)

@@ -93,9 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--order", choices=sorted(_ORDERS), default=_DEFAULTS.order,
                      help="visiting order (default: best-first, ties deeper first)")
     alg.add_argument("--branching", choices=RULES, default=_DEFAULTS.branching,
-                     help="the pair a node branches on: paper (PC-SOS-SDP's score) or "
-                          "pseudocost (learned from the gains of earlier children; "
-                          "default: %(default)s)")
+                     help="the pair a node branches on: pseudocost (of the paper's best "
+                          "pairs, the one whose points' earlier children gained most) or "
+                          "paper (PC-SOS-SDP's score; default: %(default)s)")
     alg.add_argument("--heuristic", default=_DEFAULTS.heuristic, metavar="NAME",
                      help="upper-bound heuristic run at every node (default: %(default)s)")
     alg.add_argument("--root-heuristic", default=_DEFAULTS.root_heuristic, metavar="NAME",
