@@ -13,6 +13,7 @@ import pathlib
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -33,7 +34,8 @@ def _cli(*args, cwd=ROOT, timeout=600):
 
 
 def _branching(seed=3, n=160, k=6, n_cl=40):
-    """Overlapping blobs with cannot-link pairs: the root does not close."""
+    """Overlapping blobs with cannot-link pairs (at n = 160 with the defaults the root
+    closes in seconds; with WEAK settings trees branch)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=2.0, size=(k, 2))
     truth = rng.integers(0, k, n)
@@ -157,8 +159,15 @@ def _root_spy(problem, Z, rng, deadline, **options):
     return HeuristicResult(status="no_solution")
 
 
+def _until_deadline(problem, Z, rng, deadline, **options):
+    # holds its node until the solve's time is up, whatever the machine's speed
+    while not deadline.expired():
+        time.sleep(0.02)
+    return HeuristicResult(status="no_solution")
+
+
 for _name, _fn in (("test-spy", _spy), ("test-old-style", _old_style),
-                   ("test-root-spy", _root_spy)):
+                   ("test-root-spy", _root_spy), ("test-until-deadline", _until_deadline)):
     try:
         register_heuristic(_name, _fn)
     except pcsos.InputError:  # registered by an earlier import
@@ -255,7 +264,11 @@ def test_nodes_stopped_by_the_limit_are_neither_counted_nor_logged():
 
 def test_time_limit_message_names_the_users_limit():
     X, k, cl = _branching()
-    res = pcsos.solve(X, k, cl=cl, workers=2, time_limit=3)
+    # no heuristic finds a clustering (the root's cannot prune on the feasibility check's
+    # alone) and the node's holds it to the limit: a stop by time on any machine (with the
+    # default heuristics this root closes in about 3 s)
+    res = pcsos.solve(X, k, cl=cl, workers=2, time_limit=3, heuristic="test-until-deadline",
+                      root_heuristic="test-until-deadline")
     assert res.status == "time_limit"
     assert "time limit of 3 s" in res.message
 
