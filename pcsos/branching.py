@@ -72,7 +72,12 @@ class PseudoCosts:
 
     def records(self, side: str) -> int:
         """How many nodes of ``side`` ('ml' or 'cl') have recorded."""
-        return int(round(self.table[_SIDES[side], :, 1].sum() / 2))
+        return _records(self.table, side)
+
+
+def _records(table: np.ndarray, side: str) -> int:
+    # each record counts once at each of its two points
+    return int(round(table[_SIDES[side], :, 1].sum() / 2))
 
 
 def _added(table: np.ndarray, learned) -> np.ndarray:
@@ -112,9 +117,9 @@ def choose_pair(Z: np.ndarray, candidates, first: np.ndarray, costs: PseudoCosts
     table = costs.table
     if own is not None:
         table = _added(table, own)
-    count = table[:, :, 1]
-    if min(count[0].sum(), count[1].sum()) / 2 < RELIABLE:
+    if min(_records(table, side) for side in _SIDES) < RELIABLE:
         return None
+    count = table[:, :, 1]
     mean = table[:, :, 0].sum(axis=1) / np.maximum(count.sum(axis=1), 1.0)
     psi = np.where(count > 0, table[:, :, 0] / np.maximum(count, 1.0), mean[:, None])
     best, pick = -math.inf, None
