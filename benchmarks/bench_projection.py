@@ -4,7 +4,7 @@ On synthetic instances (s points drawn around k Gaussian centres in 10 dimension
 constraints, so s super-points; seed 0), runs the ADMM for N iterations with each eig
 method from the same cold start and records the time of every projection call (the
 per-iteration time: mean over all N; median over the iterations whose rank hint
-allows a window, i.e. 4 (hint + 8) <= s, after the early wide iterations that every method
+allows a window (``eig._dense_wide`` false), after the early wide iterations that every method
 does by a full eigh; median over the last N/2, the steady state), the primal and dual KKT
 residuals and the gap after the N iterations, and the krylov method's counters. At the
 last iterate of the 'krylov' run it also times the safe bound by the dense eigensolver
@@ -77,7 +77,7 @@ def run(model: SDPModel, method: str, iters: int) -> tuple[dict, object]:
         eigmod.projector = original
     s = model.s
     times = np.array([c[0] for c in calls])
-    window = np.array([4 * (c[1] + 8) <= s for c in calls])
+    window = np.array([not eigmod._dense_wide(s, c[1]) for c in calls])
     kp = made["inner"].instances.get("krylov")
     row = {
         "iterations": r.iterations, "seconds": total,

@@ -164,11 +164,13 @@ def test_positive_part_by_name_and_registry():
 
 
 def test_auto_below_the_krylov_size_is_unchanged():
-    """'auto' at s < KRYLOV_MIN_S picks exactly what it did before 'krylov' existed."""
+    """'auto' below the Krylov sizes: the window of 'partial' while it is at most
+    s / WINDOW_ROOM wide, else 'full'."""
     rng = np.random.default_rng(38)
-    for s, hint in [(60, 2), (60, 50), (400, 10), (400, 120)]:
+    for s, hint in [(60, 2), (60, 50), (400, 10), (400, 30), (400, 50), (400, 120)]:
         W = _admm_like(rng, s, min(hint, s // 2))
-        ref = eigmod._REGISTRY["partial" if 4 * (hint + 8) <= s else "full"](W, hint)
+        ref = eigmod._REGISTRY["partial" if eigmod.WINDOW_ROOM * (hint + 8) <= s
+                               else "full"](W, hint)
         got = projector("auto")(W, hint)
         assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1])
 

@@ -13,8 +13,9 @@ the error of the positive part) that its current residuals need, or None for ful
 
 Built in:
 
-- ``'full'``: ``scipy.linalg.eigh`` with the MRRR driver ``'evr'`` (measured faster than
-  ``'evd'`` here: 37 ms vs 49 ms at s = 500 on 2 OpenBLAS threads).
+- ``'full'``: ``scipy.linalg.eigh`` with the divide-and-conquer driver ``'evd'``
+  (:data:`DENSE_DRIVER`; on the ADMM's own matrices it beats MRRR at every size measured,
+  see there).
 - ``'partial'``: the top ``r`` eigenpairs only (``subset_by_index``, driver ``'evr'``), with
   ``r`` = rank hint + a margin; when all ``r`` computed values are positive the window may
   have cut the positive part, so it doubles ``r`` and retries (exact, never truncated).
@@ -22,7 +23,8 @@ Built in:
   the previous call's block (it keeps state: one instance per solve, see :func:`projector`),
   stopped at the accuracy the caller asks for, with the same dense fallbacks as ``'auto'``
   (:class:`KrylovProjector`).
-- ``'auto'``: ``'partial'`` while the hint is at most s/4, else ``'full'``; from
+- ``'auto'``: ``'partial'`` while the window (hint + 8) is at most s / ``WINDOW_ROOM``,
+  else ``'full'``; from
   ``s >= KRYLOV_MIN_S`` on, ``'krylov'`` (which makes the same dense choice when it has no
   usable block), and from ``KRYLOV_NARROW_MIN_S`` on while its block is at most
   ``s / KRYLOV_NARROW`` columns wide.
@@ -79,6 +81,19 @@ KRYLOV_ROOM = 16
 # with no tolerance from the caller: relative to ||W||_F (about what a dense eigh gives)
 KRYLOV_TIGHT = 1e-11
 _NUMPY = get_backend("cpu")
+# LAPACK driver of every dense eigendecomposition of the projection on numpy. The ADMM's
+# iterates (W of real solves at iteration 40-120: glass s = 214, ECG5000 s = 426 and 500,
+# the overlap generator s = 284-951) have clustered spectra, which divide and conquer
+# deflates: 'evd' took 0.45-0.70x the time of MRRR ('evr', the earlier choice, measured on
+# random matrices) at one and two threads (benchmarks/bench_eig_drivers.py). Windows of the
+# top r eigenpairs need 'evr' (subset_by_index)
+DENSE_DRIVER = "evd"
+# a window of the top r eigenpairs ('partial') is taken while r is at most s / WINDOW_ROOM,
+# else a full decomposition by DENSE_DRIVER. On the same matrices shifted to r positive
+# eigenvalues, the window's time met the full 'evd' between r = s/10 and s/7 (13 of 214,
+# 45 of 426, 60 of 500, 25 of 284, 55-69 of 578, 114-130 of 951; one and two threads).
+# With MRRR for both the window paid up to s/4
+WINDOW_ROOM = 8
 
 
 def register_eig(name: str, fn: Callable, *, stateful: bool = False) -> None:
@@ -186,8 +201,8 @@ def _block_fits(s: int, p: int) -> bool:
 
 
 def _dense_wide(s: int, hint: int) -> bool:
-    """Whether the positive part may be too wide for a window (today's 'auto' rule)."""
-    return 4 * (hint + 8) > s
+    """Whether the positive part may be too wide for a window (the 'auto' rule)."""
+    return WINDOW_ROOM * (hint + 8) > s
 
 
 class KrylovProjector:
@@ -201,11 +216,12 @@ class KrylovProjector:
     smallest Ritz value of the block must be at most ``tau`` (the block reaches below the
     positive part, up to the accuracy asked); else the block grows by half and the steps go
     on. The pairs with value above ``tau`` are returned; those in (0, tau] are dropped (each
-    is worth at most tau + its residual). When the hint exceeds s/4 - 8 (early iterations,
-    wide positive part) it uses a full eigh; with no block yet, or a block of more than
-    ``s / KRYLOV_ROOM`` columns, or when the steps do not converge in ``KRYLOV_MAXITER``, the
-    top-r eigh of ``'partial'``; each dense result seeds the next block. ``stats`` counts
-    what each call did ('dense', 'partial', 'krylov', 'steps', 'grown').
+    is worth at most tau + its residual). When the hint exceeds s / ``WINDOW_ROOM`` - 8
+    (early iterations, wide positive part) it uses a full eigh; with no block yet, or a
+    block of more than ``s / KRYLOV_ROOM`` columns, or when the steps do not converge in
+    ``KRYLOV_MAXITER``, the top-r eigh of ``'partial'``; each dense result seeds the next
+    block. ``stats`` counts what each call did ('dense', 'partial', 'krylov', 'steps',
+    'grown').
 
     ``backend`` (:class:`~pcsos.bounds.arrays.ArrayBackend`, default numpy): where W and the
     block live. The s x p work (products with W, QR, residuals) stays there; the small
@@ -306,9 +322,9 @@ class KrylovProjector:
 
 
 def _eigh(be: ArrayBackend, W):
-    """All eigenpairs of the symmetric W, ascending (scipy's MRRR on numpy)."""
+    """All eigenpairs of the symmetric W, ascending (scipy's :data:`DENSE_DRIVER` on numpy)."""
     if be.is_numpy:
-        return sla.eigh(W, driver="evr", check_finite=False)
+        return sla.eigh(W, driver=DENSE_DRIVER, check_finite=False)
     return be.eigh(W)
 
 
@@ -440,7 +456,7 @@ def _choose(method: str, s: int, hint: int) -> str:
         if not _AUTO[method] and (s >= KRYLOV_MIN_S or (
                 s >= KRYLOV_NARROW_MIN_S and KRYLOV_NARROW * (hint + KRYLOV_MARGIN) <= s)):
             return "krylov"
-        return ("partial" if 4 * (hint + 8) <= s else "full") + _AUTO[method]
+        return ("full" if _dense_wide(s, hint) else "partial") + _AUTO[method]
     return method
 
 
