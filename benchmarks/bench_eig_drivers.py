@@ -83,8 +83,8 @@ def captured(model: SDPModel, at: int) -> np.ndarray:
 
 
 # written over between calls, untimed: in a solve, W reaches the eigensolver after passes
-# over a dozen other s x s arrays, not hot in the cache from the last call (at s = 951 on
-# 2 threads a repeated call on the same W took 71 ms, the first one 121 ms)
+# over a dozen other s x s arrays, not hot in the cache from the last call. (It does not
+# reproduce the slower first call of a solve at two threads: docs/benchmarks.md)
 _SWEEP = np.zeros(2 ** 24)  # 128 MiB
 
 
@@ -99,17 +99,15 @@ def timed(fn, repeat: int) -> float:
     return 1e3 * statistics.median(times)
 
 
-def drivers(W: np.ndarray, repeat: int, window: bool = True) -> dict:
+def drivers(W: np.ndarray, repeat: int) -> dict:
     s = W.shape[0]
     r = int(np.count_nonzero(np.linalg.eigvalsh(W) > 0))
-    row = {"rank": r,
-           "evr_ms": timed(lambda: sla.eigh(W, driver="evr", check_finite=False), repeat),
-           "evd_ms": timed(lambda: sla.eigh(W, driver="evd", check_finite=False), repeat)}
-    if window:
-        lo = max(0, s - r - 8)
-        row["evr_top_ms"] = timed(lambda: sla.eigh(W, driver="evr", check_finite=False,
-                                                   subset_by_index=[lo, s - 1]), repeat)
-    return row
+    lo = max(0, s - r - 8)
+    return {"rank": r,
+            "evr_ms": timed(lambda: sla.eigh(W, driver="evr", check_finite=False), repeat),
+            "evd_ms": timed(lambda: sla.eigh(W, driver="evd", check_finite=False), repeat),
+            "evr_top_ms": timed(lambda: sla.eigh(W, driver="evr", check_finite=False,
+                                                 subset_by_index=[lo, s - 1]), repeat)}
 
 
 def shifted(W: np.ndarray, fraction: float) -> np.ndarray:

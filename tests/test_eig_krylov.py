@@ -163,7 +163,7 @@ def test_positive_part_by_name_and_registry():
         eigmod._STATEFUL.discard("counting_test")
 
 
-def test_auto_below_the_krylov_size_is_unchanged():
+def test_auto_below_the_krylov_sizes_windows_by_room():
     """'auto' below the Krylov sizes: the window of 'partial' while it is at most
     s / WINDOW_ROOM wide, else 'full'."""
     rng = np.random.default_rng(38)

@@ -84,7 +84,7 @@ _NUMPY = get_backend("cpu")
 # LAPACK driver of every dense eigendecomposition of the projection on numpy. The ADMM's
 # iterates (W of real solves at iteration 40-120: glass s = 214, ECG5000 s = 426 and 500,
 # the overlap generator s = 284-951) have clustered spectra, which divide and conquer
-# deflates: 'evd' took 0.45-0.70x the time of MRRR ('evr', the earlier choice, measured on
+# deflates: 'evd' took 0.40-0.64x the time of MRRR ('evr', the earlier choice, measured on
 # random matrices) at one and two threads (benchmarks/bench_eig_drivers.py). Windows of the
 # top r eigenpairs need 'evr' (subset_by_index)
 DENSE_DRIVER = "evd"
