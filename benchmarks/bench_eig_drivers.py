@@ -33,11 +33,11 @@ import time
 
 import numpy as np
 import scipy.linalg as sla
+from bench_projection import watched_projections
 from bench_scale import GENERATORS
 from instances import RESULTS, code_version, load_problem, merge_json, split_name
 from threadpoolctl import threadpool_limits
 
-import pcsos.bounds.eig as eigmod
 from pcsos.bounds import BoundSettings, SDPModel
 from pcsos.bounds.admm import solve_admm
 from pcsos.problem import Problem, make_instance
@@ -56,27 +56,14 @@ def model_of(case: str) -> SDPModel:
 def captured(model: SDPModel, at: int) -> np.ndarray:
     """The W of the ADMM's ``at``-th projection (default settings, one BLAS thread)."""
     kept: list[np.ndarray] = []
-    original = eigmod.projector
 
-    def keeping(name="auto", backend=None):
-        inner = original(name, backend)
+    def keeping(inner, W, rank_hint, tol):
+        if len(kept) < at:
+            kept.append(W.copy() if len(kept) == at - 1 else None)
+        return inner(W, rank_hint, tol)
 
-        def call(W, rank_hint=None, tol=None):
-            if len(kept) < at:
-                kept.append(W.copy() if len(kept) == at - 1 else None)
-            out = inner(W, rank_hint, tol)
-            call.last = out
-            return out
-
-        call.last = None
-        return call
-
-    eigmod.projector = keeping
-    try:
-        with threadpool_limits(1):
-            solve_admm(model, BoundSettings(max_iter=at, polish=0))
-    finally:
-        eigmod.projector = original
+    with watched_projections(keeping), threadpool_limits(1):
+        solve_admm(model, BoundSettings(max_iter=at, polish=0))
     if len(kept) < at:
         raise SystemExit(f"the ADMM stopped after {len(kept)} projections, before {at}")
     return kept[-1]

@@ -23,6 +23,7 @@ rewritten after every run, the other keys kept).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import platform
@@ -48,33 +49,48 @@ def synthetic(s: int, k: int, seed: int = 0) -> SDPModel:
     return SDPModel.from_problem(Problem.from_instance(make_instance(X, k)))
 
 
-def run(model: SDPModel, method: str, iters: int) -> tuple[dict, object]:
-    """N ADMM iterations with ``method``, every projection call timed."""
-    calls = []
-    made = {}
+@contextlib.contextmanager
+def watched_projections(on_call):
+    """Within the block, every projection of the ADMM goes through ``on_call(inner, W,
+    rank_hint, tol)``, which returns ``inner``'s result (``inner``: the projector the solve
+    would have used). Yields the list of those projectors, one per solve."""
     original = eigmod.projector
+    inners = []
 
-    def timed_projector(name="auto", backend=None):
+    def watched(name="auto", backend=None):
         inner = original(name, backend)
+        inners.append(inner)
 
         def call(W, rank_hint=None, tol=None):
-            t = time.perf_counter()
-            out = inner(W, rank_hint, tol)
-            calls.append((time.perf_counter() - t, int(rank_hint), len(out[0])))
+            out = on_call(inner, W, rank_hint, tol)
             call.last = inner.last
             return out
 
         call.last = None
-        made["inner"] = inner
         return call
 
-    eigmod.projector = timed_projector
+    eigmod.projector = watched
     try:
+        yield inners
+    finally:
+        eigmod.projector = original
+
+
+def run(model: SDPModel, method: str, iters: int) -> tuple[dict, object]:
+    """N ADMM iterations with ``method``, every projection call timed."""
+    calls = []
+
+    def timed(inner, W, rank_hint, tol):
+        t = time.perf_counter()
+        out = inner(W, rank_hint, tol)
+        calls.append((time.perf_counter() - t, int(rank_hint), len(out[0])))
+        return out
+
+    with watched_projections(timed) as inners:
         t0 = time.perf_counter()
         r = solve_sdp(model, eig=method, max_iter=iters, tol=1e-14)
         total = time.perf_counter() - t0
-    finally:
-        eigmod.projector = original
+    made = {"inner": inners[-1]}
     s = model.s
     times = np.array([c[0] for c in calls])
     window = np.array([not eigmod._dense_wide(s, c[1]) for c in calls])
