@@ -210,13 +210,14 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_bound(args: list[str]) -> tuple[dict, int]:
-    """``pcsos bound ARGS --json F`` in a process of its own (this interpreter): its JSON
-    result ({} when it wrote none) and its exit code."""
+def run_bound(args: list[str], env: dict | None = None) -> tuple[dict, int]:
+    """``pcsos bound ARGS --json F`` in a process of its own (this interpreter, ``env`` its
+    environment, None: this one's): its JSON result ({} when it wrote none) and its exit
+    code."""
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "bound.json"
         proc = subprocess.run([sys.executable, "-m", "pcsos", "bound", *args, "--json",
-                               str(out)], capture_output=True, text=True)
+                               str(out)], capture_output=True, text=True, env=env)
         return (json.loads(out.read_text()) if out.is_file() else {}), proc.returncode
 
 

@@ -6,8 +6,20 @@ solver are loaded; ``from pcsos import solve`` works as usual.
 """
 
 import importlib as _importlib
+import os as _os
 
 __version__ = "0.1.0"
+
+# OpenBLAS's idle worker threads spin for 2**T cycles after each call (T = 28 unless
+# ``OPENBLAS_THREAD_TIMEOUT`` says otherwise, about 0.1 s). Between the ADMM's BLAS calls
+# the main thread runs array passes of its own, and a spinning worker takes the core they
+# need: with the default, 2 BLAS threads ran 0.11-0.7x the iterations per second of one
+# (benchmarks/bench_blas_timeout.py, docs/benchmarks.md); T = 20 was the best measured.
+# OpenBLAS reads the variable once, when it loads, so this counts only where pcsos is
+# imported before numpy and scipy (the ``pcsos`` command always is). A value the user set
+# stands, as scikit-learn does with its ``KMP_*`` defaults.
+_BLAS_THREAD_TIMEOUT = "20"
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", _BLAS_THREAD_TIMEOUT)
 
 _EXPORTS = {
     "solve": "pcsos.api",

@@ -128,6 +128,22 @@ def test_importing_the_cli_does_not_load_the_solver():
     assert p.stdout.split() == ["False", "False"], p.stdout + p.stderr
 
 
+def test_openblas_spin_default_is_set_before_numpy_loads_and_the_users_stands():
+    """OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it loads: the command sets the
+    default before numpy is imported; a value in the environment is kept."""
+    import pcsos as pkg
+
+    code = ("import os, sys, pcsos.cli\n"
+            "print('numpy' in sys.modules, os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.stdout.split() == ["False", pkg._BLAS_THREAD_TIMEOUT], p.stdout + p.stderr
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**env, "OPENBLAS_THREAD_TIMEOUT": "7"}, timeout=600)
+    assert p.stdout.split() == ["False", "7"], p.stdout + p.stderr
+
+
 # ---------------------------------------------------------------- heuristics
 
 def test_run_heuristic_in_a_worker_thread_leaves_the_blas_limit(monkeypatch):

@@ -17,7 +17,23 @@ from pcsos.bounds.settings import BACKENDS, BoundSettings
 from pcsos.clock import Deadline
 from pcsos.errors import InputError
 
-__all__ = ["solve_sdp", "BACKENDS", "BoundSettings"]
+__all__ = ["solve_sdp", "BACKENDS", "BoundSettings", "blas_threads"]
+
+#: Below this many super-points one BLAS thread ran more ADMM iterations per second than
+#: two on the 2-core machine, even with OpenBLAS's short spin (pcsos/__init__.py): 254
+#: against 196 at s = 214, 53 against 57 at s = 500, 6.4 against 9.2 at s = 951
+#: (benchmarks/bench_blas_timeout.py, docs/benchmarks.md).
+BLAS_THREADS_MIN_S = 500
+
+
+def blas_threads(s: int, threads: int | None = None) -> int | None:
+    """BLAS threads for one relaxation of ``s`` super-points solved alone: ``threads`` when
+    given, else 1 below :data:`BLAS_THREADS_MIN_S` and None (the process's setting) from
+    there on."""
+    if threads is not None:
+        return int(threads)
+    return 1 if s < BLAS_THREADS_MIN_S else None
+
 
 def _threads(threads: int | None):
     if threads is None:

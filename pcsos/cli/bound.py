@@ -16,6 +16,7 @@ from dataclasses import replace
 from pcsos.bounds import BACKENDS, ENGINES, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.colgen import ColGenResult, colgen_bound
 from pcsos.bounds.eig import eig_methods
+from pcsos.bounds.solve import blas_threads
 from pcsos.cli.common import (
     add_bound_arguments,
     add_cut_arguments,
@@ -72,7 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                         help="wall-clock limit of the solve (the bound stays valid)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS threads for the solve (default: leave as configured)")
+                        help="BLAS threads for the solve (default: 1 below s = 500 super-points, "
+                             "where more were slower, else as configured)")
     parser.add_argument("--eig", choices=eig_methods(), default="auto",
                         help="eigensolver of the ADMM (default: auto)")
     add_bound_arguments(parser)
@@ -93,11 +95,12 @@ def compute_bound(problem: Problem, args: argparse.Namespace,
                         eig=args.eig, verbose=args.verbose)
     if args.cuts == "none":
         model = SDPModel.from_problem(problem)
-        res = solve_sdp(model, bs, time_limit=deadline, threads=args.threads)
+        res = solve_sdp(model, bs, time_limit=deadline, threads=blas_threads(model.s, args.threads))
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
     settings = cut_settings(args, args.cuts, args.prune_tol)
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
-                              root=True, bound_settings=bs, threads=args.threads,
+                              root=True, bound_settings=bs,
+                              threads=blas_threads(problem.s, args.threads),
                               seed=args.seed, time_limit=deadline)
     if loop.sdp is None:
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
