@@ -14,7 +14,9 @@ runs (threadpoolctl limits are process-wide); the root node runs alone with
 ``root_threads``. One BLAS thread per worker is the default because multi-threaded BLAS on
 these matrices (s <= ~800) gains little on an idle machine and collapses when the cores are
 shared: wine ml_50_cl_50_0 took 449 s with 2 threads and 1 worker on a busy 2-core machine,
-24.8 s with 1.
+24.8 s with 1. Where more threads are asked for, import pcsos before numpy and scipy: it
+then shortens OpenBLAS's idle-worker spin (``OPENBLAS_THREAD_TIMEOUT``, see pcsos/__init__.py),
+without which two threads ran 0.11-0.7x the ADMM iterations per second of one.
 """
 
 from __future__ import annotations
