@@ -25,8 +25,11 @@ projected part every 10 iterations (``--max-iter`` for a run of fixed length).
 One JSON line per run in ``--out`` (default ``benchmarks/results/bench_device.jsonl``).
 """
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001 (pcsos first, below)
 
+# first: pcsos shortens OpenBLAS's worker spin (pcsos/__init__.py) only where it loads
+# before numpy, and these BLAS threads must behave as the pcsos command's
+import pcsos  # noqa: F401
 import argparse
 import math
 import platform

@@ -23,8 +23,11 @@ Results go to key ``--run`` of ``benchmarks/results/bench_eig_drivers.json``::
         overlap:1000:20 --threads 1 2 --fractions 0.03 0.06 0.12 0.25
 """
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001 (pcsos first, below)
 
+# first: pcsos shortens OpenBLAS's worker spin (pcsos/__init__.py) only where it loads
+# before numpy, and these BLAS threads must behave as the pcsos command's
+import pcsos  # noqa: F401
 import argparse
 import os
 import platform

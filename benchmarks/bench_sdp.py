@@ -22,8 +22,11 @@ instances and records the iterations of every round (with ``--baseline`` also wi
 earlier settings).
 """
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001 (pcsos first, below)
 
+# first: pcsos shortens OpenBLAS's worker spin (pcsos/__init__.py) only where it loads
+# before numpy, and these BLAS threads must behave as the pcsos command's
+import pcsos  # noqa: F401
 import argparse
 import os
 import platform
