@@ -69,3 +69,22 @@ def test_cli_bound_shared_iris(shared_instances, tmp_path):
     rep = json.loads(out.read_text())
     assert rep["size"] == 100 and rep["status"] == "solved"
     assert abs(rep["sdp_value"] - rep["lower_bound"]) <= 1e-5 * abs(rep["sdp_value"])
+
+
+@pytest.mark.parametrize("given, expected", [(None, 1), ("3", 3)])
+def test_cli_bound_threads_default_to_one_on_small_relaxations(tmp_path, monkeypatch, given,
+                                                                expected):
+    """Below BLAS_THREADS_MIN_S super-points more BLAS threads ran fewer ADMM iterations per
+    second, so the default takes one; a --threads the user gave stands."""
+    import pcsos.cli.bound as cli_bound
+    from pcsos.bounds.solve import BLAS_THREADS_MIN_S, blas_threads
+
+    seen = []
+    real = cli_bound.solve_sdp
+    monkeypatch.setattr(cli_bound, "solve_sdp",
+                        lambda *a, threads=None, **kw: seen.append(threads) or real(*a, **kw))
+    X = np.random.default_rng(1).normal(size=(8, 2))
+    data, _ = _write(tmp_path, X, 2)
+    assert main(["bound", str(data), "-k", "2", *(["--threads", given] if given else [])]) == 0
+    assert seen == [expected]
+    assert blas_threads(BLAS_THREADS_MIN_S) is None and blas_threads(BLAS_THREADS_MIN_S, 2) == 2
