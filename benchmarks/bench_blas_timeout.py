@@ -20,8 +20,9 @@ command's default), the overlap cases written to text files first::
     python benchmarks/bench_blas_timeout.py --cases overlap:1000:20 glass/ml_0_cl_100_0 \\
         ECG5000/ml_0_cl_150_0 --threads 1 2 --timeouts default 8 12 16 20 24 \\
         --time-limit 30 --max-iter 2000 --repeat 2
-    python benchmarks/bench_blas_timeout.py --command bound --cases overlap:1000:20 \
-        --threads 2 1 auto --timeouts default 20 --time-limit 60 --run bound_s951
+    python benchmarks/bench_blas_timeout.py --command bound --cases overlap:1000:20 \\
+        glass/ml_0_cl_100_0 ECG5000/ml_0_cl_150_0 --threads 2 1 auto \\
+        --timeouts default 20 --time-limit 60 --run bound_threads
 """
 
 from __future__ import annotations
@@ -35,7 +36,15 @@ import sys
 import tempfile
 import time
 
-from instances import INSTANCES, RESULTS, append_jsonl, code_version, run_bound, split_name
+from instances import (
+    INSTANCES,
+    RESULTS,
+    append_jsonl,
+    code_version,
+    constraint_path,
+    run_bound,
+    split_name,
+)
 
 OUT = RESULTS / "bench_blas_timeout.jsonl"
 
@@ -73,14 +82,14 @@ def case_files(case: str, tmp: str) -> tuple[str, str, int]:
     dataset, stem = split_name(case)
     with open(INSTANCES / dataset / "data.txt") as fh:
         k = int(fh.readline().split()[2])
-    return (str(INSTANCES / dataset / "data.txt"),
-            str(INSTANCES / dataset / "constraints" / f"{stem}.txt"), k)
+    return str(INSTANCES / dataset / "data.txt"), str(constraint_path(dataset, stem)), k
 
 
-def measure(args, case: str, threads: str, env: dict, tmp: str) -> dict:
-    """One measurement of ``case`` at ``threads`` BLAS threads under ``env``."""
+def measure(args, case: str, threads: str, env: dict, files: dict) -> dict:
+    """One measurement of ``case`` at ``threads`` BLAS threads under ``env`` (``files``: each
+    case's :func:`case_files`, for ``--command bound``)."""
     if args.command == "bound":
-        data, pairs, k = case_files(case, tmp)
+        data, pairs, k = files[case]
         res, rc = run_bound([data, "-c", pairs, "-k", str(k), "--method", "sdp",
                              "--time-limit", str(args.time_limit), "--max-iter",
                              str(args.max_iter)]
@@ -119,12 +128,14 @@ def main() -> None:
         ap.error("--threads takes numbers with --command admm")
     settings = [(c, t, to) for c in args.cases for t in args.threads
                 for to in (args.timeouts if t != "1" else ["default"])]  # 1: no workers
-    tmp = tempfile.mkdtemp()
+    files = {}
+    if args.command == "bound":  # each case written once, in a folder of its own
+        files = {case: case_files(case, tempfile.mkdtemp()) for case in args.cases}
     for rnd in range(args.repeat):
         for case, threads, timeout in settings:
             env = {**os.environ,
                    "OPENBLAS_THREAD_TIMEOUT": "28" if timeout == "default" else timeout}
-            row = measure(args, case, threads, env, tmp)
+            row = measure(args, case, threads, env, files)
             row.update(command_kind=args.command, run=args.run, round=rnd, case=case,
                        threads=int(threads) if threads.isdigit() else threads, timeout=timeout,
                        its_per_s=row["iterations"] / row["seconds"],

@@ -93,14 +93,14 @@ def compute_bound(problem: Problem, args: argparse.Namespace,
     """
     bs = bound_settings(args, backend=args.backend, tol=args.tol, max_iter=args.max_iter,
                         eig=args.eig, verbose=args.verbose)
+    threads = blas_threads(problem.s, args.threads)
     if args.cuts == "none":
         model = SDPModel.from_problem(problem)
-        res = solve_sdp(model, bs, time_limit=deadline, threads=blas_threads(model.s, args.threads))
+        res = solve_sdp(model, bs, time_limit=deadline, threads=threads)
         return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
     settings = cut_settings(args, args.cuts, args.prune_tol)
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
-                              root=True, bound_settings=bs,
-                              threads=blas_threads(problem.s, args.threads),
+                              root=True, bound_settings=bs, threads=threads,
                               seed=args.seed, time_limit=deadline)
     if loop.sdp is None:
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
