@@ -136,16 +136,25 @@ class Instance:
         return float(self.n if self.weights is None else math.fsum(self.weights))
 
     @property
+    def max_cluster_points(self) -> int:
+        """The most points any cluster can hold: at most ``size_max`` (the largest of exact
+        ``sizes``), and the other k - 1 clusters hold at least ``size_min`` (1 without
+        sizes) each."""
+        lo, hi = self.size_bounds()
+        return int(min(hi, self.n - (self.k - 1) * lo))
+
+    @property
     def max_cluster_weight(self) -> float:
-        """An upper bound on the weight of any cluster: the other k - 1 clusters hold at
-        least one point each, so at least the k - 1 smallest weights (n - k + 1 without
-        weights). The clique cuts' right-hand side is its inverse (docs/cuts.md)."""
+        """An upper bound on the weight of any cluster: of its at most
+        :attr:`max_cluster_points` points (n - k + 1 without sizes), the largest weights.
+        The clique cuts' right-hand side is its inverse (docs/cuts.md)."""
+        top = self.max_cluster_points
         if self.weights is None:
-            return float(self.n - self.k + 1)
-        # the n - k + 1 largest weights, summed with one rounding, then two ulps up: 1 / this,
+            return float(top)
+        # the largest weights, summed with one rounding, then two ulps up: 1 / this,
         # rounded, stays below the exact inverse, so a clique cut never cuts off a clustering
-        top = math.fsum(np.sort(self.weights)[self.k - 1:])
-        return float(np.nextafter(np.nextafter(top, math.inf), math.inf))
+        total = math.fsum(np.sort(self.weights)[self.n - top:])
+        return float(np.nextafter(np.nextafter(total, math.inf), math.inf))
 
     def objective(self, labels) -> float:
         """The objective of the clustering ``labels`` (one label per point) computed from

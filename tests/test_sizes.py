@@ -12,6 +12,7 @@ from bruteforce import brute_force, feasible_partitions
 
 from pcsos.api import solve_instance
 from pcsos.cli import main
+from pcsos.cuts.separation import clique_rhs
 from pcsos.errors import InfeasibleError
 from pcsos.feasibility import check_instance, check_problem
 from pcsos.heuristics import register_heuristic, run_heuristic
@@ -110,6 +111,39 @@ def test_weighted_solve_against_enumeration():
             assert res.objective == pytest.approx(opt, rel=1e-6, abs=1e-9)
             assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
             assert inst.sizes_ok(res.labels)
+
+
+def test_clique_rhs_with_sizes_is_valid_and_tight():
+    """With sizes the clique cuts' right-hand side is 1 / the heaviest cluster the sizes
+    allow: against every clustering that meets them (with and without point weights), the
+    least sum_{a<b in Q} Z_ab over k + 1 points Q is never below it and reaches it, and it
+    is above the 1 / (n - k + 1) of no sizes where size_max or size_min bind."""
+    rng = np.random.default_rng(41)
+    stronger = 0
+    for t in range(60):
+        n = int(rng.integers(4, 9))
+        k = int(rng.integers(2, min(4, n - 1) + 1))
+        kw = _size_kw(rng, n, k)
+        w = rng.uniform(0.5, 3.0, size=n) if t % 2 else None
+        inst = make_instance(rng.normal(size=(n, 2)), k, weights=w, **kw)
+        rhs = clique_rhs(n, k, inst.max_cluster_weight)
+        weights = np.ones(n) if w is None else w
+        worst, biggest = math.inf, 0
+        for lab in feasible_partitions(n, k):
+            if not inst.sizes_ok(lab):
+                continue
+            mass = np.bincount(lab, weights=weights)
+            biggest = max(biggest, int(np.bincount(lab).max()))
+            Z = (lab[:, None] == lab[None, :]) / mass[lab][:, None]
+            for Q in itertools.combinations(range(n), k + 1):
+                worst = min(worst, sum(Z[a, b] for a, b in itertools.combinations(Q, 2)))
+        what = f"case {t}: n={n} k={k} {kw} weights={w is not None}"
+        if worst == math.inf:
+            continue  # no clustering meets the sizes
+        assert biggest == inst.max_cluster_points, what
+        assert rhs <= worst <= rhs * (1 + 1e-12), what
+        stronger += rhs > clique_rhs(n, k, make_instance(inst.X, k, weights=w).max_cluster_weight)
+    assert stronger >= 10
 
 
 @pytest.mark.parametrize("method", ["auto", "ilp"])

@@ -64,7 +64,7 @@ def top_k(violation: np.ndarray, frac: float) -> np.ndarray:
 
 def clique_rhs(n: int, k: int, max_weight: float | None = None) -> float:
     """Right-hand side 1/(n - k + 1): the largest cluster holds at most n - k + 1 points;
-    with point weights 1/``max_weight``, a bound on any cluster's weight
+    with point weights or cluster sizes 1/``max_weight``, a bound on any cluster's weight
     (:attr:`pcsos.problem.Instance.max_cluster_weight`)."""
     if not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= n, got k = {k}, n = {n}")
