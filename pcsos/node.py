@@ -161,7 +161,7 @@ def process_node(data: NodeData, ctx: Context) -> NodeOutcome:
 def _row(data: NodeData, **kw) -> dict:
     row = {"n": data.problem.s, "lb_parent": data.parent_bound, "lb": math.inf,
            "flag": FLAG_SOLVED, "time": 0.0, "cp_iter": 0, "cp_flag": 0, "cp_ineq": 0,
-           "pair": 0.0, "triangle": 0.0, "clique": 0.0, "ub": math.inf,
+           "pair": 0.0, "triangle": 0.0, "clique": 0.0, "star": 0.0, "ub": math.inf,
            "i": data.pair[0], "j": data.pair[1], "kind": data.kind}
     row.update(kw)
     return row
@@ -648,7 +648,7 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
 
 def _family_averages(br) -> dict:
     """Average cuts added per round, per family (PAIR / TRIANGLE / CLIQUE columns)."""
-    out = {"pair": 0.0, "triangle": 0.0, "clique": 0.0}
+    out = {"pair": 0.0, "triangle": 0.0, "clique": 0.0, "star": 0.0}
     avg = br.avg_added
     if isinstance(avg, dict):
         for key in out:

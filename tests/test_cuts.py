@@ -26,6 +26,7 @@ from pcsos.cuts.separation import (
     separate,
     separate_cliques,
     separate_pairs,
+    separate_stars,
     separate_triangles,
     top_k,
 )
@@ -46,8 +47,9 @@ def clustering_matrix(labels, e) -> np.ndarray:
 def all_cuts(Z, k, n, seed=0) -> CutSet:
     """Every cut of each family that the separators report on Z (no cap, no selection)."""
     big = max(1, len(Z) ** 3)  # more than the number of candidate cuts: no cap
-    return separate(Z, k=k, n=n, eps=-np.inf, caps={"pair": big, "triangle": big},
-                    fracs={"pair": 1.0, "triangle": 1.0, "clique": 1.0}, seed=seed).cuts
+    return separate(Z, k=k, n=n, eps=-np.inf, caps={"pair": big, "triangle": big, "star": big},
+                    fracs={"pair": 1.0, "triangle": 1.0, "clique": 1.0, "star": 1.0},
+                    seed=seed).cuts
 
 
 @st.composite
@@ -90,6 +92,49 @@ def test_every_clique_of_k_plus_1_holds_on_every_clustering():
         cuts = CutSet.cliques(Q, clique_rhs(n, k))
         for lab in feasible_partitions(s, k):
             assert np.all(cuts.violation(clustering_matrix(lab, e)) <= TOL)
+
+
+def test_every_star_holds_on_every_clustering_and_some_are_tight():
+    """Z_ii + sum_{j<h in T} Z_jh - sum_{j in T} Z_ij >= 0 for every apex i and every T of
+    3 or 4 other super-points, on every clustering (super-points of random sizes); a T with
+    one or two points in i's cluster and the rest apart makes it an equality."""
+    rng = np.random.default_rng(5)
+    tight = 0
+    for _ in range(25):
+        s = int(rng.integers(4, 8))
+        k = int(rng.integers(1, s))
+        e = rng.integers(1, 5, s).astype(float)
+        apex, leaves = [], []
+        for i in range(s):
+            others = [j for j in range(s) if j != i]
+            for t in (3, 4):
+                for T in itertools.combinations(others, t):
+                    apex.append(i)
+                    leaves.append(T)
+        cuts = [CutSet.stars([a for a, T in zip(apex, leaves) if len(T) == t],
+                             [T for T in leaves if len(T) == t]) for t in (3, 4)]
+        for lab in feasible_partitions(s, k):
+            Z = clustering_matrix(lab, e)
+            for c in cuts:
+                lhs = c.apply(Z)
+                assert np.all(lhs >= -TOL)
+                tight += int(np.sum(np.abs(lhs) <= TOL))
+    assert tight > 0
+
+
+def test_star_separation_finds_a_hand_built_violation():
+    """Apex 0 tied to three mutually unrelated points: the star on {1, 2, 3} is violated by
+    3 * 0.18 - 0.3 = 0.24 (its triangles by only 0.06), and the separator reports it first."""
+    Z = np.eye(6) * 0.3
+    for j in (1, 2, 3):
+        Z[0, j] = Z[j, 0] = 0.18
+    fc = separate_stars(Z, eps=1e-6)
+    assert fc.cuts.m >= 1
+    first = fc.cuts.select([0])
+    assert first.i[0] == 0 and sorted(set(first.i) | set(first.j)) == [0, 1, 2, 3]
+    assert fc.violation[0] == pytest.approx(0.24)
+    assert first.apply(Z)[0] == pytest.approx(-0.24)
+    assert separate_stars(Z, eps=0.25).cuts.m == 0
 
 
 def _problem(rng, n, k, n_ml, n_cl):
@@ -151,7 +196,7 @@ def test_inherit_merge_reindexes_and_drops_cancelled_pairs():
     out, cut_map = inherit_cuts_map(cuts, child)
     # Z_00 - Z_01 >= 0 becomes 0 >= 0 (dropped); (2, 3) -> (1, 2); triangle 4|0,1 -> 3|0,0
     np.testing.assert_array_equal(cut_map, [-1, 0, 1])
-    assert out.counts() == {"pair": 1, "triangle": 1, "clique": 0}
+    assert out.counts() == {"pair": 1, "triangle": 1, "clique": 0, "star": 0}
     Z = rng.random((5, 5))
     Z = Z + Z.T
     np.testing.assert_allclose(out.apply(Z), [Z[1, 1] - Z[1, 2], Z[3, 3] + Z[0, 0] - 2 * Z[0, 3]])
@@ -244,7 +289,7 @@ def test_top_k_and_families():
     assert len(top_k(v, 0.0)) == 0
     with pytest.raises(ValueError):
         top_k(v, 1.5)
-    assert parse_families("all") == ("pair", "triangle", "clique")
+    assert parse_families("all") == ("pair", "triangle", "clique", "star")
     assert parse_families("none") == ()
     assert parse_families("clique,pair") == ("pair", "clique")
     with pytest.raises(ValueError):
@@ -306,7 +351,7 @@ def test_loop_bound_below_bruteforce_and_improving(seed):
     assert res.iterations == sum(r.iterations for r in res.rounds)
     assert res.sdp is not None and res.sdp.Z.shape == (prob.s, prob.s)
     assert res.cuts.m == res.rounds[-1].cuts_in_model
-    assert set(res.avg_added) == {"pair", "triangle", "clique"}
+    assert set(res.avg_added) == {"pair", "triangle", "clique", "star"}
 
 
 def test_loop_settings_and_stops():

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-PAIR, TRIANGLE, CLIQUE, SIZE, SIZE_CUT = 0, 1, 2, 3, 4
-FAMILY_NAMES = {PAIR: "pair", TRIANGLE: "triangle", CLIQUE: "clique"}
+PAIR, TRIANGLE, CLIQUE, SIZE, SIZE_CUT, STAR = 0, 1, 2, 3, 4, 5
+FAMILY_NAMES = {PAIR: "pair", TRIANGLE: "triangle", CLIQUE: "clique", STAR: "star"}
 # the cluster-size constraints listed for an instance with sizes (SIZE: part of the
 # relaxation like the equalities, so the loop never prunes them and every child inherits
 # them) and those separated round by round (SIZE_CUT: pruned and inherited like any cut);
@@ -72,6 +72,20 @@ class CutSet:
         Q = np.asarray(Q, np.int64)
         a, b = np.triu_indices(Q.shape[1], 1)
         return cls._uniform(Q[:, a], Q[:, b], np.ones(len(a)), rhs, CLIQUE)
+
+    @classmethod
+    def stars(cls, apex, leaves) -> CutSet:
+        """Star cuts Z_ii + sum_{j<h in T} Z_jh - sum_{j in T} Z_ij >= 0, apex i = ``apex[t]``,
+        T the entries of ``leaves[t]`` (an (m, t) array of distinct points, none the apex)."""
+        apex = np.asarray(apex, np.int64)
+        if not len(apex):
+            return cls.empty()
+        T = np.asarray(leaves, np.int64).reshape(len(apex), -1)
+        a, b = np.triu_indices(T.shape[1], 1)
+        rows = np.c_[apex, np.repeat(apex[:, None], T.shape[1], axis=1), T[:, a]]
+        cols = np.c_[apex, T, T[:, b]]
+        coefs = np.r_[1.0, -np.ones(T.shape[1]), np.ones(len(a))]
+        return cls._uniform(rows, cols, coefs, 0.0, STAR)
 
     @classmethod
     def rows(cls, rows, cols, coefs, rhs, family: int = SIZE) -> CutSet:

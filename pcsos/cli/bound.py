@@ -36,7 +36,7 @@ from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
 from pcsos.problem import Problem
 
-CUT_MODES = ("all", "pair", "triangle", "clique", "none")
+CUT_MODES = ("all", "pair", "triangle", "clique", "star", "none")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

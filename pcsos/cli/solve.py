@@ -114,7 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="relative KKT tolerance of the SDP solver (default: %(default)g)")
     alg.add_argument("--cuts", default="all", metavar="FAMILIES",
                      help="cut families: all (default), none, or a comma list of pair, "
-                          "triangle, clique")
+                          "triangle, clique, star")
     alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"),
                      default=_DEFAULTS.feasibility_backend,
                      help="ILP backend of the node feasibility checks (default: highs)")

@@ -1,6 +1,6 @@
 """The cutting-plane loop around the SDP bounding layer (spec §4).
 
-One node: solve the relaxation, separate violated pair / triangle / clique cuts from its Z,
+One node: solve the relaxation, separate violated pair / triangle / clique / star cuts from its Z,
 drop the cuts that became inactive, add the most violated new ones, and re-solve warm-started
 from the previous round, until a stopping rule fires. The result carries the best *safe*
 lower bound over the rounds (every round's bound is valid for the node) and the last cut set,
@@ -19,7 +19,15 @@ from pcsos.bounds import BoundSettings, SDPModel, WarmStart, solve_sdp
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.sizes import separate_sizes
 from pcsos.clock import Deadline
-from pcsos.cuts.separation import COLLECT, FAMILIES, cut_keys, drop_known, parse_families, separate
+from pcsos.cuts.separation import (
+    COLLECT,
+    FAMILIES,
+    STAR_CAP,
+    cut_keys,
+    drop_known,
+    parse_families,
+    separate,
+)
 from pcsos.problem import Problem
 from pcsos.tree import gap_closed
 
@@ -57,7 +65,9 @@ class CuttingPlaneSettings:
     3-4e-5 on glass, whose roots stand 6e-4 to 5e-3 from their targets: there the fallback
     doubled the root's time, cut the nodes by 0-25 % and slowed the trees by a median 1.19x
     (docs/solver.md, "The root's cuts at a finer violation threshold").
-    ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ).
+    ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ;
+    for the star cuts, which pc-sos-sdp does not have, the most violated ``STAR_CAP`` of those
+    the greedy search finds).
     ``fraction``: per family, the share of the collected cuts (most violated first) added.
     ``collect``: which violated triangles fill ``max_collected``: "most", the most violated
     of the whole matrix (a full scan), or "first", the first ones in a random apex order
@@ -120,9 +130,10 @@ class CuttingPlaneSettings:
     eps_violation_fine: float | None = 1e-5
     fine_gap: float = 3e-4
     max_collected: dict[str, int] = field(
-        default_factory=lambda: {"pair": 100_000, "triangle": 100_000, "clique": 100_000})
+        default_factory=lambda: {"pair": 100_000, "triangle": 100_000, "clique": 100_000,
+                                 "star": STAR_CAP})
     fraction: dict[str, float] = field(
-        default_factory=lambda: {"pair": 0.05, "triangle": 0.05, "clique": 1.0})
+        default_factory=lambda: {"pair": 0.05, "triangle": 0.05, "clique": 1.0, "star": 1.0})
     collect: str = "most"
     max_cuts: int = 100_000
     eps_active: float = 1e-4
@@ -139,8 +150,10 @@ class CuttingPlaneSettings:
 
     def __post_init__(self):
         self.families = parse_families(self.families)
-        self.max_collected = {**{f: 100_000 for f in FAMILIES}, **self.max_collected}
-        self.fraction = {**{"pair": 0.05, "triangle": 0.05, "clique": 1.0}, **self.fraction}
+        self.max_collected = {**{f: 100_000 for f in FAMILIES}, "star": STAR_CAP,
+                              **self.max_collected}
+        self.fraction = {**{"pair": 0.05, "triangle": 0.05, "clique": 1.0, "star": 1.0},
+                         **self.fraction}
         for f in FAMILIES:
             if self.max_collected[f] < 0:
                 raise ValueError(f"max_collected[{f!r}] must be >= 0")
