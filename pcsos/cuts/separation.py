@@ -147,7 +147,7 @@ def separate_cliques(Z, k: int, n: int, *, eps: float = 1e-4, frac: float = 1.0,
 class SeparationResult:
     """What :func:`separate` found.
 
-    ``cuts``: the kept cuts, families in the order pair, triangle, clique; per family name:
+    ``cuts``: the kept cuts, families in the order pair, triangle, clique, star; per family name:
     ``found`` (violated cuts collected, at most the cap), ``added`` (cuts kept),
     ``hit_cap`` (scan stopped at the cap), ``max_violation`` (0 when none).
     """
