@@ -39,6 +39,7 @@ except Exception:  # already registered by an earlier import of this module
 
 OPTIONS = {
     "default": {},
+    "star": {"cp_settings": {"families": "all,star"}},
     "weak": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}},
     "no_heuristic": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3},
                      "heuristic": "test-nothing"},

@@ -36,14 +36,15 @@ from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
 from pcsos.problem import Problem
 
-CUT_MODES = ("all", "pair", "triangle", "clique", "star", "none")
+CUT_MODES = ("all", "all,star", "pair", "triangle", "clique", "star", "none")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos bound``."""
     add_instance_arguments(parser, weights=True, sizes=True)
     parser.add_argument("--cuts", choices=CUT_MODES, default="none",
-                        help="cutting planes at the root: all, one family, or none (default: "
+                        help="cutting planes at the root: all (pair, triangle and clique), "
+                             "all,star (and the star cuts), one family, or none (default: "
                              "none, the plain SDP)")
     add_cut_arguments(parser, children=False)
     cp = parser.add_argument_group("root options (with --cuts other than none)")

@@ -113,8 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--sdp-tol", type=float, default=BoundSettings.tol,
                      help="relative KKT tolerance of the SDP solver (default: %(default)g)")
     alg.add_argument("--cuts", default="all", metavar="FAMILIES",
-                     help="cut families: all (default), none, or a comma list of pair, "
-                          "triangle, clique, star")
+                     help="cut families: all (default: pair, triangle and clique), none, or "
+                          "a comma list of all, pair, triangle, clique, star (e.g. all,star)")
     alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"),
                      default=_DEFAULTS.feasibility_backend,
                      help="ILP backend of the node feasibility checks (default: highs)")

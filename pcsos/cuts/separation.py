@@ -22,11 +22,17 @@ from pcsos._kernels import separate_pairs as _k_pairs
 from pcsos._kernels import separate_triangles as _k_triangles
 from pcsos.bounds.cutset import CutSet
 
-__all__ = ["COLLECT", "FAMILIES", "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys",
-           "drop_known", "parse_families", "separate", "separate_cliques", "separate_pairs",
-           "separate_stars", "separate_triangles", "top_k"]
+__all__ = ["COLLECT", "FAMILIES", "PAPER_FAMILIES", "FamilyCuts", "SeparationResult",
+           "clique_rhs", "cut_keys", "drop_known", "parse_families", "separate",
+           "separate_cliques", "separate_pairs", "separate_stars", "separate_triangles",
+           "top_k"]
 
+#: every family, in the order they are separated; "all" selects the paper's three (the
+#: default), and the star cuts are taken by name ("all,star"): on glass's fresh draws they
+#: close at the root what took up to 200 nodes, but some roots take far longer with them
+#: (docs/cuts.md, "Star cuts")
 FAMILIES = ("pair", "triangle", "clique", "star")
+PAPER_FAMILIES = ("pair", "triangle", "clique")
 #: star cuts: leaves per cut at most (a cut has 1 + t + t(t-1)/2 entries, and the ADMM's
 #: cut system fills in with them: on a glass root, leaves up to 6 took 4.3x the time of 4
 #: for the same bound), and the apex's largest entries each greedy search starts from
@@ -37,16 +43,17 @@ STAR_CAP = 300
 
 
 def parse_families(families: str | Iterable[str] | None) -> tuple[str, ...]:
-    """Normalise a family selection: "all", "none", a name, a comma list or an iterable."""
+    """Normalise a family selection: "all" (the paper's pair, triangle and clique cuts; also
+    None), "none", a name, a comma list or an iterable ("all,star": with the star cuts)."""
     if families is None:
-        return FAMILIES
+        return PAPER_FAMILIES
     if isinstance(families, str):
         families = [f.strip() for f in families.split(",") if f.strip()]
     out: list[str] = []
     for f in families:
         f = f.lower()
         if f == "all":
-            out.extend(FAMILIES)
+            out.extend(PAPER_FAMILIES)
         elif f == "none":
             continue
         elif f in FAMILIES:
