@@ -34,8 +34,9 @@ __all__ = ["COLLECT", "FAMILIES", "PAPER_FAMILIES", "FamilyCuts", "SeparationRes
 FAMILIES = ("pair", "triangle", "clique", "star")
 PAPER_FAMILIES = ("pair", "triangle", "clique")
 #: star cuts: leaves per cut at most (a cut has 1 + t + t(t-1)/2 entries, and the ADMM's
-#: cut system fills in with them: on a glass root, leaves up to 6 took 4.3x the time of 4
-#: for the same bound), and the apex's largest entries each greedy search starts from
+#: cut system fills in with them: on a glass root, leaves without a limit took 4.3x the
+#: time of 4 for the same bound), and the apex's largest entries each greedy search starts
+#: from
 STAR_LEAVES = 4
 STAR_STARTS = 3
 #: star cuts kept per round at most, the most violated
