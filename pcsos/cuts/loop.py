@@ -21,8 +21,9 @@ from pcsos.bounds.sizes import separate_sizes
 from pcsos.clock import Deadline
 from pcsos.cuts.separation import (
     COLLECT,
+    DEFAULT_CAPS,
+    DEFAULT_FRACTIONS,
     FAMILIES,
-    STAR_CAP,
     cut_keys,
     drop_known,
     parse_families,
@@ -66,8 +67,8 @@ class CuttingPlaneSettings:
     doubled the root's time, cut the nodes by 0-25 % and slowed the trees by a median 1.19x
     (docs/solver.md, "The root's cuts at a finer violation threshold").
     ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ;
-    for the star cuts, which pc-sos-sdp does not have, the most violated ``STAR_CAP`` of those
-    the greedy search finds).
+    for the star cuts, which pc-sos-sdp does not have, the most violated
+    ``separation.STAR_CAP`` of those the greedy search finds).
     ``fraction``: per family, the share of the collected cuts (most violated first) added.
     ``collect``: which violated triangles fill ``max_collected``: "most", the most violated
     of the whole matrix (a full scan), or "first", the first ones in a random apex order
@@ -129,11 +130,8 @@ class CuttingPlaneSettings:
     eps_violation: float = 1e-4
     eps_violation_fine: float | None = 1e-5
     fine_gap: float = 3e-4
-    max_collected: dict[str, int] = field(
-        default_factory=lambda: {"pair": 100_000, "triangle": 100_000, "clique": 100_000,
-                                 "star": STAR_CAP})
-    fraction: dict[str, float] = field(
-        default_factory=lambda: {"pair": 0.05, "triangle": 0.05, "clique": 1.0, "star": 1.0})
+    max_collected: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
+    fraction: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FRACTIONS))
     collect: str = "most"
     max_cuts: int = 100_000
     eps_active: float = 1e-4
@@ -150,10 +148,8 @@ class CuttingPlaneSettings:
 
     def __post_init__(self):
         self.families = parse_families(self.families)
-        self.max_collected = {**{f: 100_000 for f in FAMILIES}, "star": STAR_CAP,
-                              **self.max_collected}
-        self.fraction = {**{"pair": 0.05, "triangle": 0.05, "clique": 1.0, "star": 1.0},
-                         **self.fraction}
+        self.max_collected = {**DEFAULT_CAPS, **self.max_collected}
+        self.fraction = {**DEFAULT_FRACTIONS, **self.fraction}
         for f in FAMILIES:
             if self.max_collected[f] < 0:
                 raise ValueError(f"max_collected[{f!r}] must be >= 0")

@@ -22,10 +22,10 @@ from pcsos._kernels import separate_pairs as _k_pairs
 from pcsos._kernels import separate_triangles as _k_triangles
 from pcsos.bounds.cutset import CutSet
 
-__all__ = ["COLLECT", "FAMILIES", "PAPER_FAMILIES", "FamilyCuts", "SeparationResult",
-           "clique_rhs", "cut_keys", "drop_known", "parse_families", "separate",
-           "separate_cliques", "separate_pairs", "separate_stars", "separate_triangles",
-           "top_k"]
+__all__ = ["COLLECT", "DEFAULT_CAPS", "DEFAULT_FRACTIONS", "FAMILIES", "PAPER_FAMILIES",
+           "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys", "drop_known",
+           "parse_families", "separate", "separate_cliques", "separate_pairs",
+           "separate_stars", "separate_triangles", "top_k"]
 
 #: every family, in the order they are separated; "all" selects the paper's three (the
 #: default), and the star cuts are taken by name ("all,star"): on glass's fresh draws they
@@ -41,6 +41,10 @@ STAR_LEAVES = 4
 STAR_STARTS = 3
 #: star cuts kept per round at most, the most violated
 STAR_CAP = 300
+#: per family, the defaults of :func:`separate` and of the loop's settings: cuts collected
+#: per round at most, and the share of them (most violated first) added
+DEFAULT_CAPS = {"pair": 100_000, "triangle": 100_000, "clique": 100_000, "star": STAR_CAP}
+DEFAULT_FRACTIONS = {"pair": 0.05, "triangle": 0.05, "clique": 1.0, "star": 1.0}
 
 
 def parse_families(families: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -167,7 +171,7 @@ class SeparationResult:
     max_violation: dict[str, float] = field(default_factory=dict)
 
 
-def separate_stars(Z, *, eps: float = 1e-4, cap: int = 300, frac: float = 1.0,
+def separate_stars(Z, *, eps: float = 1e-4, cap: int = STAR_CAP, frac: float = 1.0,
                    leaves: int = STAR_LEAVES, starts: int = STAR_STARTS) -> FamilyCuts:
     """Star cuts Z_ii + sum_{j<h in T} Z_jh >= sum_{j in T} Z_ij (apex i, 3 <= |T| <=
     ``leaves``) violated by more than ``eps``; |T| = 2 is a triangle cut.
@@ -243,8 +247,8 @@ def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
     drives the triangle visiting order; ``collect``: which triangles fill the cap
     (:func:`separate_triangles`).
     """
-    caps = {"pair": 100_000, "triangle": 100_000, "star": STAR_CAP, **(caps or {})}
-    fracs = {"pair": 0.05, "triangle": 0.05, "clique": 1.0, "star": 1.0, **(fracs or {})}
+    caps = {**DEFAULT_CAPS, **(caps or {})}
+    fracs = {**DEFAULT_FRACTIONS, **(fracs or {})}
     Z = as_symmetric(Z)
     res = SeparationResult(CutSet.empty())
     sets = []
