@@ -401,7 +401,8 @@ class _NodeRun:
                 # the context's Deadline also ends a long SDP solve within one iteration on
                 # Ctrl-C or when the tree stops
                 seed=_seed(options, ctx), time_limit=ctx.deadline,
-                callback=_round_callback(ctx), known_bound=data.parent_bound)
+                callback=_round_callback(ctx), known_bound=data.parent_bound,
+                incumbent=self.round_incumbent)
         # self.lb: the parent's bound, or at a large root its decomposition bound
         self.lb = max(float(br.lower_bound), self.lb)
         gain = unit_gain(data.kind, data.change, data.parent_bound, self.lb,
@@ -419,6 +420,16 @@ class _NodeRun:
             sdp_bound=float(br.lower_bound), engine=self.engine,
             **self.decomposed, **self.row_note)
         return br
+
+    def round_incumbent(self, sdp) -> float:
+        """The loop's ``incumbent`` hook: the node's heuristic on a round's Z, and the
+        incumbent now known (another job's included)."""
+        if self.ctx.cancelled():
+            return min(self.ctx.incumbent, self.best_val)
+        hres = _heuristic(self.options, self.problem, sdp.Z, self.ctx, self.best_labels)
+        if hres.status == "found":
+            self.consider(hres.labels)
+        return min(self.ctx.incumbent, self.best_val)
 
     def column_incumbent(self, res: ColGenResult) -> None:
         """At the root, when the LP's solution is not a clustering (branch() takes it when

@@ -390,6 +390,40 @@ def test_loop_settings_and_stops():
         CuttingPlaneSettings(fraction={"pair": 2.0})
 
 
+def test_heuristic_rounds_are_the_powers_of_two():
+    from pcsos.cuts.loop import heuristic_round
+
+    assert [r for r in range(1, 70) if heuristic_round(r)] == [1, 2, 4, 8, 16, 32, 64]
+    assert not heuristic_round(0)
+
+
+def test_the_incumbent_hook_sees_those_rounds_and_the_loop_prunes_against_it():
+    from bruteforce import brute_force
+
+    from pcsos.cuts.loop import PRUNED, cutting_plane_loop
+
+    X, k, ml, cl = _tiny(2)
+    opt, _ = brute_force(X, k, ml, cl)
+    prob = Problem.from_instance(make_instance(X, k, ml, cl))
+    seen = []
+
+    def hook(res):
+        seen.append(res.Z.shape)
+        return opt  # what a heuristic on the round's Z could find
+
+    # without an incumbent the loop runs until its cuts stall; with the optimum handed in
+    # by the hook after round 1 it stops as soon as the bound is within prune_tol of it
+    blind = cutting_plane_loop(prob, seed=0, time_limit=10, bound_settings=FAST)
+    told = cutting_plane_loop(prob, seed=0, time_limit=10, bound_settings=FAST,
+                              settings=CuttingPlaneSettings(prune_tol=1e-3), incumbent=hook)
+    assert blind.flag != PRUNED
+    assert told.flag == PRUNED and told.lower_bound >= opt * (1 - 1e-3)
+    assert told.lower_bound <= opt + 1e-9 * opt
+    # called after rounds 1, 2, 4, ... only, with a solution of the node's size
+    assert len(seen) == sum(r.round & (r.round - 1) == 0 for r in told.rounds)
+    assert seen and all(shape == (prob.s, prob.s) for shape in seen)
+
+
 def test_loop_on_children_with_inherited_cuts():
     from bruteforce import brute_force
 

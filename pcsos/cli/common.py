@@ -152,6 +152,8 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                        help=f"at nodes other than the root, stop the loop and branch once a "
                             f"round closed less than this share of the node's gap (default "
                             f"{d.tail_off}; 0 = off)")
+        g.add_argument("--tail-off-root", type=float, default=d.tail_off_root, metavar="F",
+                       help=f"the same at the root (default {d.tail_off_root or 0}; 0 = off)")
         g.add_argument("--inherit-min-u", type=float, default=d.inherit_min_u, metavar="F",
                        help=f"children inherit the cuts whose multiplier exceeds this share of "
                             f"the largest (default {d.inherit_min_u:g}; 0 = every cut)")
@@ -200,6 +202,7 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
     if hasattr(args, "max_rounds_child"):
         kw["max_rounds_child"] = args.max_rounds_child
         kw["tail_off"] = args.tail_off or None
+        kw["tail_off_root"] = args.tail_off_root or None
         kw["inherit_min_u"] = args.inherit_min_u
     try:
         return CuttingPlaneSettings(

@@ -170,6 +170,7 @@ def _settings(opts: SolverOptions, args: argparse.Namespace, inst) -> dict:
         "SDP_SOLVER_INHERIT_PERC": 1.0 if not cp.inherit_min_u else "by multiplier",
         "SDP_SOLVER_INHERIT_MIN_U": cp.inherit_min_u,
         "SDP_SOLVER_TAIL_OFF": cp.tail_off if cp.tail_off else "none",
+        "SDP_SOLVER_TAIL_OFF_ROOT": cp.tail_off_root if cp.tail_off_root else "none",
         "SDP_SOLVER_EPS_INEQ": cp.eps_violation,
         "SDP_SOLVER_EPS_ACTIVE": cp.eps_active,
         "SDP_SOLVER_MAX_PAIR_INEQ": cp.max_collected["pair"],
