@@ -82,6 +82,32 @@ def test_root_branches_with_valid_children():
     assert (ml.hint is not None) == ml.known_feasible
 
 
+def test_the_root_loop_prunes_against_a_heuristic_run_on_a_rounds_Z(monkeypatch):
+    import pcsos.node as node_mod
+    from pcsos.cuts.loop import PRUNED
+
+    rng = np.random.default_rng(1)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    X = np.repeat(centers, 5, axis=0) + rng.normal(scale=0.3, size=(15, 2))
+    p = _problem(X, 3, ml=[(0, 1)], cl=[(0, 5)])
+    calls = []
+    real = node_mod._heuristic
+
+    def spy(options, problem, Z, ctx, best_labels, name=None):
+        calls.append(Z is not None)
+        return real(options, problem, Z, ctx, best_labels, name=name)
+
+    monkeypatch.setattr(node_mod, "_heuristic", spy)
+    # no root heuristic: before the loop the node knows only the feasibility check's
+    # clustering, so only a heuristic inside the loop can let the loop itself prune
+    opts = SolverOptions(seed=0, root_heuristic=None).checked()
+    out = process_node(NodeData(p), _ctx(opts))
+    assert out.row["cp_flag"] == PRUNED and not out.children
+    assert calls and all(calls)  # every call had a round's Z
+    assert out.objective == pytest.approx(sse(X, out.solution))
+    assert out.bound <= out.objective and out.bound >= out.objective * (1 - 1e-4)
+
+
 def test_ranked_pairs_follow_the_branching_score_and_skip_cannot_links():
     from pcsos._kernels import branching_score
     from pcsos.node import _fallback_pair, _ranked_pairs
