@@ -42,6 +42,11 @@ BOUND_WORSE, SDP_FAILED, ROUND_LIMIT, NO_CUT, CUT_LIMIT, PRUNED, TOLERANCE = -3,
 TIME_LIMIT, CALLBACK_STOP, TAILING_OFF = -4, -5, 5
 # a loose round that would end the loop multiplies the loosest tolerance by this
 TIGHTEN = 0.1
+# the root tails off only after this many rounds in a row closed less than tail_off_root of
+# its gap: its early, loose rounds are uneven (computers ml_0_cl_250_1 with the star cuts:
+# round 3 closed 7.7 % of the gap, round 4 45 %; stopping at round 3 left 0.49 % and a tree
+# of 200 nodes, where the root prunes at round 7)
+TAIL_OFF_ROOT_ROUNDS = 3
 CP_FLAGS = {
     BOUND_WORSE: "bound got worse", SDP_FAILED: "SDP failed", ROUND_LIMIT: "round limit",
     NO_CUT: "no violated cut", CUT_LIMIT: "cut limit", PRUNED: "node pruned",
@@ -125,11 +130,11 @@ class CuttingPlaneSettings:
     rounds after the first closed 1-10 % of its gap each at up to 10 s a round, while two
     children cost 2-3 s each (docs/cuts.md, "Children"); ``None`` or 0: off (pc-sos-sdp:
     rounds until ``cp_tol``).
-    ``tail_off_root``: the same rule at the root, ``None`` or 0: off (the root runs its rounds
-    until ``cp_tol``). With the star cuts a glass root (ml_25_cl_25_5) went on closing 4-10 %
-    of its gap a round at 8-15 s a round, 0.048 % left after 57 s and 0.027 % after 235 s,
-    where the whole tree without them took 186 s (docs/solver.md, "A heuristic inside the
-    loop").
+    ``tail_off_root``: the same rule at the root, after ``TAIL_OFF_ROOT_ROUNDS`` (3) such
+    rounds in a row; ``None`` or 0: off (the root runs its rounds until ``cp_tol``). With
+    the star cuts a glass root (ml_25_cl_25_5) went on closing 4-10 % of its gap a round at
+    8-15 s a round, 0.048 % left after 57 s and 0.027 % after 235 s, where the whole tree
+    without them took 186 s (docs/solver.md, "A heuristic inside the loop").
     """
 
     families: str | tuple[str, ...] = "all"
@@ -357,6 +362,7 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
     flag, total_iter = ROUND_LIMIT, 0
     added_tot = {f: 0 for f in FAMILIES}
     n_sep = 0
+    slow = 0  # consecutive rounds that closed less than the tail-off share of the gap
     tight_tol = float(bs.tol)
     # the loosest tolerance the next rounds may use; it only ever decreases (_round_tol
     # keeps every round at or above the SDP tolerance)
@@ -393,8 +399,11 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         best = max(best, lb)
         improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
         prev = lb
-        stop = _stop_rule(st, upper_bound, best, before, improvement, len(rounds), max_rounds,
-                          root, res.status == "time_limit" or deadline.expired())
+        slow = slow + 1 if _tailing(st.tail_off_root if root else st.tail_off, upper_bound,
+                                    before, best) else 0
+        stop = _stop_rule(st, upper_bound, best, improvement, len(rounds), max_rounds,
+                          res.status == "time_limit" or deadline.expired(),
+                          slow >= (TAIL_OFF_ROOT_ROUNDS if root else 1))
         if stop is None:
             stop, nxt = _next_round_cuts(res, model, problem, st, rng, stats, eps)
         if loose and stop in (NO_CUT, CUT_LIMIT, TOLERANCE, BOUND_WORSE):
@@ -454,12 +463,19 @@ def _round_options(tol: float, upper_bound: float, st: CuttingPlaneSettings) -> 
     return kw
 
 
-def _stop_rule(st: CuttingPlaneSettings, upper_bound: float, best: float, before: float,
-               improvement: float, rounds: int, max_rounds: int, root: bool,
-               out_of_time: bool) -> int | None:
+def _tailing(share: float | None, upper_bound: float, before: float, best: float) -> bool:
+    """Whether a round that raised the node's bound from ``before`` to ``best`` closed less
+    than ``share`` of the gap to the incumbent ``upper_bound`` (False when off or unknown)."""
+    return bool(share and math.isfinite(upper_bound) and math.isfinite(before)
+                and upper_bound > before and best - before < share * (upper_bound - before))
+
+
+def _stop_rule(st: CuttingPlaneSettings, upper_bound: float, best: float, improvement: float,
+               rounds: int, max_rounds: int, out_of_time: bool,
+               tailing_off: bool) -> int | None:
     """Why the loop ends after this round (a CP flag), or None to separate more cuts:
-    ``best`` is the best bound so far, ``before`` what the node had proved before the
-    round, ``improvement`` the round's relative gain over the one before."""
+    ``best`` is the best bound so far, ``improvement`` the round's relative gain over the
+    one before, ``tailing_off`` whether the tail-off rule holds."""
     if gap_closed(upper_bound, best, st.prune_tol, st.prune_abs_tol):
         return PRUNED
     if out_of_time:
@@ -470,9 +486,7 @@ def _stop_rule(st: CuttingPlaneSettings, upper_bound: float, best: float, before
         return TOLERANCE
     if rounds >= max_rounds:
         return ROUND_LIMIT
-    tail = st.tail_off_root if root else st.tail_off
-    if (tail and math.isfinite(upper_bound) and math.isfinite(before)
-            and upper_bound > before and best - before < tail * (upper_bound - before)):
+    if tailing_off:
         return TAILING_OFF
     if not st.families:
         return NO_CUT
