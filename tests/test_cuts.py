@@ -645,7 +645,7 @@ def test_tail_off_stops_a_child_loop_that_closes_little_of_its_gap():
     (flag TAILING_OFF), whatever share it closed with the rule off; the root never does."""
     from bruteforce import brute_force
 
-    from pcsos.cuts.loop import TAILING_OFF, cutting_plane_loop
+    from pcsos.cuts.loop import TAIL_OFF_ROOT_ROUNDS, TAILING_OFF, cutting_plane_loop
 
     X, k, ml, cl = _tiny(2, n=12, n_ml=0, n_cl=2)
     prob = Problem.from_instance(make_instance(X, k, ml, cl))
@@ -667,6 +667,18 @@ def test_tail_off_stops_a_child_loop_that_closes_little_of_its_gap():
                               bound_settings=FAST, known_bound=0.0,
                               settings=CuttingPlaneSettings(tail_off=1.0, prune_tol=1e-9))
     assert root.flag != TAILING_OFF and len(root.rounds) >= 2
+    # tail_off_root: the root stops only after TAIL_OFF_ROOT_ROUNDS such rounds in a row
+    # (every round closes less than all of its gap, so every round qualifies here; a loose
+    # round whose bound fell is re-solved tighter first, which may add a round)
+    root_on = cutting_plane_loop(prob, upper_bound=ub, root=True, seed=0, time_limit=20,
+                                 bound_settings=FAST, known_bound=0.0,
+                                 settings=CuttingPlaneSettings(tail_off_root=1.0,
+                                                               prune_tol=1e-9))
+    assert root_on.flag == TAILING_OFF
+    assert TAIL_OFF_ROOT_ROUNDS <= len(root_on.rounds) <= TAIL_OFF_ROOT_ROUNDS + 1
+    m = min(len(root.rounds), TAIL_OFF_ROOT_ROUNDS)
+    assert [r.lower_bound for r in root_on.rounds][:m] == pytest.approx(
+        [r.lower_bound for r in root.rounds][:m])
 
 
 def test_children_inherit_the_cuts_that_carry_a_multiplier():
