@@ -153,7 +153,8 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                             f"round closed less than this share of the node's gap (default "
                             f"{d.tail_off}; 0 = off)")
         g.add_argument("--tail-off-root", type=float, default=d.tail_off_root, metavar="F",
-                       help=f"the same at the root (default {d.tail_off_root or 0}; 0 = off)")
+                       help=f"the same at the root, after 3 such rounds in a row (default "
+                            f"{d.tail_off_root or 0}; 0 = off)")
         g.add_argument("--inherit-min-u", type=float, default=d.inherit_min_u, metavar="F",
                        help=f"children inherit the cuts whose multiplier exceeds this share of "
                             f"the largest (default {d.inherit_min_u:g}; 0 = every cut)")
