@@ -218,8 +218,20 @@ class _NodeRun:
             # shared at once: other jobs prune against it, and a stop keeps it
             self.ctx.offer(v, self.best_labels)
 
+    @property
+    def upper(self) -> float:
+        """The best value known to this node: the shared incumbent or its own."""
+        return min(self.ctx.incumbent, self.best_val)
+
+    def heuristic(self, Z):
+        """The node's heuristic on ``Z``, its clustering considered; the result."""
+        hres = _heuristic(self.options, self.problem, Z, self.ctx, self.best_labels)
+        if hres.status == "found":
+            self.consider(hres.labels)
+        return hres
+
     def closed(self, lb: float) -> bool:
-        return gap_closed(min(self.ctx.incumbent, self.best_val), lb, self.options.tol,
+        return gap_closed(self.upper, lb, self.options.tol,
                           self.options.abs_tol)
 
     def unfinished(self, bound: float) -> NodeOutcome:
@@ -279,9 +291,8 @@ class _NodeRun:
             return self.done("no_sdp")
         # 4. heuristic
         ctx.report("heuristic", name=self.options.heuristic, bound=self.lb)
-        hres = _heuristic(self.options, self.problem, sdp.Z, ctx, self.best_labels)
+        hres = self.heuristic(sdp.Z)
         if hres.status == "found":
-            self.consider(hres.labels)
             self.row["heuristic_ub"] = hres.objective
         if self.closed(self.lb):
             return self.done("pruned")
@@ -328,7 +339,7 @@ class _NodeRun:
         cluster, or when the subsets' restrictions of the clustering, which the bound cannot
         pass, already miss what prunes the root (docs/decomposition.md). True when a pass
         ran."""
-        labels, ub = self.best_labels, min(self.ctx.incumbent, self.best_val)
+        labels, ub = self.best_labels, self.upper
         if labels is None or not math.isfinite(ub):
             return False
         k, n = self.problem.k, self.problem.instance.n
@@ -387,7 +398,7 @@ class _NodeRun:
         """2. The cutting-plane loop, warm-started from the parent; sets ``lb`` and ``row``."""
         data, ctx, options = self.data, self.ctx, self.options
         ctx.report("bound", round=0)
-        upper = min(ctx.incumbent, self.best_val)
+        upper = self.upper
         if self.engine == "colgen":
             # a colgen node's warm start is the columns it inherits
             ws = data.warm_start if isinstance(data.warm_start, ColumnStart) else None
@@ -406,7 +417,7 @@ class _NodeRun:
         # self.lb: the parent's bound, or at a large root its decomposition bound
         self.lb = max(float(br.lower_bound), self.lb)
         gain = unit_gain(data.kind, data.change, data.parent_bound, self.lb,
-                         min(ctx.incumbent, self.best_val))
+                         self.upper)
         # an LP cut short to branch has not computed its bound: nothing to learn from it
         if gain is not None and min(data.points) >= 0 and getattr(
                 br.sdp, "status", None) != "branch":
@@ -424,12 +435,9 @@ class _NodeRun:
     def round_incumbent(self, sdp) -> float:
         """The loop's ``incumbent`` hook: the node's heuristic on a round's Z, and the
         incumbent now known (another job's included)."""
-        if self.ctx.cancelled():
-            return min(self.ctx.incumbent, self.best_val)
-        hres = _heuristic(self.options, self.problem, sdp.Z, self.ctx, self.best_labels)
-        if hres.status == "found":
-            self.consider(hres.labels)
-        return min(self.ctx.incumbent, self.best_val)
+        if not self.ctx.cancelled():
+            self.heuristic(sdp.Z)
+        return self.upper
 
     def column_incumbent(self, res: ColGenResult) -> None:
         """At the root, when the LP's solution is not a clustering (branch() takes it when

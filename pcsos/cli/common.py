@@ -10,7 +10,7 @@ from typing import Any
 
 from pcsos.bounds.arrays import DEVICES
 from pcsos.bounds.settings import BoundSettings
-from pcsos.cuts.loop import CuttingPlaneSettings
+from pcsos.cuts.loop import TAIL_OFF_ROOT_ROUNDS, CuttingPlaneSettings
 from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data, read_weights
@@ -153,7 +153,8 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                             f"round closed less than this share of the node's gap (default "
                             f"{d.tail_off}; 0 = off)")
         g.add_argument("--tail-off-root", type=float, default=d.tail_off_root, metavar="F",
-                       help=f"the same at the root, after 3 such rounds in a row (default "
+                       help=f"the same at the root, after {TAIL_OFF_ROOT_ROUNDS} such rounds in a "
+                            f"row (default "
                             f"{d.tail_off_root or 0}; 0 = off)")
         g.add_argument("--inherit-min-u", type=float, default=d.inherit_min_u, metavar="F",
                        help=f"children inherit the cuts whose multiplier exceeds this share of "
