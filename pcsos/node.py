@@ -200,6 +200,7 @@ class _NodeRun:
         self.own_val = math.inf  # what this node's own search found (the log's UB column)
         self.lb = data.parent_bound
         self.row: dict = {}
+        self._heuristic_run = None  # (Z, result) of the heuristic's last run
         self.learned = None  # this node's pseudo-cost record (pcsos.branching), once bounded
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
@@ -224,10 +225,14 @@ class _NodeRun:
         return min(self.ctx.incumbent, self.best_val)
 
     def heuristic(self, Z):
-        """The node's heuristic on ``Z``, its clustering considered; the result."""
+        """The node's heuristic on ``Z``, its clustering considered; the result. Run once
+        per Z: the loop's last round often handed it the Z that step 4 gets."""
+        if self._heuristic_run is not None and self._heuristic_run[0] is Z:
+            return self._heuristic_run[1]
         hres = _heuristic(self.options, self.problem, Z, self.ctx, self.best_labels)
         if hres.status == "found":
             self.consider(hres.labels)
+        self._heuristic_run = (Z, hres)
         return hres
 
     def closed(self, lb: float) -> bool:
