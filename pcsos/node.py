@@ -201,6 +201,7 @@ class _NodeRun:
         self.lb = data.parent_bound
         self.row: dict = {}
         self._heuristic_run = None  # (Z, result) of the heuristic's last run
+        self.heuristic_val = math.inf  # the best its runs found (the log's heuristic_ub)
         self.learned = None  # this node's pseudo-cost record (pcsos.branching), once bounded
         self.witness = None  # the feasibility check's clustering
         self.decomposed: dict = {}  # the root's decomposition bound's log fields, once run
@@ -232,6 +233,7 @@ class _NodeRun:
         hres = _heuristic(self.options, self.problem, Z, self.ctx, self.best_labels)
         if hres.status == "found":
             self.consider(hres.labels)
+            self.heuristic_val = min(self.heuristic_val, hres.objective)
         self._heuristic_run = (Z, hres)
         return hres
 
@@ -245,8 +247,15 @@ class _NodeRun:
                            row=_row(self.data, lb=bound, flag=FLAG_PARTIAL, **self.decomposed),
                            finished=False)
 
+    def finish_row(self, **fields) -> None:
+        """The node's log row at its end: time, own UB, the heuristic's best (inside the
+        loop or after it) and ``fields``."""
+        self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val, **fields)
+        if math.isfinite(self.heuristic_val):
+            self.row["heuristic_ub"] = self.heuristic_val
+
     def done(self, reason: str | None = None) -> NodeOutcome:
-        self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val)
+        self.finish_row()
         if reason:
             self.row["closed"] = reason
         return NodeOutcome(self.lb, self.best_val, self.best_labels, row=self.row,
@@ -296,9 +305,7 @@ class _NodeRun:
             return self.done("no_sdp")
         # 4. heuristic
         ctx.report("heuristic", name=self.options.heuristic, bound=self.lb)
-        hres = self.heuristic(sdp.Z)
-        if hres.status == "found":
-            self.row["heuristic_ub"] = hres.objective
+        self.heuristic(sdp.Z)
         if self.closed(self.lb):
             return self.done("pruned")
         if ctx.cancelled():
@@ -484,8 +491,7 @@ class _NodeRun:
                 i, j = pick
         children = _children(self.data, problem, br, i, j, self.lb, self.best_labels,
                              self.options.cp_settings)
-        self.row.update(time=time.perf_counter() - self.t0, ub=self.own_val,
-                        branch=(int(i), int(j)))
+        self.finish_row(branch=(int(i), int(j)))
         return NodeOutcome(self.lb, self.best_val, self.best_labels, children=children,
                            row=self.row, learned=self.learned)
 

@@ -33,13 +33,14 @@ def test_an_optimal_start_lets_the_root_prune_at_once():
     assert res.status == "optimal" and res.nodes == 1
     assert res.objective == pytest.approx(opt, rel=1e-12)
     assert np.array_equal(res.labels, canonical_labels(best))
-    # the start is the incumbent before the root's bound: the loop stops as soon as the
-    # bound meets it, and the node's heuristic never runs
-    assert root["closed"] == "pruned" and "heuristic_ub" not in root
+    # the start is the incumbent before the root's bound: the loop prunes against it, and
+    # the root's own search (its heuristic inside the loop) improves on nothing
+    assert root["closed"] == "pruned" and root["improved"] is False
     assert root["gub"] == pytest.approx(opt, rel=1e-12)
-    # without the start the root needs its heuristic for an incumbent that good
+    # without the start the incumbent that good is the root's heuristic's
     plain = pcsos.solve(X, k, ml, cl, root_heuristic=None, workers=1)
-    assert "heuristic_ub" in plain.log[0]
+    assert plain.log[0]["improved"] is True
+    assert plain.log[0]["heuristic_ub"] == pytest.approx(opt, rel=1e-9)
     assert plain.objective == pytest.approx(opt, rel=1e-9)
 
 
