@@ -19,7 +19,7 @@ import numpy as np
 from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
-from pcsos.cuts.loop import CuttingPlaneSettings
+from pcsos.cuts.loop import TREE_CUT_DEFAULTS, CuttingPlaneSettings
 from pcsos.errors import InputError
 from pcsos.heuristics import get_heuristic
 from pcsos.tree import ORDERS
@@ -68,8 +68,10 @@ class SolverOptions:
         SDP backend, its tolerance, device, ...), a dict of its fields, or None (the
         defaults).
     cp_settings : CuttingPlaneSettings, dict or None
-        The :class:`~pcsos.cuts.loop.CuttingPlaneSettings`, a dict of its fields, or None
-        (the defaults); its prune tolerances are always ``tol`` and ``abs_tol``.
+        The :class:`~pcsos.cuts.loop.CuttingPlaneSettings`, or a dict of its fields, or
+        None: the loop's defaults but for ``TREE_CUT_DEFAULTS`` (the star cuts and the
+        root's tail-off), which a dict overrides and an object replaces. Its prune
+        tolerances are always ``tol`` and ``abs_tol``.
     feasibility_backend : {'highs', 'gurobi'}
         The MILP solver of the feasibility check.
     seed : int, optional
@@ -184,8 +186,9 @@ class SolverOptions:
     def _cut_settings(self):
         cp = self.cp_settings
         if cp is None or isinstance(cp, dict):
-            # the loop stops once the node can be pruned
-            kw = {**dict(cp or {}), "prune_tol": self.tol, "prune_abs_tol": self.abs_tol}
+            # the tree's defaults, and the loop stops once the node can be pruned
+            kw = {**TREE_CUT_DEFAULTS, **dict(cp or {}), "prune_tol": self.tol,
+                  "prune_abs_tol": self.abs_tol}
             try:
                 return CuttingPlaneSettings(**kw)
             except (TypeError, ValueError) as exc:

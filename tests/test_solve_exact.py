@@ -39,7 +39,7 @@ except Exception:  # already registered by an earlier import of this module
 
 OPTIONS = {
     "default": {},
-    "star": {"cp_settings": {"families": "all,star"}},
+    "no_star": {"cp_settings": {"families": "all", "tail_off_root": None}},
     "weak": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}},
     "no_heuristic": {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3},
                      "heuristic": "test-nothing"},

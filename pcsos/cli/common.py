@@ -10,7 +10,7 @@ from typing import Any
 
 from pcsos.bounds.arrays import DEVICES
 from pcsos.bounds.settings import BoundSettings
-from pcsos.cuts.loop import TAIL_OFF_ROOT_ROUNDS, CuttingPlaneSettings
+from pcsos.cuts.loop import TAIL_OFF_ROOT_ROUNDS, TREE_CUT_DEFAULTS, CuttingPlaneSettings
 from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data, read_weights
@@ -135,12 +135,14 @@ def parse_options(items: list[str], flag: str) -> dict:
 
 
 def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> None:
-    """Add the cutting-plane loop's settings (``children``: also the per-node round limit).
+    """Add the cutting-plane loop's settings (``children``: a tree's loop, with the
+    per-node settings).
 
-    The defaults are read from :class:`~pcsos.cuts.loop.CuttingPlaneSettings`, so the CLI
-    and the API cannot disagree.
+    The defaults are read from :class:`~pcsos.cuts.loop.CuttingPlaneSettings` (with
+    ``TREE_CUT_DEFAULTS`` for a tree's), so the CLI and the API cannot disagree.
     """
-    d = CuttingPlaneSettings()
+    # a tree's loop (children) has the tree's defaults
+    d = CuttingPlaneSettings(**(TREE_CUT_DEFAULTS if children else {}))
     g = parser.add_argument_group("cutting-plane loop")
     g.add_argument("--max-rounds", type=int, default=d.max_rounds_root, metavar="N",
                    help=f"SDP solves at the root at most (default {d.max_rounds_root})")

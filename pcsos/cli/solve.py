@@ -41,6 +41,7 @@ from pcsos.cli.common import (
     report_stream,
     weights_sizes,
 )
+from pcsos.cuts.loop import TREE_CUT_DEFAULTS
 from pcsos.errors import InfeasibleError
 from pcsos.io import read_labels, write_labels, write_result_matrix
 from pcsos.log import GapLog, JsonlLog, ProgressPrinter
@@ -112,9 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_bound_arguments(alg)
     alg.add_argument("--sdp-tol", type=float, default=BoundSettings.tol,
                      help="relative KKT tolerance of the SDP solver (default: %(default)g)")
-    alg.add_argument("--cuts", default="all", metavar="FAMILIES",
-                     help="cut families: all (default: pair, triangle and clique), none, or "
-                          "a comma list of all, pair, triangle, clique, star (e.g. all,star)")
+    alg.add_argument("--cuts", default=TREE_CUT_DEFAULTS["families"], metavar="FAMILIES",
+                     help="cut families: a comma list of all (pair, triangle and clique), "
+                          "pair, triangle, clique, star, or none (default: %(default)s)")
     alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"),
                      default=_DEFAULTS.feasibility_backend,
                      help="ILP backend of the node feasibility checks (default: highs)")

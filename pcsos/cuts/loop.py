@@ -32,9 +32,9 @@ from pcsos.cuts.separation import (
 from pcsos.problem import Problem
 from pcsos.tree import gap_closed
 
-__all__ = ["CP_FLAGS", "BoundResult", "CuttingPlaneSettings", "RoundStats",
-           "cutting_plane_loop", "heuristic_round", "inherit_cuts", "inherit_cuts_map",
-           "inherited_selection"]
+__all__ = ["CP_FLAGS", "TREE_CUT_DEFAULTS", "BoundResult", "CuttingPlaneSettings",
+           "RoundStats", "cutting_plane_loop", "heuristic_round", "inherit_cuts",
+           "inherit_cuts_map", "inherited_selection"]
 
 # Why the loop stopped: the pc-sos-sdp CP_FLAG codes (reference-notes.md), plus two pcsos
 # codes for limits the reference code does not have.
@@ -47,6 +47,12 @@ TIGHTEN = 0.1
 # round 3 closed 7.7 % of the gap, round 4 45 %; stopping at round 3 left 0.49 % and a tree
 # of 200 nodes, where the root prunes at round 7)
 TAIL_OFF_ROOT_ROUNDS = 3
+#: the branch-and-bound tree's defaults where they differ from the loop's own (a bound
+#: alone, ``pcsos bound`` and ``certify``'s subsets keep the loop's): the star cuts, and
+#: the root's tail-off that stops their long run of small gains for a branch. Measured on
+#: data not tuned on (fresh glass and ECG5000 draws) and on the 270 shared draws:
+#: docs/solver.md, "The tree's cut defaults"
+TREE_CUT_DEFAULTS = {"families": "all,star", "tail_off_root": 0.1}
 CP_FLAGS = {
     BOUND_WORSE: "bound got worse", SDP_FAILED: "SDP failed", ROUND_LIMIT: "round limit",
     NO_CUT: "no violated cut", CUT_LIMIT: "cut limit", PRUNED: "node pruned",
