@@ -66,6 +66,23 @@ def test_checked_makes_the_loop_stop_where_the_tree_prunes():
     assert given == {"tail_off": 0.1}  # the caller's dict is not changed
 
 
+def test_the_tree_has_its_own_cut_defaults_and_a_bound_alone_the_loops():
+    from pcsos.cli import build_parser
+    from pcsos.cli.common import cut_settings
+
+    tree = SolverOptions().checked().cp_settings
+    assert "star" in tree.families and tree.tail_off_root == 0.1
+    loop = CuttingPlaneSettings()
+    assert "star" not in loop.families and loop.tail_off_root is None
+    # a dict overrides the tree's defaults field by field; an object replaces them
+    mine = SolverOptions(cp_settings={"families": "all"}).checked().cp_settings
+    assert "star" not in mine.families and mine.tail_off_root == 0.1
+    assert SolverOptions(cp_settings=loop).checked().cp_settings.tail_off_root is None
+    # pcsos bound has no tree: its --cuts all runs the loop's settings
+    args = build_parser().parse_args(["bound", "data.txt", "--cuts", "all"])
+    assert cut_settings(args, args.cuts, 1e-4).tail_off_root is None
+
+
 def test_an_options_object_and_keywords_give_the_same_solve():
     X = _blobs()
     opts = SolverOptions(tol=1e-3, workers=1, root_heuristic=None)
