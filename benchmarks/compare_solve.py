@@ -6,8 +6,9 @@ seconds of each and the time ratio after / before. Then, per group (``--group``:
 and a comma list of instance prefixes, none for every instance; repeatable; default: one
 group of all), it prints the median of the per-instance ratios and each run's median
 ratio of its time to the paper's mix mean time (the figure the headline rows quote).
-``--runs BEFORE AFTER`` takes only the rows of those runs (bench_solve.py's ``--run``) of
-the two files, which may be one file. With ``--out`` the same goes to a JSON file; with
+``--runs BEFORE AFTER`` takes only the rows of those runs (bench_solve.py's ``--run``; each
+may be a comma list, the first run listed that has an instance giving its row) of the two
+files, which may be one file. With ``--out`` the same goes to a JSON file; with
 ``--out FILE --key NAME`` under key NAME of the JSON object in FILE (other keys kept). Run
 the two sides one instance at a time, alternating which goes first, on an otherwise idle
 machine, so that both see the same conditions (``benchmarks/ab_solve.sh``, whose rows go to
@@ -29,8 +30,16 @@ from instances import merge_json, mix_of, paper_table, parse_name, read_jsonl
 
 
 def last_rows(path, run: str | None = None) -> dict:
-    """{instance: its last row} of a bench_solve results file; ``run``: of that run only."""
-    return {r["instance"]: r for r in read_jsonl(path) if run is None or r.get("run") == run}
+    """{instance: its last row} of a bench_solve results file; ``run``: of that run only,
+    or of a comma list of runs, an instance's row taken from the first run listed that has
+    one (a rerun of some instances in a run of its own, over the run it completes)."""
+    rows = read_jsonl(path)
+    if run is None:
+        return {r["instance"]: r for r in rows}
+    out: dict = {}
+    for name in reversed(run.split(",")):
+        out.update({r["instance"]: r for r in rows if r.get("run") == name})
+    return out
 
 
 def paper_ratio(row: dict, paper: dict) -> float | None:

@@ -196,3 +196,18 @@ def test_bench_solve_most_branching_ranks_by_the_last_row_of_each_draw(monkeypat
     with pytest.raises(SystemExit) as exc:
         bench.main(["--most-branching", "3", "--ranking", "no-such-run", "--summary-only"])
     assert exc.value.code == 2
+
+
+def test_compare_takes_a_runs_rows_and_a_list_of_runs_in_order(tmp_path, monkeypatch):
+    import json
+
+    cmp = _script("compare_solve", monkeypatch)
+    rows = [{"run": run, "instance": inst, "seconds": t}
+            for run, inst, t in (("a", "x", 1), ("b", "x", 2), ("b", "y", 3), ("a", "x", 4))]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert {k: r["seconds"] for k, r in cmp.last_rows(f, "a").items()} == {"x": 4}
+    # the first run listed that has an instance gives its row, the others fill the rest
+    assert {k: r["seconds"] for k, r in cmp.last_rows(f, "a,b").items()} == {"x": 4, "y": 3}
+    assert {k: r["seconds"] for k, r in cmp.last_rows(f, "b,a").items()} == {"x": 2, "y": 3}
+    assert len(cmp.last_rows(f)) == 2
