@@ -153,8 +153,11 @@ def subset_count(n: int, size: int, workers: int = 1) -> int:
 def subset_settings(cp_settings=None):
     """The cutting-plane settings for subsets: ``cp_settings`` (default: the loop's defaults)
     with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose rounds are off (None
-    or 0)."""
+    or 0), and no tail-off at the root: a subset's bound is never branched on, so stopping
+    its rounds early only loses bound."""
     st = cp_settings if cp_settings is not None else CuttingPlaneSettings()
+    if st.tail_off_root:
+        st = replace(st, tail_off_root=None)
     if not st.loose_tol or st.loose_tol >= SUBSET_LOOSE_TOL:
         return st
     return replace(st, loose_tol=SUBSET_LOOSE_TOL)

@@ -418,6 +418,11 @@ def test_default_subset_size_and_subset_settings():
     assert subset_settings(CuttingPlaneSettings(loose_tol=5e-2)).loose_tol == 5e-2
     assert subset_settings(CuttingPlaneSettings(loose_tol=None)).loose_tol is None
     assert subset_settings(CuttingPlaneSettings(loose_tol=0.0)).loose_tol == 0.0
+    # the tree's settings reach its root's subsets without the root's tail-off (a subset is
+    # never branched on) and with its cut families
+    tree = pcsos.SolverOptions().checked().cp_settings
+    assert tree.tail_off_root and subset_settings(tree).tail_off_root is None
+    assert subset_settings(tree).families == tree.families
 
 
 def test_cli_certify_json(tmp_path):

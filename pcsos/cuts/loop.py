@@ -48,7 +48,7 @@ TIGHTEN = 0.1
 # of 200 nodes, where the root prunes at round 7)
 TAIL_OFF_ROOT_ROUNDS = 3
 #: the branch-and-bound tree's defaults where they differ from the loop's own (a bound
-#: alone, ``pcsos bound`` and ``certify``'s subsets keep the loop's): the star cuts, and
+#: alone, ``pcsos bound`` and ``pcsos certify`` keep the loop's): the star cuts, and
 #: the root's tail-off that stops their long run of small gains for a branch. Measured on
 #: data not tuned on (fresh glass and ECG5000 draws) and on the 270 shared draws:
 #: docs/solver.md, "The tree's cut defaults"
