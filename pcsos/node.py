@@ -200,7 +200,7 @@ class _NodeRun:
         self.own_val = math.inf  # what this node's own search found (the log's UB column)
         self.lb = data.parent_bound
         self.row: dict = {}
-        self._heuristic_run = None  # (Z, result) of the heuristic's last run
+        self._heuristic_z = None  # the Z of the heuristic's last run
         self.heuristic_val = math.inf  # the best its runs found (the log's heuristic_ub)
         self.learned = None  # this node's pseudo-cost record (pcsos.branching), once bounded
         self.witness = None  # the feasibility check's clustering
@@ -225,21 +225,19 @@ class _NodeRun:
         """The best value known to this node: the shared incumbent or its own."""
         return min(self.ctx.incumbent, self.best_val)
 
-    def heuristic(self, Z):
-        """The node's heuristic on ``Z``, its clustering considered; the result. Run once
-        per Z: the loop's last round often handed it the Z that step 4 gets."""
-        if self._heuristic_run is not None and self._heuristic_run[0] is Z:
-            return self._heuristic_run[1]
+    def heuristic(self, Z) -> None:
+        """The node's heuristic on ``Z``, its clustering considered. Run once per Z: the
+        loop's last round often handed it the Z that step 4 gets."""
+        if self._heuristic_z is Z:
+            return
         hres = _heuristic(self.options, self.problem, Z, self.ctx, self.best_labels)
         if hres.status == "found":
             self.consider(hres.labels)
             self.heuristic_val = min(self.heuristic_val, hres.objective)
-        self._heuristic_run = (Z, hres)
-        return hres
+        self._heuristic_z = Z
 
     def closed(self, lb: float) -> bool:
-        return gap_closed(self.upper, lb, self.options.tol,
-                          self.options.abs_tol)
+        return gap_closed(self.upper, lb, self.options.tol, self.options.abs_tol)
 
     def unfinished(self, bound: float) -> NodeOutcome:
         # stopped by the deadline or a cancellation: the node stays open for the tree

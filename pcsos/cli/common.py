@@ -156,8 +156,7 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                             f"{d.tail_off}; 0 = off)")
         g.add_argument("--tail-off-root", type=float, default=d.tail_off_root, metavar="F",
                        help=f"the same at the root, after {TAIL_OFF_ROOT_ROUNDS} such rounds in a "
-                            f"row (default "
-                            f"{d.tail_off_root or 0}; 0 = off)")
+                            f"row (default {d.tail_off_root or 0}; 0 = off)")
         g.add_argument("--inherit-min-u", type=float, default=d.inherit_min_u, metavar="F",
                        help=f"children inherit the cuts whose multiplier exceeds this share of "
                             f"the largest (default {d.inherit_min_u:g}; 0 = every cut)")

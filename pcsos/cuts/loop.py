@@ -399,12 +399,12 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
             break
         res = res_new
         lb = float(res.lower_bound)
-        # a round whose bound already prunes the node needs no better incumbent
-        if (incumbent is not None and heuristic_round(len(rounds)) and res.Z is not None
-                and not gap_closed(upper_bound, max(best, lb), st.prune_tol, st.prune_abs_tol)):
-            upper_bound = min(upper_bound, float(incumbent(res)))
         before = max(best, known_bound)  # what the node had proved before this round
         best = max(best, lb)
+        # a round whose bound already prunes the node needs no better incumbent
+        if (incumbent is not None and heuristic_round(len(rounds)) and res.Z is not None
+                and not gap_closed(upper_bound, best, st.prune_tol, st.prune_abs_tol)):
+            upper_bound = min(upper_bound, float(incumbent(res)))
         improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
         prev = lb
         slow = slow + 1 if _tailing(st.tail_off_root if root else st.tail_off, upper_bound,
