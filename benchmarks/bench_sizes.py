@@ -1,7 +1,8 @@
 """Cluster sizes: pcsos against k-means-constrained, and exact class sizes (issue 33).
 
 Two parts, one JSON-lines results file (``benchmarks/results/bench_sizes.jsonl``; rows
-already there are skipped, so an interrupted run resumes):
+of the same ``--run`` already there are skipped, so an interrupted run resumes, and a new
+run name measures again; rows without a name belong to every run):
 
 * ``kmc``: every shared dataset and two synthetic sets (n = 1 000 and 5 000, d = 2, k = 5,
   the generator of bench_scale.py), no pairs, size_min = floor(n / (2k)) and
@@ -180,6 +181,8 @@ def report(rows: dict) -> str:
 
 
 def emit(row, args, out, done):
+    if args.run is not None:
+        row["run"] = args.run
     row.update(time_limit=args.time_limit, workers=args.workers, code=args.code,
                machine={"python": platform.python_version(), "cpus": os.cpu_count(),
                         "platform": platform.platform()},
@@ -195,15 +198,19 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
     ap.add_argument("--report", action="store_true", help="only print the tables")
+    ap.add_argument("--run", default=None,
+                    help="this run's name, stored in every row; resuming and the report take "
+                         "the rows of this run only (rows without a name count for every run; "
+                         "default: every row)")
     args = ap.parse_args(argv)
     if args.report:
-        print(report(done_rows(args.out)))
+        print(report(done_rows(args.out, run=args.run)))
         return 0
     args.argv = list(argv if argv is not None else sys.argv[1:])
 
     args.code = code_version()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    done = done_rows(args.out)
+    done = done_rows(args.out, run=args.run)
     for part in args.part.split(","):
         {"exact": part_exact, "kmc": part_kmc, "cases": part_cases}[part.strip()](
             args, done, args.out)

@@ -211,3 +211,19 @@ def test_compare_takes_a_runs_rows_and_a_list_of_runs_in_order(tmp_path, monkeyp
     assert {k: r["seconds"] for k, r in cmp.last_rows(f, "a,b").items()} == {"x": 4, "y": 3}
     assert {k: r["seconds"] for k, r in cmp.last_rows(f, "b,a").items()} == {"x": 2, "y": 3}
     assert len(cmp.last_rows(f)) == 2
+
+
+def test_a_named_run_resumes_its_own_rows_and_measures_again_under_a_new_name(tmp_path):
+    # bench_sizes and bench_solve skip what their run already holds; a row without a name
+    # (written before runs were named) belongs to every run
+    import json
+
+    inst = _instances()
+    rows = [{"instance": "x", "v": 1}, {"run": "a", "instance": "y", "v": 2},
+            {"run": "b", "instance": "y", "v": 3}, {"run": "a", "instance": "y", "v": 4}]
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert {k: r["v"] for k, r in inst.done_rows(f, run="a").items()} == {"x": 1, "y": 4}
+    assert {k: r["v"] for k, r in inst.done_rows(f, run="b").items()} == {"x": 1, "y": 3}
+    assert {k: r["v"] for k, r in inst.done_rows(f, run="c").items()} == {"x": 1}
+    assert {k: r["v"] for k, r in inst.done_rows(f).items()} == {"x": 1, "y": 4}
