@@ -2,7 +2,7 @@
 
 Two parts, one JSON-lines results file (``benchmarks/results/bench_sizes.jsonl``; rows
 of the same ``--run`` already there are skipped, so an interrupted run resumes, and a new
-run name measures again; rows without a name belong to every run):
+run name measures again; the rows without a name are those of no ``--run``):
 
 * ``kmc``: every shared dataset and two synthetic sets (n = 1 000 and 5 000, d = 2, k = 5,
   the generator of bench_scale.py), no pairs, size_min = floor(n / (2k)) and
@@ -200,8 +200,7 @@ def main(argv=None) -> int:
     ap.add_argument("--report", action="store_true", help="only print the tables")
     ap.add_argument("--run", default=None,
                     help="this run's name, stored in every row; resuming and the report take "
-                         "the rows of this run only (rows without a name count for every run; "
-                         "default: every row)")
+                         "the rows of this run only (default: the rows without a name)")
     args = ap.parse_args(argv)
     if args.report:
         print(report(done_rows(args.out, run=args.run)))

@@ -65,7 +65,6 @@ from instances import (
     literal_settings,
     load_instance,
     mix_of,
-    of_run,
     paper_table,
     parse_name,
     read_jsonl,
@@ -393,7 +392,7 @@ def main(argv=None) -> int:
                                   args.most_branching))
         chosen = [c for c in chosen if f"{c[0]}/{c[1].stem}" in pick]
     # the last row of each instance in this run counts
-    done = {row["instance"]: row for row in of_run(previous, args.run)}
+    done = {row["instance"]: row for row in previous if row.get("run", args.run) == args.run}
     if not args.summary_only:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         t_all = time.time()

@@ -7,7 +7,7 @@ instance is loaded (:func:`load_data`, :func:`load_constraints`, :func:`load`,
 :func:`load_instance`, :func:`load_problem`, with the readers of :mod:`pcsos.io`), the
 published PC-SOS-SDP figures of these instances (:func:`paper_table`, Tables 2-4 of
 ``../shared/docs/benchmarks.md``), and the result files (:func:`append_jsonl`,
-:func:`read_jsonl`, :func:`of_run`, :func:`done_rows`, :func:`write_json`, :func:`merge_json`).
+:func:`read_jsonl`, :func:`done_rows`, :func:`write_json`, :func:`merge_json`).
 
 The instances are ``../shared/instances/<dataset>/data.txt`` with
 ``constraints/ml_<A>_cl_<B>_<seed>.txt``: A must-link and B cannot-link pairs, constraint
@@ -246,17 +246,10 @@ def read_jsonl(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def of_run(rows: list[dict], run: str | None) -> list[dict]:
-    """The rows of run ``run`` (a row without a name counts for every run); all when None."""
-    if run is None:
-        return list(rows)
-    return [row for row in rows if row.get("run", run) == run]
-
-
 def done_rows(path, key=lambda row: row["instance"], run: str | None = None) -> dict:
-    """{key(row): row} of a JSON-lines file, the last row of each key winning, of run
-    ``run`` only when given (:func:`of_run`): what a resumed run skips."""
-    return {key(row): row for row in of_run(read_jsonl(path), run)}
+    """{key(row): row} of the rows of a JSON-lines file whose ``run`` field is ``run`` (None:
+    the rows without one), the last row of each key winning: what a resumed run skips."""
+    return {key(row): row for row in read_jsonl(path) if row.get("run") == run}
 
 
 def write_json(path, obj, default=None) -> None:

@@ -214,8 +214,8 @@ def test_compare_takes_a_runs_rows_and_a_list_of_runs_in_order(tmp_path, monkeyp
 
 
 def test_a_named_run_resumes_its_own_rows_and_measures_again_under_a_new_name(tmp_path):
-    # bench_sizes and bench_solve skip what their run already holds; a row without a name
-    # (written before runs were named) belongs to every run
+    # bench_sizes skips what its run already holds; the rows without a name (written before
+    # runs were named) are those of a run without --run
     import json
 
     inst = _instances()
@@ -223,7 +223,7 @@ def test_a_named_run_resumes_its_own_rows_and_measures_again_under_a_new_name(tm
             {"run": "b", "instance": "y", "v": 3}, {"run": "a", "instance": "y", "v": 4}]
     f = tmp_path / "r.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert {k: r["v"] for k, r in inst.done_rows(f, run="a").items()} == {"x": 1, "y": 4}
-    assert {k: r["v"] for k, r in inst.done_rows(f, run="b").items()} == {"x": 1, "y": 3}
-    assert {k: r["v"] for k, r in inst.done_rows(f, run="c").items()} == {"x": 1}
-    assert {k: r["v"] for k, r in inst.done_rows(f).items()} == {"x": 1, "y": 4}
+    assert {k: r["v"] for k, r in inst.done_rows(f, run="a").items()} == {"y": 4}
+    assert {k: r["v"] for k, r in inst.done_rows(f, run="b").items()} == {"y": 3}
+    assert inst.done_rows(f, run="c") == {}
+    assert {k: r["v"] for k, r in inst.done_rows(f).items()} == {"x": 1}
