@@ -28,9 +28,9 @@ __all__ = ["COLLECT", "DEFAULT_CAPS", "DEFAULT_FRACTIONS", "FAMILIES", "PAPER_FA
            "separate_stars", "separate_triangles", "top_k"]
 
 #: every family, in the order they are separated; "all" selects the paper's three (the
-#: default), and the star cuts are taken by name ("all,star"): on glass's fresh draws they
-#: close at the root what took up to 200 nodes, but some roots take far longer with them
-#: (docs/cuts.md, "Star cuts")
+#: loop's default), and the star cuts are taken by name ("all,star", the tree's default,
+#: pcsos.cuts.loop.TREE_CUT_DEFAULTS): on glass's fresh draws they close at the root what
+#: took up to 200 nodes, but must-link roots cost more with them (docs/cuts.md, "Star cuts")
 FAMILIES = ("pair", "triangle", "clique", "star")
 PAPER_FAMILIES = ("pair", "triangle", "clique")
 #: star cuts: leaves per cut at most (a cut has 1 + t + t(t-1)/2 entries, and the ADMM's
