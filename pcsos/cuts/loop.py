@@ -24,6 +24,7 @@ from pcsos.cuts.separation import (
     DEFAULT_CAPS,
     DEFAULT_FRACTIONS,
     FAMILIES,
+    STAR_LEAVES,
     cut_keys,
     drop_known,
     parse_families,
@@ -82,6 +83,7 @@ class CuttingPlaneSettings:
     for the star cuts, which pc-sos-sdp does not have, the most violated
     ``separation.STAR_CAP`` of those the greedy search finds).
     ``fraction``: per family, the share of the collected cuts (most violated first) added.
+    ``star_leaves``: leaves of a star cut at most (3 or more; docs/cuts.md, "Star cuts").
     ``collect``: which violated triangles fill ``max_collected``: "most", the most violated
     of the whole matrix (a full scan), or "first", the first ones in a random apex order
     (the pc-sos-sdp code's random sample). A choice that departs from that code: on
@@ -150,6 +152,7 @@ class CuttingPlaneSettings:
     max_collected: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_CAPS))
     fraction: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FRACTIONS))
     collect: str = "most"
+    star_leaves: int = STAR_LEAVES
     max_cuts: int = 100_000
     eps_active: float = 1e-4
     u_active: float = math.inf
@@ -175,6 +178,9 @@ class CuttingPlaneSettings:
                 raise ValueError(f"fraction[{f!r}] must lie in [0, 1]")
         if self.collect not in COLLECT:
             raise ValueError(f"collect must be one of {COLLECT}, got {self.collect!r}")
+        if isinstance(self.star_leaves, bool) or not isinstance(self.star_leaves, int) \
+                or self.star_leaves < 3:
+            raise ValueError(f"star_leaves must be an integer >= 3, got {self.star_leaves!r}")
         if self.max_rounds_root < 1 or self.max_rounds_child < 1:
             raise ValueError("max_rounds_root and max_rounds_child must be >= 1")
         if self.max_cuts < 0:
@@ -514,7 +520,7 @@ def _next_round_cuts(res, model, problem: Problem, st: CuttingPlaneSettings, rng
     stats.eps_violation = eps
     sep = separate(Z, k=problem.k, n=problem.n, families=st.families, eps=eps,
                    caps=st.max_collected, fracs=st.fraction, seed=rng, collect=st.collect,
-                   max_weight=problem.instance.max_cluster_weight)
+                   star_leaves=st.star_leaves, max_weight=problem.instance.max_cluster_weight)
     stats.found = dict(sep.found)
     old = model.cuts
     # keep the cuts that are active at the new solution: slack against their own rhs

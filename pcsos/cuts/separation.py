@@ -23,7 +23,7 @@ from pcsos._kernels import separate_triangles as _k_triangles
 from pcsos.bounds.cutset import CutSet
 
 __all__ = ["COLLECT", "DEFAULT_CAPS", "DEFAULT_FRACTIONS", "FAMILIES", "PAPER_FAMILIES",
-           "FamilyCuts", "SeparationResult", "clique_rhs", "cut_keys", "drop_known",
+           "FamilyCuts", "STAR_LEAVES", "SeparationResult", "clique_rhs", "cut_keys", "drop_known",
            "parse_families", "separate", "separate_cliques", "separate_pairs",
            "separate_stars", "separate_triangles", "top_k"]
 
@@ -237,7 +237,7 @@ def separate_stars(Z, *, eps: float = 1e-4, cap: int = STAR_CAP, frac: float = 1
 
 def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
              caps: dict[str, int] | None = None, fracs: dict[str, float] | None = None,
-             seed=None, collect: str = "most",
+             seed=None, collect: str = "most", star_leaves: int = STAR_LEAVES,
              max_weight: float | None = None) -> SeparationResult:
     """Separate every selected family from Z (super-point space, n ORIGINAL points;
     ``max_weight``: see :func:`clique_rhs`).
@@ -245,7 +245,7 @@ def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
     ``caps`` / ``fracs`` map a family name to its collection cap / kept fraction (defaults,
     as the paper's code: 100 000 and 5 % for pairs and triangles, all cliques). ``seed``
     drives the triangle visiting order; ``collect``: which triangles fill the cap
-    (:func:`separate_triangles`).
+    (:func:`separate_triangles`); ``star_leaves``: leaves of a star cut at most.
     """
     caps = {**DEFAULT_CAPS, **(caps or {})}
     fracs = {**DEFAULT_FRACTIONS, **(fracs or {})}
@@ -259,7 +259,8 @@ def separate(Z, *, k: int, n: int, families=None, eps: float = 1e-4,
             fc = separate_triangles(Z, eps=eps, cap=caps["triangle"], frac=fracs["triangle"],
                                     seed=seed, collect=collect)
         elif fam == "star":
-            fc = separate_stars(Z, eps=eps, cap=caps["star"], frac=fracs["star"])
+            fc = separate_stars(Z, eps=eps, cap=caps["star"], frac=fracs["star"],
+                                leaves=star_leaves)
         else:
             fc = separate_cliques(Z, k, n, eps=eps, frac=fracs["clique"], max_weight=max_weight)
         sets.append(fc.cuts)
