@@ -139,6 +139,24 @@ def test_star_separation_finds_a_hand_built_violation():
     assert separate_stars(Z, eps=0.25).cuts.m == 0
 
 
+def test_star_leaves_caps_the_leaves_separate_and_the_loop_take():
+    """Apex 0 tied to four mutually unrelated points: with four leaves the star on all four
+    is the most violated (4 * 0.18 - 0.3 = 0.42); with ``star_leaves=3`` no cut has more than
+    three leaves (4 entries of Z's upper triangle on the apex's row and 3 among the leaves)."""
+    Z = np.eye(7) * 0.3
+    for j in (1, 2, 3, 4):
+        Z[0, j] = Z[j, 0] = 0.18
+    kw = dict(k=3, n=7, families="star", eps=1e-6)
+    four = separate(Z, **kw).cuts
+    assert np.max(np.diff(four.indptr)) == 11
+    three = separate(Z, star_leaves=3, **kw).cuts
+    assert three.m >= 1 and np.max(np.diff(three.indptr)) == 7
+    assert CuttingPlaneSettings(star_leaves=3).star_leaves == 3
+    for bad in (2, 3.0, True):
+        with pytest.raises(ValueError, match="star_leaves"):
+            CuttingPlaneSettings(star_leaves=bad)
+
+
 def _problem(rng, n, k, n_ml, n_cl):
     """A random feasible instance: pairs drawn from a hidden labelling."""
     X = rng.normal(size=(n, 2))
