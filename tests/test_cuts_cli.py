@@ -56,6 +56,7 @@ def test_bound_cli_rejects_bad_cut_settings(tiny_files):
                                                  ("--loose-tol", "-1", "loose_tol"),
                                                  ("--loose-gap-factor", "-1",
                                                   "loose_gap_factor"),
+                                                 ("--star-leaves", "2", "star_leaves"),
                                                  ("--max-rounds", "0", "max_rounds")])
 def test_cli_rejects_bad_cut_settings(tiny_files, capsys, command, option, value, name):
     data, cons = tiny_files
@@ -71,9 +72,11 @@ def test_solve_cli_passes_cut_settings_to_the_loop(tiny_files, tmp_path):
                  "--eps-active", "1e-3", "--max-rounds-child", "7", "--max-cuts", "500",
                  "--cut-violation", "2e-4", "--cut-violation-fine", "3e-5", "--loose-tol", "0",
                  "--cut-violation-fine-gap", "5e-4",
-                 "--loose-gap-factor", "0.5", "--cut-collect", "first"]) == 0
+                 "--loose-gap-factor", "0.5", "--cut-collect", "first",
+                 "--star-leaves", "3"]) == 0
     cp = json.loads(out.read_text())["cp_settings"]
     assert cp["loose_gap_factor"] == 0.5 and cp["collect"] == "first"
+    assert cp["star_leaves"] == 3
     assert cp["eps_active"] == 1e-3 and cp["max_rounds_child"] == 7
     assert cp["max_cuts"] == 500 and cp["eps_violation"] == 2e-4 and cp["loose_tol"] is None
     assert cp["eps_violation_fine"] == 3e-5 and cp["fine_gap"] == 5e-4

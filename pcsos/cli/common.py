@@ -194,6 +194,8 @@ def add_cut_arguments(parser: argparse.ArgumentParser, *, children: bool) -> Non
                    help=f"which violated triangles fill --max-collected: the most violated "
                         f"of the matrix, or the first in a random apex order as in pc-sos-sdp "
                         f"(default {d.collect})")
+    g.add_argument("--star-leaves", type=int, default=d.star_leaves, metavar="N",
+                   help=f"leaves of a star cut at most, 3 or more (default {d.star_leaves})")
     g.add_argument("--max-cuts", type=int, default=d.max_cuts, metavar="N",
                    help=f"cuts in the model at most (default {d.max_cuts})")
 
@@ -214,7 +216,7 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
             fine_gap=args.cut_violation_fine_gap, eps_active=args.eps_active,
             max_collected={f: args.max_collected for f in ("pair", "triangle", "clique")},
             fraction={"pair": args.cut_fraction, "triangle": args.cut_fraction},
-            collect=args.cut_collect, max_cuts=args.max_cuts,
+            collect=args.cut_collect, star_leaves=args.star_leaves, max_cuts=args.max_cuts,
             max_rounds_root=args.max_rounds, cp_tol=args.cp_tol, prune_tol=prune_tol,
             loose_tol=args.loose_tol or None, loose_gap_factor=args.loose_gap_factor or None,
             **kw)
