@@ -71,9 +71,10 @@ def test_the_tree_has_its_own_cut_defaults_and_a_bound_alone_the_loops():
     from pcsos.cli.common import cut_settings
 
     tree = SolverOptions().checked().cp_settings
-    assert "star" in tree.families and tree.tail_off_root == 0.1
+    assert "star" in tree.families and tree.tail_off_root == 0.1 and tree.star_leaves == 3
     loop = CuttingPlaneSettings()
     assert "star" not in loop.families and loop.tail_off_root is None
+    assert loop.star_leaves == 4
     # a dict overrides the tree's defaults field by field; an object replaces them
     mine = SolverOptions(cp_settings={"families": "all"}).checked().cp_settings
     assert "star" not in mine.families and mine.tail_off_root == 0.1
@@ -81,6 +82,9 @@ def test_the_tree_has_its_own_cut_defaults_and_a_bound_alone_the_loops():
     # pcsos bound has no tree: its --cuts all runs the loop's settings
     args = build_parser().parse_args(["bound", "data.txt", "--cuts", "all"])
     assert cut_settings(args, args.cuts, 1e-4).tail_off_root is None
+    assert cut_settings(args, args.cuts, 1e-4).star_leaves == 4
+    args = build_parser().parse_args(["solve", "data.txt"])
+    assert cut_settings(args, args.cuts, 1e-4).star_leaves == 3
 
 
 def test_an_options_object_and_keywords_give_the_same_solve():
