@@ -283,9 +283,11 @@ def _stopped_state(tmp_path, ml=(), cl=()):
     X = _uniform(n=24, seed=3)
     ck = tmp_path / "mid.ckpt"
     res = pcsos.solve(X, 3, ml=ml, cl=cl, max_nodes=3, checkpoint=ck, tol=1e-6, workers=1,
-                      root_heuristic=None, bound_settings={"tol": 1e-3, "polish": 0})
-    # loose, unpolished bounds keep the tree open past its node limit (polished, this
-    # instance closes within 3 nodes)
+                      root_heuristic=None, bound_settings={"tol": 1e-3, "polish": 0},
+                      cp_settings={"families": "pair,triangle"})
+    # loose, unpolished bounds and the pair and triangle cuts alone keep the tree open past
+    # its node limit (polished, this instance closes within 3 nodes, and the tree's
+    # three-leaf star cuts close it at the root)
     assert res.status == "node_limit", res.status
     inst = make_instance(X, 3, ml, cl)
     return inst, ck
