@@ -30,6 +30,7 @@ import numpy as np
 from bench_sizes import data_of
 from instances import RESULTS, append_jsonl, code_version
 
+from pcsos.bounds.colgen.engine import _clusters, _improving
 from pcsos.bounds.colgen.master import Master
 from pcsos.bounds.colgen.pricing import PricingData, price_heuristic
 from pcsos.heuristics import run_heuristic
@@ -49,23 +50,11 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
     rng = np.random.default_rng(seed)
     data = PricingData.from_problem(problem)
     s = problem.s
-    per_class = [c for _, _, c in data.classes]
     big = 2.0 * float(np.sum(data.q)) + 1.0
-    master = Master(s, per_class if len(per_class) > 1 else problem.k, big)
-
-    def cost(col: tuple) -> float:
-        idx = np.asarray(col)
-        e = data.e[idx]
-        mu = (e[:, None] * data.m[idx]).sum(axis=0) / e.sum()
-        return float(np.sum(data.within[idx]) + np.sum(e * np.sum((data.m[idx] - mu) ** 2,
-                                                                     axis=1)))
-
-    def class_of(col: tuple) -> int:
-        count = int(data.counts[list(col)].sum())
-        return next(j for j, (lo, hi, _) in enumerate(data.classes) if lo <= count <= hi)
-
-    start = [tuple(np.flatnonzero(labels == h).tolist()) for h in np.unique(labels)]
-    master.add(start, [cost(c) for c in start], classes=[class_of(c) for c in start])
+    master = Master(s, [c for _, _, c in data.classes], big)
+    start = _clusters(labels)
+    master.add(start, [data.cost(np.asarray(c)) for c in start],
+               classes=[data.size_class(c) for c in start])
     t0 = time.perf_counter()
     best_pi, best_L, history, it = None, -math.inf, [], 0
     value = math.inf
@@ -78,9 +67,11 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
         centres = np.vstack([data.m[rng.choice(s, min(CENTRES, s), replace=False)], *means])
         found = price_heuristic(data, pi, centres, max_columns=COLUMNS)
         # the heuristic Lagrangian value at pi (an estimate only: the pricing is not exact)
-        L = float(pi.sum()) + sum(c * min(0.0, min((rc for rc, col in found
-                                                     if class_of(col) == j), default=0.0))
-                                  for j, (_, _, c) in enumerate(data.classes))
+        least = np.zeros(len(data.classes))
+        for rc, col in found:
+            j = data.size_class(col)
+            least[j] = min(least[j], rc)
+        L = float(pi.sum()) + float(np.dot([c for _, _, c in data.classes], least))
         if L > best_L:
             best_L, best_pi = L, pi.copy()
         if not history or value < history[-1][2] - 1e-12 * abs(value):
@@ -90,14 +81,14 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
                   f"columns {len(master.columns)} ({time.perf_counter() - t0:.1f} s)",
                   file=sys.stderr)
         # the columns that price out against the master's own duals
-        new = [col for _, col in found
-               if cost(col) - float(pi0[list(col)].sum()) - sigma[class_of(col)] < -1e-9]
+        new = _improving(data, found, pi0, sigma, 1e-9, master.index)
         if not new and best_pi is not None and np.allclose(pi, pi0):
             break
         if not new:
             best_pi = pi0.copy()  # smoothing found nothing: price the master's own duals
             continue
-        master.add(new, [cost(c) for c in new], classes=[class_of(c) for c in new])
+        master.add([c for c, _ in new], [v for _, v in new],
+                   classes=[data.size_class(c) for c, _ in new])
     return {"master_value": value, "heuristic_L": best_L, "iterations": it,
             "seconds": round(time.perf_counter() - t0, 2), "columns": len(master.columns),
             "artificial_weight": master.artificial_weight(), "history": history}
