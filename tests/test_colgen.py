@@ -436,6 +436,32 @@ def test_a_time_limit_still_gives_a_valid_bound():
     assert math.isfinite(res.lower_bound)
 
 
+def test_an_exact_pricing_cut_short_by_its_budget_gets_twice_the_budget_next(monkeypatch):
+    """The budget grows after every search it cuts short, not only after those that found
+    no column: a search cut short proves a weaker bound, and the dual box centres on it."""
+    rng = np.random.default_rng(8)
+    X = np.vstack([rng.normal(c, 0.6, size=(20, 2)) for c in ((0, 0), (3, 0), (0, 3), (3, 3))])
+    prob = Problem.from_instance(make_instance(X, 4))
+    calls = []
+    price_bound = engine.price_bound
+
+    def record(data, pi, k, **kw):
+        pr = price_bound(data, pi, k, **kw)
+        calls.append((kw["max_boxes"], pr.boxes, pr.complete))
+        return pr
+
+    monkeypatch.setattr(engine, "price_bound", record)
+    monkeypatch.setattr(engine, "FIRST_BOXES", 2)
+    res = colgen_bound(prob)
+    assert res.status == "solved"
+    cut = [j for j, (budget, boxes, complete) in enumerate(calls[:-1])
+           if not complete and boxes >= budget]
+    assert cut
+    for j in cut:
+        assert calls[j + 1][0] == min(2 * calls[j][0], engine.MAX_BOXES)
+    assert all(b1 >= b0 for (b0, _, _), (b1, _, _) in zip(calls, calls[1:]))
+
+
 def test_the_cannot_link_repair_keeps_the_most_negative_ends():
     """The compiled repair against the rule written out: members in order of g_i(y), each
     kept unless a kept partner came first."""
