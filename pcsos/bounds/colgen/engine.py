@@ -97,8 +97,8 @@ INHERITED_COLUMNS = 1500
 #: disks overlap and the search is wide; a pricing cut short is still a valid bound and
 #: still finds columns), and at most, the budget doubling after each one it cut short. It
 #: must grow whether or not the heuristic finds columns: on the overlapping n = 2 000,
-#: k = 20 root (500 pairs) a complete pricing took 7 000-10 600 boxes (0.3-0.55 s) from
-#: its 12th on, and 5 000 left each bound 2-6.5 below the complete one's (1.7 % at 600 s)
+#: k = 20 root (500 pairs) a complete pricing took 7 000-10 600 boxes (0.3-0.55 s) after
+#: its 7th, and 5 000 left each bound 2.0-6.8 below the complete one's
 FIRST_BOXES = 5000
 MAX_BOXES = 100000
 
