@@ -14,9 +14,10 @@ The loop: solve the restricted master (HiGHS), its duals held in a box around th
 the best bound so far (column generation on this LP is highly degenerate, and the LP's duals
 jump; the box starts at the parent's duals or at a clustering's, and without a centre or
 under constraint aggregation the duals priced are smoothed towards the best ones instead,
-Wentges); add the clusters of negative reduced cost that the heuristic pricing finds; when it
-finds none, the exact pricing gives L at those duals and the columns it meets; when those do
-not improve the master either, the box moves or widens where it binds, and where it does not
+Wentges); add the clusters of negative reduced cost that the heuristic pricing finds, and
+(every EXACT_EVERY masters, and whenever the heuristic finds none) those the exact pricing
+meets as it proves L at those duals; when no column improves the master, the box moves or
+widens where it binds, and where it does not
 (and the duals were not smoothed) L matches the LP's value within the pricing's tolerance
 (the LP is solved).
 """
