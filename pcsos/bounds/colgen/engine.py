@@ -334,12 +334,14 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     it = 0
 
     budget = FIRST_BOXES
+    widened = False  # the last exact pricing was cut short by its budget, which then grew
 
     def prove(pi: np.ndarray, found, tol: float):
-        nonlocal best, best_pi, center, boxes, budget
+        nonlocal best, best_pi, center, boxes, budget, widened
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found)
         boxes += pr.boxes
-        if not pr.complete and pr.boxes >= budget:
+        widened = not pr.complete and pr.boxes >= budget and budget < MAX_BOXES
+        if widened:
             # cut short by its budget: its bound is weak, and the box centres on it
             budget = min(2 * budget, MAX_BOXES)
         L = _bound(pi, pr.term)
@@ -439,7 +441,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     status, message = "stalled", ("the pricing finds no cluster that the "
                                                   "sizes allow to complete the master")
                     break
-                if not pr.complete and pr.boxes < MAX_BOXES and not clock.expired():
+                if widened and not clock.expired():
                     continue  # cut short with nothing to add: price again, wider
                 if smooth:
                     alpha = 0.0  # mispricing: the next round prices at the master's duals
