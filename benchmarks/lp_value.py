@@ -30,8 +30,8 @@ import numpy as np
 from bench_sizes import data_of
 from instances import RESULTS, append_jsonl, code_version
 
-from pcsos.bounds.colgen.engine import _clusters, _improving
-from pcsos.bounds.colgen.master import Master
+from pcsos.bounds.colgen.aggregation import Aggregation
+from pcsos.bounds.colgen.engine import _build, _clusters, _improving
 from pcsos.bounds.colgen.pricing import PricingData, price_heuristic
 from pcsos.heuristics import run_heuristic
 from pcsos.problem import Problem, make_instance
@@ -51,10 +51,9 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
     data = PricingData.from_problem(problem)
     s = problem.s
     big = 2.0 * float(np.sum(data.q)) + 1.0
-    master = Master(s, [c for _, _, c in data.classes], big)
     start = _clusters(labels)
-    master.add(start, [data.cost(np.asarray(c)) for c in start],
-               classes=[data.size_class(c) for c in start])
+    master = _build(Aggregation.singletons(data.e), data, big, start,
+                    [data.cost(np.asarray(c)) for c in start], {})
     t0 = time.perf_counter()
     best_pi, best_L, history, it = None, -math.inf, [], 0
     value = math.inf
