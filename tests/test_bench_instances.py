@@ -149,6 +149,30 @@ def test_bench_colgen_box_writes_a_row_per_box(tmp_path, monkeypatch):
     assert rows[0]["lower_bound"] == pytest.approx(rows[1]["lower_bound"], rel=1e-6)
 
 
+def test_bench_colgen_root_starts_every_configuration_from_one_clustering(tmp_path,
+                                                                        monkeypatch):
+    # each configuration runs from the same clustering (the same upper bound), and its row
+    # names the configuration and carries the engine's profile
+    import json
+
+    import numpy as np
+
+    bench = _script("bench_colgen_root", monkeypatch)
+    X = np.random.default_rng(1).normal(size=(12, 2))
+    data = tmp_path / "toy.txt"
+    data.write_text("12 2\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
+    out = tmp_path / "rows.jsonl"
+    assert bench.main(["--data", str(data), "--k", "3", "--heuristic-time", "5",
+                       "--config", "", "exact_every=2,box=0.1", "--time-limit", "60",
+                       "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["data"], r["k"], r["config"], r["status"]) for r in rows] == [
+        ("toy", 3, "", "solved"), ("toy", 3, "exact_every=2,box=0.1", "solved")]
+    assert rows[0]["upper_bound"] == rows[1]["upper_bound"]
+    assert rows[0]["lower_bound"] == pytest.approx(rows[1]["lower_bound"], rel=1e-6)
+    assert all(r["profile"]["exact_pricings"] == len(r["history"]) for r in rows)
+
+
 def test_bench_solve_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
         tmp_path, monkeypatch):
     # the branching study's alternative rule must leave the node's closing test as it is

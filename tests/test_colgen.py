@@ -575,6 +575,11 @@ def test_the_cli_bounds_and_solves_with_the_lp(tmp_path, capsys):
                  "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
     assert rep["method"] == "colgen" and rep["lower_bound"] <= opt + 1e-12 * opt
+    assert rep["profile"]["exact_pricings"] == len(rep["history"]) >= 1
+    # the pricing schedule is a bound option, checked where the user gives it
+    assert main(["bound", str(data), "-k", "3", "--method", "colgen",
+                 "--bound-option", "exact_every=0"]) == 2
+    assert "exact_every must be a positive integer" in capsys.readouterr().err
     log = tmp_path / "gap.log"
     assert main(["solve", str(data), "-k", "3", "-c", str(cons), "--bound", "colgen",
                  "--workers", "1", "--log", str(log)]) == 0
@@ -833,3 +838,45 @@ def test_a_root_the_time_limit_cuts_short_says_its_bound_is_the_lps():
     assert 0 <= res.lower_bound <= res.objective
     if res.lower_bound > 0:  # else the heuristic took the time: no bound to name
         assert "set-partitioning LP" in res.message and "SDP" not in res.message
+
+
+def test_exact_every_sets_how_often_the_exact_pricing_runs_and_the_profile_counts_it(
+        monkeypatch):
+    """``exact_every`` spaces the exact pricing out (it still runs whenever the heuristic
+    finds nothing, so both runs solve the LP), and the profile counts the solves, the
+    pricings and HiGHS's iterations of the run that made them."""
+    rng = np.random.default_rng(5)
+    prob = Problem.from_instance(make_instance(rng.normal(size=(30, 2)), 3))
+    calls: list[str] = []
+    price_bound, price_heuristic = engine.price_bound, engine.price_heuristic
+    monkeypatch.setattr(engine, "price_bound",
+                        lambda *a, **kw: calls.append("E") or price_bound(*a, **kw))
+    monkeypatch.setattr(engine, "price_heuristic",
+                        lambda *a, **kw: calls.append("H") or price_heuristic(*a, **kw))
+    runs = {}
+    for every in (1, 3):
+        calls.clear()
+        res = runs[every] = colgen_bound(prob, exact_every=every)
+        p = res.profile
+        assert res.status == "solved"
+        assert p["master_solves"] >= res.iterations and p["master_pivots"] > 0
+        assert p["exact_pricings"] == len(res.history) == calls.count("E")
+        assert 0 < p["master_seconds"] + p["exact_seconds"] + p["heuristic_seconds"] \
+            <= res.seconds
+        # the iterations (heuristic pricings, one each) after which no exact pricing ran
+        it, bare = 0, []
+        for j, c in enumerate(calls):
+            if c == "H":
+                it += 1
+                if j + 1 == len(calls) or calls[j + 1] != "E":
+                    bare.append(it)
+        first = calls.index("E", calls.index("H"))  # past the masters artificials hold
+        late = [i for i in bare if i > calls[:first].count("H")]
+        if every == 1:
+            assert not late
+        else:
+            assert late and all(i % every for i in late)
+    assert runs[3].lower_bound == pytest.approx(runs[1].lower_bound, rel=1e-6)
+    for bad in (0, 1.5, True, "2"):
+        with pytest.raises(InputError, match="exact_every"):
+            BoundSettings(exact_every=bad).checked()

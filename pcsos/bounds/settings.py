@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcsos.bounds.arrays import DEVICES, get_backend
-from pcsos.bounds.colgen.engine import BOX_SHARE
+from pcsos.bounds.colgen.engine import BOX_SHARE, EXACT_EVERY
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.model import SDP_TOL
 from pcsos.bounds.safe import POLISH_EVALS
@@ -92,6 +92,11 @@ class BoundSettings:
         around the best bound's duals (dual box stabilization; 0: off, the duals are then
         smoothed): 0.03 solved TSPLIB k = 4 root LPs 6-11x faster than 1 and that of fl417,
         left unfinished without a box, in 8 s (docs/solver.md, "Many clusters").
+    exact_every : int, default 1
+        The LP engine proves its bound by the exact pricing after every this many masters
+        (and after any whose heuristic pricing finds no column): after every master, the
+        overlapping n = 2 000, k = 20 root reached in 300 s what every 5th reached in 600 s
+        (docs/benchmarks.md, "Large k, overlapping classes").
     verbose : bool, default False
         Print the solver's log.
 
@@ -114,6 +119,7 @@ class BoundSettings:
     sigma_ratio: float | None = None
     aggregate: bool = False
     box: float = BOX_SHARE
+    exact_every: int = EXACT_EVERY
     verbose: bool = False
 
     def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0) -> str:
@@ -206,6 +212,8 @@ class BoundSettings:
         if isinstance(self.box, bool) or not (isinstance(self.box, (int, float))
                                               and 0 <= self.box < math.inf):
             raise bad("box", "a finite number >= 0")
+        if not (is_int(self.exact_every) and self.exact_every > 0):
+            raise bad("exact_every", "a positive integer")
         for name in ("aggregate", "verbose"):
             if not isinstance(getattr(self, name), bool):
                 raise bad(name, "True or False")

@@ -126,7 +126,8 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
     bs = bound_settings(args)
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
-                        aggregate=bs.aggregate, box=bs.box, verbose=args.verbose)
+                        aggregate=bs.aggregate, box=bs.box, exact_every=bs.exact_every,
+                        verbose=args.verbose)
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:
@@ -163,13 +164,18 @@ def run_colgen(args: argparse.Namespace, problem: Problem, inst, info,
           file=out)
     print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
           file=out)
+    p = res.profile
+    print(f"time:            master {p['master_seconds']:.2f} s ({p['master_solves']} solves, "
+          f"{p['master_pivots']} HiGHS iterations), exact pricing {p['exact_seconds']:.2f} s "
+          f"({p['exact_pricings']}), heuristic pricing {p['heuristic_seconds']:.2f} s",
+          file=out)
     if args.json:
         write_json(args.json, {
             **_instance_fields(inst, info, problem), "method": "colgen",
             "lp_value": res.lp_value, "lower_bound": res.lower_bound,
             "columns": len(res.columns), "pricing_boxes": res.pricing_boxes,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
-            "status": res.status, "message": res.message,
+            "status": res.status, "message": res.message, "profile": res.profile,
             "history": [list(h) for h in res.history]})
     return 0
 

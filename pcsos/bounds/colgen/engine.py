@@ -15,7 +15,7 @@ the best bound so far (column generation on this LP is highly degenerate, and th
 jump; the box starts at the parent's duals or at a clustering's, and without a centre or
 under constraint aggregation the duals priced are smoothed towards the best ones instead,
 Wentges); add the clusters of negative reduced cost that the heuristic pricing finds, and
-(every EXACT_EVERY masters, and whenever the heuristic finds none) those the exact pricing
+(every ``exact_every`` masters, and whenever the heuristic finds none) those the exact pricing
 meets as it proves L at those duals; when no column improves the master, the box moves or
 widens where it binds, and where it does not
 (and the duals were not smoothed) L matches the LP's value within the pricing's tolerance
@@ -125,7 +125,10 @@ class ColGenResult:
     super-point labels when that solution is a clustering, else None; ``pi``: the duals of
     the bound; ``history``: (iteration, seconds, master value, bound) after each exact
     pricing; ``rows``: the master's rows at the end (groups of super-points under
-    constraint aggregation) and ``splits``: how often the aggregation was refined.
+    constraint aggregation) and ``splits``: how often the aggregation was refined;
+    ``profile``: where the time went, in seconds of the run's clock: ``master_seconds`` over
+    ``master_solves`` solves of ``master_pivots`` HiGHS iterations, ``exact_seconds`` over
+    ``exact_pricings`` exact pricings, ``heuristic_seconds`` in the heuristic pricing.
     """
 
     lower_bound: float
@@ -145,6 +148,7 @@ class ColGenResult:
     costs: list = field(default_factory=list)
     rows: int = 0
     splits: int = 0
+    profile: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -275,7 +279,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  bound_target: float | None = None,
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, box: float = BOX_SHARE,
-                 duals: np.ndarray | None = None,
+                 exact_every: int = EXACT_EVERY, duals: np.ndarray | None = None,
                  branch_below: float | None = None, verbose: bool = False,
                  progress: Callable[[int, float], None] | None = None) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
@@ -291,7 +295,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     pricing centres. ``aggregate``: constraint aggregation from the clusters of ``labels``
     (module :mod:`.aggregation`; without labels there is none). ``box``: the dual box's
     half-width as a share of the mean |dual| at its centre (module doc; 0: off, the duals
-    priced are then smoothed). ``duals``: duals (one per
+    priced are then smoothed). ``exact_every``: the exact pricing runs after every this many
+    masters, and after any whose heuristic pricing finds no column. ``duals``: duals (one per
     super-point) to bound before the first master, whose bound is then the one to beat and
     towards which the pricing is smoothed (e.g. the parent's). ``branch_below``: stop with
     status 'branch' once the master (free of artificial columns) is worth less than this,
@@ -335,10 +340,24 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
 
     budget = FIRST_BOXES
     widened = False  # the last exact pricing was cut short by its budget, which then grew
+    profile = dict.fromkeys(("master_seconds", "exact_seconds", "heuristic_seconds"), 0.0)
+    profile.update(master_solves=0, master_pivots=0, exact_pricings=0)
+
+    def solve_master():
+        t, before = clock.elapsed(), master.pivots
+        try:
+            return master.solve()
+        finally:
+            profile["master_seconds"] += clock.elapsed() - t
+            profile["master_solves"] += 1
+            profile["master_pivots"] += master.pivots - before
 
     def prove(pi: np.ndarray, found, tol: float):
         nonlocal best, best_pi, center, boxes, budget, widened
+        t = clock.elapsed()
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found)
+        profile["exact_seconds"] += clock.elapsed() - t
+        profile["exact_pricings"] += 1
         boxes += pr.boxes
         widened = not pr.complete and pr.boxes >= budget and budget < MAX_BOXES
         if widened:
@@ -372,7 +391,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 master.set_box(None)
             box_at = center
         try:
-            alpha_lp, sigma, lam, lp_value = master.solve()
+            alpha_lp, sigma, lam, lp_value = solve_master()
         except MasterError as exc:
             status, message = "failed", str(exc)
             break
@@ -409,13 +428,15 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         centres = [(data.e[c, None] * data.m[c]).sum(axis=0) / data.e[c].sum() for c in used]
         pick = rng.choice(s, size=min(s, RANDOM_CENTRES), replace=False)
         centres = np.vstack(centres + [data.m[pick]]) if centres else data.m[pick]
+        t = clock.elapsed()
         found = price_heuristic(data, pi, centres, max_columns=COLUMNS_PER_ITERATION)
+        profile["heuristic_seconds"] += clock.elapsed() - t
 
         add = _improving(data, found, pi_lp, sigma, rc_tol, master.index)
         # while artificial columns hold the master, its duals are of their cost's size and
         # the exact pricing would meet every disk everywhere: the heuristic goes first
         artificial = art_weight > 1e-9
-        if (it % EXACT_EVERY == 0 and not artificial) or not add:
+        if (it % exact_every == 0 and not artificial) or not add:
             was = best
             pr = prove(pi, found, p_tol)
             if best > was and box_weight > 1e-9 and delta is not None and data.sized:
@@ -491,14 +512,14 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             # a time limit has no room, so none is reported there)
             master.set_box(None)
             try:
-                alpha_lp, sigma, lam, lp_value = master.solve()
+                alpha_lp, sigma, lam, lp_value = solve_master()
                 art_weight = master.artificial_weight()
             except MasterError:
                 pass
     if best_pi is None and status != "failed":
         # stopped before any exact pricing: bound the master's duals now (a stop request
         # cuts this pricing short too; its bound is valid, if weak)
-        pi_lp = agg.disaggregate(master.solve()[0]) if it == 0 else pi_lp
+        pi_lp = agg.disaggregate(solve_master()[0]) if it == 0 else pi_lp
         prove(pi_lp, (), PRICING_TOL * max(abs(lp_value) if math.isfinite(lp_value) else total,
                                              1e-300) / k)
     # the columns of the last master solved, which lam weighs (more may have come since)
@@ -507,7 +528,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     lab = _labels(s, held, lam) if held and art_weight < 1e-9 else None
     return ColGenResult(best, lp_value, status, list(held), lam, Z, lab, best_pi,
                         it, clock.elapsed(), message, boxes, history,
-                        costs=list(held_costs), rows=agg.n, splits=splits)
+                        costs=list(held_costs), rows=agg.n, splits=splits, profile=profile)
 
 
 def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple],

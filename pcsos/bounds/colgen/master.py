@@ -79,6 +79,8 @@ class Master:
         self.n_art = n_art + 2 * s  # generated column j sits at j + n_art
         self.big = float(big)
         self.boxed = False
+        #: simplex, interior-point and crossover iterations over every solve so far
+        self.pivots = 0
         self.columns: list[tuple] = []   # members of the column j + n_art
         self.index: dict[tuple, int] = {}
         self.costs: list[float] = []
@@ -142,31 +144,35 @@ class Master:
         self.costs = [v for v, kp in zip(self.costs, keep) if kp]
         self.index = {c: j for j, c in enumerate(self.columns)}
 
+    def _run(self) -> highspy.HighsModelStatus:
+        h = self.h
+        h.run()
+        info = h.getInfo()
+        self.pivots += (int(info.simplex_iteration_count) + int(info.ipm_iteration_count)
+                        + int(info.crossover_iteration_count))
+        return h.getModelStatus()
+
     def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """Solve; returns (the rows' duals, the class rows' duals sigma, lambda of the
         generated columns, the LP's value)."""
         h = self.h
-        h.run()
-        status = h.getModelStatus()
+        status = self._run()
         if status == highspy.HighsModelStatus.kUnbounded and self.boxed:
             # the box's floor puts the duals of some column above its cost: no duals in
             # the box are feasible. Free them (the engine sets a box again at its next
             # better bound)
             self.set_box(None)
-            h.run()
-            status = h.getModelStatus()
+            status = self._run()
         if status != highspy.HighsModelStatus.kOptimal:
             # a warm-started simplex can end 'unknown' on this degenerate LP: solve it again
             # from scratch, then by the interior-point method
             h.clearSolver()
-            h.run()
-            status = h.getModelStatus()
+            status = self._run()
         if status != highspy.HighsModelStatus.kOptimal:
             h.clearSolver()
             h.setOptionValue("solver", "ipm")
-            h.run()
+            status = self._run()
             h.setOptionValue("solver", "simplex")
-            status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
             raise MasterError(f"the master LP ended with status "
                               f"{h.modelStatusToString(status)}")
