@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
 from bench_scale import GENERATORS, child_row, print_row
@@ -118,8 +119,11 @@ def main(argv=None) -> int:
     command = shlex.join(["python", "benchmarks/bench_colgen_root.py",
                           *(argv if argv is not None else sys.argv[1:])])
     for config in args.config:
-        case = {**spec, **first, "config": config}
-        row = child_row([sys.executable, __file__, "_one", json.dumps(case)], {})
+        # the clustering goes by file: a label per point is too long for a command line
+        with tempfile.TemporaryDirectory() as tmp:
+            case = Path(tmp) / "case.json"
+            case.write_text(json.dumps({**spec, **first, "config": config}))
+            row = child_row([sys.executable, __file__, "_one", str(case)], {})
         row = {"run": args.run, **row, "code_version": version, "command": command,
                "date": utc_now()}
         row.pop("labels", None)
@@ -131,7 +135,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] in ("_one", "_start"):
-        print_row((one_case if sys.argv[1] == "_one" else start)(json.loads(sys.argv[2])))
+    if len(sys.argv) == 3 and sys.argv[1] == "_one":
+        print_row(one_case(json.loads(Path(sys.argv[2]).read_text())))
+    elif len(sys.argv) == 3 and sys.argv[1] == "_start":
+        print_row(start(json.loads(sys.argv[2])))
     else:
         sys.exit(main())
