@@ -666,6 +666,7 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
                        aggregate=options.bound_settings.aggregate,
                        box=options.bound_settings.box,
                        exact_every=options.bound_settings.exact_every,
+                       master_method=options.bound_settings.master_method,
                        verbose=options.bound_settings.verbose,
                        # the tree keeps a reported bound of a job it stops waiting for
                        progress=lambda it, bound: ctx.report("bound", iteration=it,

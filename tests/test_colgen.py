@@ -79,8 +79,10 @@ def _cases(seed: int, trials: int, *, weighted_first: bool = False):
             yield (trial, *case)
 
 
-@pytest.mark.parametrize("case", ["plain", "pairs", "weights", "sizes", "exact"])
-def test_the_colgen_bound_never_exceeds_the_optimum(case):
+@pytest.mark.parametrize("case,method", [
+    ("plain", "simplex"), ("pairs", "simplex"), ("weights", "simplex"), ("sizes", "simplex"),
+    ("exact", "simplex"), ("pairs", "ipm"), ("exact", "ipm")])
+def test_the_colgen_bound_never_exceeds_the_optimum(case, method):
     rng = np.random.default_rng({"plain": 1, "pairs": 2, "weights": 3, "sizes": 4,
                                  "exact": 5}[case])
     checked = 0
@@ -93,7 +95,7 @@ def test_the_colgen_bound_never_exceeds_the_optimum(case):
         prob = _problem(X, k, ml, cl, kw)
         if prob is None or not math.isfinite(opt) or prob.s < k:
             continue
-        res = colgen_bound(prob, seed=trial)
+        res = colgen_bound(prob, seed=trial, master_method=method)
         assert math.isfinite(res.lower_bound)
         assert res.lower_bound <= opt + 1e-12 * abs(opt), (trial, res.lower_bound, opt)
         if res.status == "solved" and not (case in ("sizes", "exact") and len(prob.cl)):
@@ -772,6 +774,61 @@ def test_the_box_holds_the_masters_duals_and_frees_them_again():
     assert master.box_weight() == 0.0
 
 
+def test_at_most_k_clusters_is_the_same_lp_with_a_dual_at_most_zero():
+    """Over every allowed cluster as a column, the master whose class row holds at most k
+    clusters has the value of the one that holds exactly k (a cluster splits into two of no
+    more SSE), and its class row's dual is at most zero."""
+    from pcsos.bounds.colgen.master import Master
+
+    rng = np.random.default_rng(41)
+    checked = 0
+    for _ in range(12):
+        X, k, ml, cl, kw = _draw(rng)
+        prob = _problem(X, k, ml, cl, kw)
+        if prob is None or prob.s > 8:
+            continue
+        data = PricingData.from_problem(prob)
+        cols = [c for r in range(1, prob.s + 1) for c in itertools.combinations(range(prob.s), r)
+                if data.allowed(np.asarray(c))]
+        costs = [data.cost(np.asarray(c)) for c in cols]
+        out = {}
+        for at_most in (False, True):
+            m = Master(prob.s, prob.k, 10 * sum(costs) + 1, at_most=at_most)
+            m.add(cols, costs)
+            _, sigma, _, out[at_most] = m.solve()
+            if at_most:
+                assert sigma[0] <= 1e-9 * abs(out[at_most])
+        assert out[True] == pytest.approx(out[False], rel=1e-9, abs=1e-12)
+        checked += 1
+    assert checked >= 4
+
+
+def test_the_interior_point_master_solves_the_same_lp_and_zeroes_tiny_weights():
+    """Under 'ipm' (no crossover: every variable of an interior solution is above zero) the
+    master's value is the simplex's, its duals price every held column at no less than
+    minus the tolerance, and the weights below IPM_ZERO read as zero."""
+    from pcsos.bounds.colgen.master import IPM_ZERO, METHODS, Master
+
+    rng = np.random.default_rng(3)
+    s, k = 40, 4
+    cols = sorted({tuple(sorted(rng.choice(s, int(rng.integers(3, 15)), replace=False)
+                                .tolist())) for _ in range(150)})
+    costs = list(rng.random(len(cols)) * 5 + 1)
+    out = {}
+    for method in METHODS:
+        m = Master(s, k, 1e4, method)
+        m.add(cols + [(i,) for i in range(s)], costs + [1.0] * s)
+        pi, sigma, lam, value = m.solve()
+        rc = [v - pi[list(c)].sum() - sigma[0] for c, v in zip(m.columns, m.costs)]
+        assert min(rc) >= -1e-5 * value
+        assert np.all((lam == 0) | (lam >= IPM_ZERO))
+        assert m.artificial_weight() == 0.0
+        out[method] = value
+    assert out["ipm"] == pytest.approx(out["simplex"], rel=1e-6)
+    with pytest.raises(ValueError, match="method"):
+        Master(s, k, 1e4, "barrier")
+
+
 @pytest.mark.parametrize("share", [0.0, 0.05, 1.0])
 def test_the_box_solves_the_same_lp_from_an_incumbent(share):
     """From a clustering (the box starts at its duals) the engine solves the same LP as
@@ -880,3 +937,5 @@ def test_exact_every_sets_how_often_the_exact_pricing_runs_and_the_profile_count
     for bad in (0, 1.5, True, "2"):
         with pytest.raises(InputError, match="exact_every"):
             BoundSettings(exact_every=bad).checked()
+    with pytest.raises(InputError, match="master_method"):
+        BoundSettings(master_method="barrier").checked()

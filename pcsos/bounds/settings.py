@@ -16,6 +16,7 @@ from typing import Any
 
 from pcsos.bounds.arrays import DEVICES, get_backend
 from pcsos.bounds.colgen.engine import BOX_SHARE, EXACT_EVERY
+from pcsos.bounds.colgen.master import METHODS as MASTER_METHODS
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.model import SDP_TOL
 from pcsos.bounds.safe import POLISH_EVALS
@@ -97,6 +98,10 @@ class BoundSettings:
         (and after any whose heuristic pricing finds no column): after every master, the
         overlapping n = 2 000, k = 20 root reached in 300 s what every 5th reached in 600 s
         (docs/benchmarks.md, "Large k, overlapping classes").
+    master_method : {'simplex', 'ipm'}, default 'simplex'
+        How HiGHS solves the LP engine's master: the primal simplex, warm-started, or the
+        interior-point method without crossover, afresh each time (central duals;
+        docs/benchmarks.md, "Large k, overlapping classes").
     verbose : bool, default False
         Print the solver's log.
 
@@ -120,6 +125,7 @@ class BoundSettings:
     aggregate: bool = False
     box: float = BOX_SHARE
     exact_every: int = EXACT_EVERY
+    master_method: str = "simplex"
     verbose: bool = False
 
     def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0) -> str:
@@ -214,6 +220,8 @@ class BoundSettings:
             raise bad("box", "a finite number >= 0")
         if not (is_int(self.exact_every) and self.exact_every > 0):
             raise bad("exact_every", "a positive integer")
+        if self.master_method not in MASTER_METHODS:
+            raise bad("master_method", f"one of {', '.join(MASTER_METHODS)}")
         for name in ("aggregate", "verbose"):
             if not isinstance(getattr(self, name), bool):
                 raise bad(name, "True or False")

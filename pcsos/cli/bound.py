@@ -127,7 +127,7 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
                         aggregate=bs.aggregate, box=bs.box, exact_every=bs.exact_every,
-                        verbose=args.verbose)
+                        master_method=bs.master_method, verbose=args.verbose)
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:

@@ -279,7 +279,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  bound_target: float | None = None,
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, box: float = BOX_SHARE,
-                 exact_every: int = EXACT_EVERY, duals: np.ndarray | None = None,
+                 exact_every: int = EXACT_EVERY, master_method: str = "simplex",
+                 duals: np.ndarray | None = None,
                  branch_below: float | None = None, verbose: bool = False,
                  progress: Callable[[int, float], None] | None = None) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
@@ -296,7 +297,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     (module :mod:`.aggregation`; without labels there is none). ``box``: the dual box's
     half-width as a share of the mean |dual| at its centre (module doc; 0: off, the duals
     priced are then smoothed). ``exact_every``: the exact pricing runs after every this many
-    masters, and after any whose heuristic pricing finds no column. ``duals``: duals (one per
+    masters, and after any whose heuristic pricing finds no column. ``master_method``: how
+    HiGHS solves the master (:data:`~.master.METHODS`). ``duals``: duals (one per
     super-point) to bound before the first master, whose bound is then the one to beat and
     towards which the pricing is smoothed (e.g. the parent's). ``branch_below``: stop with
     status 'branch' once the master (free of artificial columns) is worth less than this,
@@ -327,7 +329,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # not use them, and without them the restricted LP has no clustering to fall back on
     incumbent = frozenset(clusters)
     waiting: dict[tuple, float] = {}  # incompatible columns met, by members: their costs
-    master = _build(agg, data, big, start, [data.cost(np.asarray(c)) for c in start], waiting)
+    master = _build(agg, data, big, start, [data.cost(np.asarray(c)) for c in start], waiting,
+                    master_method)
     splits = 0
     best, best_pi, center = -math.inf, None, None
     alpha, history, boxes = SMOOTHING, [], 0
@@ -343,10 +346,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     profile = dict.fromkeys(("master_seconds", "exact_seconds", "heuristic_seconds"), 0.0)
     profile.update(master_solves=0, master_pivots=0, exact_pricings=0)
 
-    def solve_master():
+    def solve_master(vertex: bool = False):
         t, before = clock.elapsed(), master.pivots
         try:
-            return master.solve()
+            return master.solve(vertex)
         finally:
             profile["master_seconds"] += clock.elapsed() - t
             profile["master_solves"] += 1
@@ -379,6 +382,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # the box needs one dual per row: off under constraint aggregation
     delta, box_at = None, None
     box_weight = 0.0
+    want_vertex = False  # the next master ends at a vertex (master_method 'ipm')
     for it in range(1, max_iter + 1):
         if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
             _retire(master, pi_lp, lam, RETIRE_TO, incumbent)
@@ -391,10 +395,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 master.set_box(None)
             box_at = center
         try:
-            alpha_lp, sigma, lam, lp_value = solve_master()
+            alpha_lp, sigma, lam, lp_value = solve_master(want_vertex)
         except MasterError as exc:
             status, message = "failed", str(exc)
             break
+        at_vertex, want_vertex = want_vertex or master.method == "simplex", False
         pi_lp = agg.disaggregate(alpha_lp)
         art_weight = master.artificial_weight()
         box_weight = master.box_weight() if master.boxed else 0.0
@@ -474,6 +479,13 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                         delta *= BOX_GROWTH
                         box_at = None
                     continue
+                if pr.complete and not at_vertex:
+                    # an interior solution's duals are central on the master's optimal dual
+                    # face, where the Lagrangian bound can sit below the LP's value (k = s:
+                    # the class row's dual is free there, and a positive one costs the bound
+                    # k times it): solve again to a vertex, and price its duals
+                    want_vertex = True
+                    continue
                 if pr.complete:
                     status, message = "solved", "no column of negative reduced cost: LP solved"
                     break
@@ -493,7 +505,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 if agg.n > AGGREGATE_MAX_SHARE * s:
                     agg = Aggregation.singletons(data.e)
                 waiting.update(add)
-                master = _build(agg, data, big, master.columns, master.costs, waiting)
+                master = _build(agg, data, big, master.columns, master.costs, waiting,
+                                master_method)
                 lam = np.zeros(0)
             else:
                 master.add([add[j][0] for j in comp], [add[j][1] for j in comp],
@@ -532,15 +545,19 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
 
 
 def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple],
-           costs: list[float], waiting: dict) -> Master:
-    """A master on ``agg``'s groups and ``data``'s size classes holding the compatible ones
-    of ``columns`` (with their ``costs``) and of the ``waiting`` incompatible columns (which
-    lose those)."""
+           costs: list[float], waiting: dict, method: str = "simplex") -> Master:
+    """A master (solved by ``method``) on ``agg``'s groups and ``data``'s size classes
+    holding the compatible ones of ``columns`` (with their ``costs``) and of the ``waiting``
+    incompatible columns (which lose those)."""
     held = set(columns)
     cols = list(columns) + [c for c in waiting if c not in held]
     vals = list(costs) + [waiting[c] for c in cols[len(columns):]]
     rows = agg.rows(cols)
-    master = Master(agg.n, [n for _, _, n in data.classes], big)
+    # without sizes the class row may hold at most k clusters (Master): the same LP, and a
+    # dual sigma <= 0, which an interior solution's central duals need (with k = s, sigma
+    # is free on the optimal face, and its centre put it above zero, the bound far below)
+    master = Master(agg.n, [n for _, _, n in data.classes], big, method,
+                    at_most=not data.sized)
     keep = [j for j, r in enumerate(rows) if r is not None]
     master.add([cols[j] for j in keep], [vals[j] for j in keep], [rows[j] for j in keep],
                [data.size_class(cols[j]) for j in keep])

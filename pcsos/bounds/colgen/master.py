@@ -1,5 +1,6 @@
 """The restricted master: the set-partitioning LP over the columns generated so far, kept in
-one HiGHS model that is warm-started as columns come and go.
+one HiGHS model that is warm-started as columns come and go (by the primal simplex; or
+solved afresh by the interior-point method: :data:`METHODS`).
 
     min  sum_c cost_c lambda_c
     s.t. sum_{c covers g} lambda_c = 1   for every row g                 (duals alpha_g)
@@ -31,7 +32,17 @@ import numpy as np
 
 from pcsos.milp import _quiet_highs
 
-__all__ = ["Master", "MasterError"]
+__all__ = ["Master", "MasterError", "METHODS"]
+
+#: how HiGHS solves the master: 'simplex' (primal simplex, warm-started from the last basis)
+#: or 'ipm' (its interior-point method without crossover, from scratch each time: a central
+#: solution of the master's optimal face, whose duals are central too)
+METHODS = ("simplex", "ipm")
+#: the interior-point method's optimality tolerance (HiGHS's default, 1e-8, took more
+#: iterations for duals the pricing does not need that close)
+IPM_TOL = 1e-7
+#: an interior solution has every variable above zero: below this a weight counts as zero
+IPM_ZERO = 1e-6
 
 
 class MasterError(RuntimeError):
@@ -41,9 +52,16 @@ class MasterError(RuntimeError):
 class Master:
     """The restricted master LP of ``s`` rows and ``k`` clusters (an int, or the clusters of
     each size class); ``big`` is the cost of an artificial column (above the SSE of any
-    clustering)."""
+    clustering); ``method``: one of :data:`METHODS`; ``at_most``: the one class row holds
+    at most k clusters, not exactly k (the same LP value: splitting a cluster never raises
+    its SSE, so a solution of fewer clusters' weight splits into one of k). Its dual is then
+    at most zero, so at the LP's optimal duals the Lagrangian bound, which takes the least
+    reduced cost only where it is below zero, is the LP's value (docs/safe_bound.md)."""
 
-    def __init__(self, s: int, k, big: float):
+    def __init__(self, s: int, k, big: float, method: str = "simplex", at_most: bool = False):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        self.method = method
         per_class = np.atleast_1d(np.asarray(k, dtype=np.float64))
         r = len(per_class)
         self.s, self.k, self.r = s, int(per_class.sum()), r
@@ -57,9 +75,16 @@ class Master:
         # goes on from it (HiGHS's default dual simplex needs 2.7x the time on pr299,
         # k = 10, and its other duals take the generation 2.8x the iterations)
         h.setOptionValue("simplex_strategy", 4)
+        if method == "ipm":
+            h.setOptionValue("solver", "ipm")
+            h.setOptionValue("run_crossover", "off")
+            h.setOptionValue("ipm_optimality_tolerance", IPM_TOL)
         ones = np.ones(s + r)
         target = np.concatenate([np.ones(s), per_class])
-        h.addRows(s + r, target, target, 0, np.zeros(0, dtype=np.int32),
+        if at_most and r != 1:
+            raise ValueError("at_most needs one class row")
+        lower = np.concatenate([np.ones(s), [0.0]]) if at_most else target
+        h.addRows(s + r, lower, target, 0, np.zeros(0, dtype=np.int32),
                   np.zeros(0, dtype=np.int32), np.zeros(0))
         # artificials: +1 in each row, and -1 in each class row (so that its count is
         # reachable from above and below)
@@ -152,12 +177,20 @@ class Master:
                         + int(info.crossover_iteration_count))
         return h.getModelStatus()
 
-    def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    def solve(self, vertex: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """Solve; returns (the rows' duals, the class rows' duals sigma, lambda of the
-        generated columns, the LP's value)."""
+        generated columns, the LP's value). ``vertex``: under 'ipm', end with a crossover to
+        a basic solution (the simplex's solutions are basic)."""
         h = self.h
+        if vertex and self.method == "ipm":
+            h.setOptionValue("run_crossover", "on")
+            try:
+                return self.solve()
+            finally:
+                h.setOptionValue("run_crossover", "off")
         status = self._run()
-        if status == highspy.HighsModelStatus.kUnbounded and self.boxed:
+        if self.boxed and status in (highspy.HighsModelStatus.kUnbounded,
+                                     highspy.HighsModelStatus.kUnboundedOrInfeasible):
             # the box's floor puts the duals of some column above its cost: no duals in
             # the box are feasible. Free them (the engine sets a box again at its next
             # better bound)
@@ -169,26 +202,35 @@ class Master:
             h.clearSolver()
             status = self._run()
         if status != highspy.HighsModelStatus.kOptimal:
+            # then by the other method
+            other = "simplex" if self.method == "ipm" else "ipm"
             h.clearSolver()
-            h.setOptionValue("solver", "ipm")
+            h.setOptionValue("solver", other)
             status = self._run()
-            h.setOptionValue("solver", "simplex")
+            h.setOptionValue("solver", self.method)
         if status != highspy.HighsModelStatus.kOptimal:
             raise MasterError(f"the master LP ended with status "
                               f"{h.modelStatusToString(status)}")
         sol = h.getSolution()
         y = np.asarray(sol.row_dual, dtype=np.float64)
-        lam = np.asarray(sol.col_value, dtype=np.float64)[self.n_art:]
+        lam = self._values()[self.n_art:]
         return (y[:self.s].copy(), y[self.s:self.s + self.r].copy(), lam,
                 float(h.getInfo().objective_function_value))
+
+    def _values(self) -> np.ndarray:
+        """The last solution's column values; under 'ipm' those below IPM_ZERO are zero (the
+        engine reads a zero weight as a column out of the solution)."""
+        x = np.array(self.h.getSolution().col_value, dtype=np.float64)
+        if self.method == "ipm" and self.h.getOptionValue("run_crossover")[1] != "on":
+            x[x < IPM_ZERO] = 0.0
+        return x
 
     def artificial_weight(self) -> float:
         """The total weight on the artificial columns in the last solution (0: the master's
         solution is a fractional clustering)."""
-        return float(np.sum(np.asarray(self.h.getSolution().col_value)[:self.n_artificial]))
+        return float(np.sum(self._values()[:self.n_artificial]))
 
     def box_weight(self) -> float:
         """The total weight on the box columns in the last solution (0: the box does not
         bind, and the solution is the restricted LP's too)."""
-        return float(np.sum(np.asarray(self.h.getSolution().col_value)
-                            [self.n_artificial:self.n_art]))
+        return float(np.sum(self._values()[self.n_artificial:self.n_art]))
