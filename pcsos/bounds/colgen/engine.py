@@ -32,7 +32,7 @@ import numpy as np
 from scipy.sparse import csc_matrix
 
 from pcsos.bounds.colgen.aggregation import Aggregation
-from pcsos.bounds.colgen.master import Master, MasterError
+from pcsos.bounds.colgen.master import IPM_TOL, Master, MasterError
 from pcsos.bounds.colgen.pricing import EPS, PricingData, price_bound, price_heuristic
 from pcsos.clock import Deadline
 from pcsos.milp import Milp, adapter
@@ -479,11 +479,12 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                         delta *= BOX_GROWTH
                         box_at = None
                     continue
-                if pr.complete and not at_vertex:
-                    # an interior solution's duals are central on the master's optimal dual
-                    # face, where the Lagrangian bound can sit below the LP's value (k = s:
-                    # the class row's dual is free there, and a positive one costs the bound
-                    # k times it): solve again to a vertex, and price its duals
+                if pr.complete and not at_vertex and (
+                        best < lp_value - k * p_tol - IPM_TOL * abs(lp_value)):
+                    # an interior solution stops here once the bound is its value within the
+                    # pricing's and the interior-point method's tolerances; else solve again
+                    # to a vertex and price its duals (at a vertex of the degenerate master
+                    # more columns may price out, which each such round adds)
                     want_vertex = True
                     continue
                 if pr.complete:
