@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcsos.bounds.arrays import DEVICES, get_backend
-from pcsos.bounds.colgen.engine import BOX_SHARE, EXACT_EVERY
+from pcsos.bounds.colgen.engine import BOX_SHARE, EXACT_EVERY, MASTER_METHOD
 from pcsos.bounds.colgen.master import METHODS as MASTER_METHODS
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.model import SDP_TOL
@@ -98,10 +98,11 @@ class BoundSettings:
         (and after any whose heuristic pricing finds no column): after every master, the
         overlapping n = 2 000, k = 20 root reached in 300 s what every 5th reached in 600 s
         (docs/benchmarks.md, "Large k, overlapping classes").
-    master_method : {'simplex', 'ipm'}, default 'simplex'
-        How HiGHS solves the LP engine's master: the primal simplex, warm-started, or the
-        interior-point method without crossover, afresh each time (central duals;
-        docs/benchmarks.md, "Large k, overlapping classes").
+    master_method : {'ipm', 'simplex'}, default 'ipm'
+        How HiGHS solves the LP engine's master: the interior-point method without
+        crossover, afresh each time (central duals), or the primal simplex, warm-started:
+        the 12 TSPLIB solves of k = 4-10 took 210 s against 547 s (docs/benchmarks.md,
+        "Large k, overlapping classes").
     verbose : bool, default False
         Print the solver's log.
 
@@ -125,7 +126,7 @@ class BoundSettings:
     aggregate: bool = False
     box: float = BOX_SHARE
     exact_every: int = EXACT_EVERY
-    master_method: str = "simplex"
+    master_method: str = MASTER_METHOD
     verbose: bool = False
 
     def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0) -> str:

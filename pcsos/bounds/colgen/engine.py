@@ -72,6 +72,13 @@ SERIOUS_GROWTH = 2.0
 #: against 356.74 every 2 and 351.23 every 5 iterations (its 600 s bound); the 12 TSPLIB
 #: solves of k = 4-10 took 538 s against 574 s
 EXACT_EVERY = 1
+#: how HiGHS solves the master (pcsos.bounds.colgen.master.METHODS): its interior-point method
+#: without crossover, whose duals are central on the master's optimal face. One worker, one
+#: after the other (docs/benchmarks.md, "Large k, overlapping classes"): the 12 TSPLIB
+#: solves of k = 4-10 took 210 s against the primal simplex's 547 s with the same nodes, the
+#: six root LPs of k = 4 and 10 1.4-22x less time, and the overlapping n = 2 000, k = 20
+#: root stood higher at every time to 1 200 s
+MASTER_METHOD = "ipm"
 #: relative tolerance of the exact pricing: L loses at most this share of the LP's value
 PRICING_TOL = 1e-7
 #: constraint aggregation splits the partition by the best column when the best compatible
@@ -279,7 +286,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  bound_target: float | None = None,
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, box: float = BOX_SHARE,
-                 exact_every: int = EXACT_EVERY, master_method: str = "simplex",
+                 exact_every: int = EXACT_EVERY, master_method: str = MASTER_METHOD,
                  duals: np.ndarray | None = None,
                  branch_below: float | None = None, verbose: bool = False,
                  progress: Callable[[int, float], None] | None = None) -> ColGenResult:
@@ -383,6 +390,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     delta, box_at = None, None
     box_weight = 0.0
     want_vertex = False  # the next master ends at a vertex (master_method 'ipm')
+    at_vertex = True
     for it in range(1, max_iter + 1):
         if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
             _retire(master, pi_lp, lam, RETIRE_TO, incumbent)
@@ -517,6 +525,14 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
             alpha = SMOOTHING
+    if status == "solved" and not at_vertex:
+        # an interior solution of the solved LP: end at a vertex, whose solution is the
+        # restricted LP's to the simplex's accuracy (a clustering where it is integral)
+        try:
+            alpha_lp, sigma, lam, lp_value = solve_master(True)
+            art_weight = master.artificial_weight()
+        except MasterError:
+            pass
     if master.boxed and box_weight > 1e-9 and status != "failed":
         # the box bound the last master: its value and solution are not the restricted LP's
         lam, lp_value, art_weight = np.zeros(0), math.inf, math.inf
@@ -546,7 +562,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
 
 
 def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple],
-           costs: list[float], waiting: dict, method: str = "simplex") -> Master:
+           costs: list[float], waiting: dict, method: str = MASTER_METHOD) -> Master:
     """A master (solved by ``method``) on ``agg``'s groups and ``data``'s size classes
     holding the compatible ones of ``columns`` (with their ``costs``) and of the ``waiting``
     incompatible columns (which lose those)."""
