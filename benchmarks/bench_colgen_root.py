@@ -67,8 +67,7 @@ def one_case(spec: dict) -> dict:
     bs = BoundSettings.make(parse_options(items, "--config"), source="--config")
     res = colgen_bound(problem, labels=labels, upper_bound=spec["upper_bound"],
                        time_limit=spec["time_limit"], seed=spec["seed"],
-                       aggregate=bs.aggregate, box=bs.box, exact_every=bs.exact_every,
-                       master_method=bs.master_method)
+                       **bs.colgen_options())
     ub = spec["upper_bound"]
     return {"data": name, "n": len(X), "d": X.shape[1], "k": k, "ml": len(ml), "cl": len(cl),
             "size": problem.s, "config": spec["config"], "upper_bound": ub,

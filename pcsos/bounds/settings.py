@@ -147,6 +147,12 @@ class BoundSettings:
             return "colgen" if k >= AUTO_COLGEN_MIN_K or mixed else "sdp"
         return "colgen" if d == 3 and k >= AUTO_COLGEN_MIN_K_3D else "sdp"
 
+    def colgen_options(self) -> dict[str, Any]:
+        """The keywords of the LP engine's ``colgen_bound`` (``pcsos.bounds.colgen``) that
+        these settings give (every caller of the LP engine passes them so)."""
+        return {"aggregate": self.aggregate, "box": self.box, "exact_every": self.exact_every,
+                "master_method": self.master_method}
+
     def engine_of(self, instance) -> str:
         """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes and
         cannot-link pairs per point)."""

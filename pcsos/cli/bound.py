@@ -126,8 +126,7 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
     bs = bound_settings(args)
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
-                        aggregate=bs.aggregate, box=bs.box, exact_every=bs.exact_every,
-                        master_method=bs.master_method, verbose=args.verbose)
+                        verbose=args.verbose, **bs.colgen_options())
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:

@@ -390,7 +390,6 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     delta, box_at = None, None
     box_weight = 0.0
     want_vertex = False  # the next master ends at a vertex (master_method 'ipm')
-    at_vertex = True
     for it in range(1, max_iter + 1):
         if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
             _retire(master, pi_lp, lam, RETIRE_TO, incumbent)
@@ -407,7 +406,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         except MasterError as exc:
             status, message = "failed", str(exc)
             break
-        at_vertex, want_vertex = want_vertex or master.method == "simplex", False
+        want_vertex = False
         pi_lp = agg.disaggregate(alpha_lp)
         art_weight = master.artificial_weight()
         box_weight = master.box_weight() if master.boxed else 0.0
@@ -487,7 +486,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                         delta *= BOX_GROWTH
                         box_at = None
                     continue
-                if pr.complete and not at_vertex and (
+                if pr.complete and not master.basic and (
                         best < lp_value - k * p_tol - IPM_TOL * abs(lp_value)):
                     # an interior solution stops here once the bound is its value within the
                     # pricing's and the interior-point method's tolerances; else solve again
@@ -525,7 +524,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
             alpha = SMOOTHING
-    if status == "solved" and not at_vertex:
+    if status == "solved" and not master.basic:
         # an interior solution of the solved LP: end at a vertex, whose solution is the
         # restricted LP's to the simplex's accuracy (a clustering where it is integral)
         try:

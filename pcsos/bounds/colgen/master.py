@@ -106,6 +106,9 @@ class Master:
         self.boxed = False
         #: simplex, interior-point and crossover iterations over every solve so far
         self.pivots = 0
+        #: the last solution is basic (a vertex): the simplex's, or the interior-point
+        #: method's after a crossover
+        self.basic = False
         self.columns: list[tuple] = []   # members of the column j + n_art
         self.index: dict[tuple, int] = {}
         self.costs: list[float] = []
@@ -175,6 +178,7 @@ class Master:
         info = h.getInfo()
         self.pivots += (int(info.simplex_iteration_count) + int(info.ipm_iteration_count)
                         + int(info.crossover_iteration_count))
+        self.basic = bool(h.getBasis().valid)
         return h.getModelStatus()
 
     def solve(self, vertex: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -218,10 +222,11 @@ class Master:
                 float(h.getInfo().objective_function_value))
 
     def _values(self) -> np.ndarray:
-        """The last solution's column values; under 'ipm' those below IPM_ZERO are zero (the
-        engine reads a zero weight as a column out of the solution)."""
+        """The last solution's column values; of an interior one (not :attr:`basic`) those
+        below IPM_ZERO are zero (the engine reads a zero weight as a column out of the
+        solution)."""
         x = np.array(self.h.getSolution().col_value, dtype=np.float64)
-        if self.method == "ipm" and self.h.getOptionValue("run_crossover")[1] != "on":
+        if not self.basic:
             x[x < IPM_ZERO] = 0.0
         return x
 
