@@ -52,8 +52,10 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
     s = problem.s
     big = 2.0 * float(np.sum(data.q)) + 1.0
     start = _clusters(labels)
+    # the simplex: its value is the restricted master's exactly (an interior point's is
+    # within a tolerance), and this script reports that value as at least the LP's
     master = _build(Aggregation.singletons(data.e), data, big, start,
-                    [data.cost(np.asarray(c)) for c in start], {})
+                    [data.cost(np.asarray(c)) for c in start], {}, "simplex")
     t0 = time.perf_counter()
     best_pi, best_L, history, it = None, -math.inf, [], 0
     value = math.inf

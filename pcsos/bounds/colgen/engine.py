@@ -561,7 +561,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
 
 
 def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple],
-           costs: list[float], waiting: dict, method: str = MASTER_METHOD) -> Master:
+           costs: list[float], waiting: dict, method: str) -> Master:
     """A master (solved by ``method``) on ``agg``'s groups and ``data``'s size classes
     holding the compatible ones of ``columns`` (with their ``costs``) and of the ``waiting``
     incompatible columns (which lose those)."""
