@@ -129,26 +129,6 @@ def test_bench_solve_time_limit_paper_reads_the_mix_mean(tmp_path, monkeypatch):
         bench.time_limit("glass", pl.Path("ml_100_cl_0_7.txt"), "paper")
 
 
-def test_bench_colgen_box_writes_a_row_per_box(tmp_path, monkeypatch):
-    # each box size runs `pcsos bound --bound-option box=B`: a row must name the box it ran
-    import json
-
-    import numpy as np
-
-    bench = _script("bench_colgen_box", monkeypatch)
-    X = np.random.default_rng(1).normal(size=(12, 2))
-    data = tmp_path / "toy.txt"
-    data.write_text("12 2\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
-    out = tmp_path / "rows.jsonl"
-    assert bench.main(["--data", str(data), "--k", "3", "--box", "0", "0.03",
-                       "--time-limit", "60", "--out", str(out)]) == 0
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["data"], r["k"], r["box"], r["rc"]) for r in rows] == [
-        ("toy", 3, 0.0, 0), ("toy", 3, 0.03, 0)]
-    assert all(r["status"] == "solved" for r in rows)
-    assert rows[0]["lower_bound"] == pytest.approx(rows[1]["lower_bound"], rel=1e-6)
-
-
 def test_bench_colgen_root_starts_every_configuration_from_one_clustering(tmp_path,
                                                                         monkeypatch):
     # each configuration runs from the same clustering (the same upper bound), and its row

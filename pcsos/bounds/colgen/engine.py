@@ -53,10 +53,11 @@ COLUMNS_PER_ITERATION = 60
 #: column improves. Without it the master's duals jump between vertices of its degenerate
 #: optimal face: ali535, k = 4, from an optimal incumbent, held a master at the optimum for
 #: 600 s while every bound proven at its duals (smoothed or not) stayed below -600 000 (the
-#: optimum: 320 279). Root LPs (docs/solver.md, "Many clusters"): 0.03 solved ali535 k = 4
-#: in 119 s, fl417 k = 4 in 8 s, pr299 k = 4 and 10 in 10 s each; 1 took 1.2-11x that or
-#: did not finish in 180 s, 0.01-0.3 were slower too, and without a box fl417 and ali535
-#: had no bound above zero at 180 s
+#: optimum: 320 279). Under the interior-point master (docs/solver.md, "Many clusters"),
+#: without a box fl417 and ali535 at k = 4 had not solved their root LPs at 180 s; 0.03
+#: solves the TSPLIB roots of k = 4 and 10 in 3.5-8 s (1 in 0.5-2.6 s), and the overlapping
+#: n = 2 000, k = 20 root (500 pairs) reached 359.9 at 300 s, against 340.3 at 1, 350.3 at
+#: 0.3, 351.9 at 0.01 and 325.6 at 0.003
 BOX_SHARE = 0.03
 BOX_GROWTH = 4.0
 #: with cluster sizes the box also grows this much after each better bound it held back:
