@@ -939,3 +939,18 @@ def test_exact_every_sets_how_often_the_exact_pricing_runs_and_the_profile_count
             BoundSettings(exact_every=bad).checked()
     with pytest.raises(InputError, match="master_method"):
         BoundSettings(master_method="barrier").checked()
+
+
+def test_the_history_names_a_master_value_only_where_it_is_the_restricted_lps():
+    """A master that the dual box (or an artificial column) holds is not the restricted LP:
+    its value may lie below the LP's. The history's value is then inf, and every finite one
+    is at least the LP's (which a solved run's bound is, within the pricing's tolerance)."""
+    rng = np.random.default_rng(0)
+    prob = Problem.from_instance(make_instance(rng.normal(size=(60, 2)), 5))
+    res = colgen_bound(prob)
+    assert res.status == "solved"
+    values = [v for _, _, v, _ in res.history]
+    assert any(not math.isfinite(v) for v in values)  # the box held some of its masters
+    finite = [v for v in values if math.isfinite(v)]
+    assert finite and finite[-1] == pytest.approx(res.lp_value, rel=1e-6)
+    assert min(finite) >= res.lower_bound * (1 - 1e-6)

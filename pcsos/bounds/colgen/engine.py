@@ -131,9 +131,11 @@ class ColGenResult:
     weights; ``Z``: the master's solution as a
     Peng-Wei matrix, sum_c lam_c 1_c 1_c^T / e(c) (s x s; it drives branching); ``labels``:
     super-point labels when that solution is a clustering, else None; ``pi``: the duals of
-    the bound; ``history``: (iteration, seconds, master value, bound) after each exact
-    pricing; ``rows``: the master's rows at the end (groups of super-points under
-    constraint aggregation) and ``splits``: how often the aggregation was refined;
+    the bound; ``history``: (iteration, seconds, restricted LP's value, bound) after each
+    exact pricing, the value inf where artificial or box columns held that master (its
+    value is then not the restricted LP's, nor above the LP's); ``rows``: the master's rows
+    at the end (groups of super-points under constraint aggregation) and ``splits``: how
+    often the aggregation was refined;
     ``profile``: where the time went, in seconds of the run's clock: ``master_seconds`` over
     ``master_solves`` solves of ``master_pivots`` HiGHS iterations, ``exact_seconds`` over
     ``exact_pricings`` exact pricings, ``heuristic_seconds`` in the heuristic pricing.
@@ -346,6 +348,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     max_iter = 100000 if max_iter is None else int(max_iter)
     lam = np.zeros(0)
     lp_value = math.inf
+    restricted = math.inf  # the last master's value where it is the restricted LP's
     art_weight, pi_lp = math.inf, None
     it = 0
 
@@ -379,7 +382,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             best, best_pi, center = L, pi.copy(), pi.copy()
             if progress is not None:
                 progress(it, best)
-        history.append((it, clock.elapsed(), lp_value, best))
+        history.append((it, clock.elapsed(), restricted, best))
         return pr
 
     scale0 = abs(upper_bound) if math.isfinite(upper_bound) else total
@@ -415,6 +418,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         # solution a fractional clustering) when neither artificial nor box columns carry
         # weight
         clean = art_weight < 1e-9 and box_weight < 1e-9
+        restricted = lp_value if clean else math.inf
         # the tolerances scale with the optimum: the master's value once it holds a
         # clustering, else the incumbent's, else the total scatter (any SSE is below it)
         scale = (abs(lp_value) if clean else
