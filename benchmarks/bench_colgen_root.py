@@ -11,7 +11,8 @@ seconds on one thread, one after the other, each in a process of its own. A row 
 configuration goes to ``--out``: status, bound, gap to the clustering, iterations, the
 engine's time profile (master, exact and heuristic pricing; HiGHS iterations), the bound
 after each exact pricing (``history``), and ``restricted_value``: the LP over the columns
-the run ended with, solved afresh without the dual box. That is at least the LP's value
+of the engine's last master (recorded as it builds it), its dual box freed, solved to a
+vertex. That is at least the LP's value
 (null where those columns cannot cover the points), so [``lower_bound``,
 ``restricted_value``] brackets the value the root would reach if it ran on.
 
@@ -54,25 +55,19 @@ def load(spec: dict):
                                   f"seed={spec['seed']}, d={spec['d']})")
 
 
-def restricted_value(problem, res, big: float) -> float | None:
-    """The LP over ``res``'s columns alone (no box): at least the LP's value, or None
-    where its artificial columns carry weight."""
-    from pcsos.bounds.colgen.aggregation import Aggregation
-    from pcsos.bounds.colgen.engine import _build
-    from pcsos.bounds.colgen.pricing import PricingData
-
-    data = PricingData.from_problem(problem)
-    master = _build(Aggregation.singletons(data.e), data, big, res.columns, res.costs, {},
-                    "simplex")
-    value = master.solve()[3]
-    return value if master.artificial_weight() < 1e-9 else None
+def restricted_value(master) -> float | None:
+    """The LP over ``master``'s columns (the engine's last master, its box freed): at least
+    the LP's value, or None where its artificial or box columns carry weight."""
+    master.set_box(None)
+    value = master.solve(vertex=True)[3]
+    return value if master.artificial_weight() + master.box_weight() < 1e-9 else None
 
 
 def one_case(spec: dict) -> dict:
     """One configuration's root (in a child process): the row."""
     import numpy as np
 
-    from pcsos.bounds.colgen import colgen_bound
+    from pcsos.bounds.colgen import colgen_bound, engine
     from pcsos.bounds.settings import BoundSettings
     from pcsos.cli.common import parse_options
     from pcsos.problem import Problem, make_instance
@@ -82,6 +77,10 @@ def one_case(spec: dict) -> dict:
     labels = np.asarray(spec["labels"], dtype=np.int64)
     items = [item for item in spec["config"].split(",") if item]
     bs = BoundSettings.make(parse_options(items, "--config"), source="--config")
+    # the engine's masters, recorded as it builds them: a run that its time limit stops
+    # with the box binding returns no columns, and the last master holds them all
+    masters, build = [], engine._build
+    engine._build = lambda *a, **kw: masters.append(build(*a, **kw)) or masters[-1]
     res = colgen_bound(problem, labels=labels, upper_bound=spec["upper_bound"],
                        time_limit=spec["time_limit"], seed=spec["seed"],
                        **bs.colgen_options())
@@ -90,7 +89,7 @@ def one_case(spec: dict) -> dict:
             "size": problem.s, "config": spec["config"], "upper_bound": ub,
             "lower_bound": res.lower_bound, "gap": (ub - res.lower_bound) / ub,
             "lp_value": res.lp_value if np.isfinite(res.lp_value) else None,
-            "restricted_value": restricted_value(problem, res, 2.0 * ub + 1.0),
+            "restricted_value": restricted_value(masters[-1]),
             "status": res.status, "iterations": res.iterations, "seconds": res.seconds,
             "time_limit": spec["time_limit"], "profile": res.profile,
             "history": [[it, round(t, 3), lp if np.isfinite(lp) else None, b]
