@@ -9,12 +9,8 @@ only in their settings. Each configuration is a comma-separated list of
 "" for the defaults), run by :func:`pcsos.bounds.colgen.colgen_bound` for ``--time-limit``
 seconds on one thread, one after the other, each in a process of its own. A row per
 configuration goes to ``--out``: status, bound, gap to the clustering, iterations, the
-engine's time profile (master, exact and heuristic pricing; HiGHS iterations), the bound
-after each exact pricing (``history``), and ``restricted_value``: the LP over the columns
-of the engine's last master (recorded as it builds it), its dual box freed, solved to a
-vertex. That is at least the LP's value
-(null where those columns cannot cover the points), so [``lower_bound``,
-``restricted_value``] brackets the value the root would reach if it ran on.
+engine's time profile (master, exact and heuristic pricing; HiGHS iterations) and the
+bound after each exact pricing (``history``).
 
     python benchmarks/bench_colgen_root.py --gen overlap --n 2000 --k 20 --pairs 500 \\
         --time-limit 300 --config "" "exact_every=5" --run exact_every
@@ -55,19 +51,11 @@ def load(spec: dict):
                                   f"seed={spec['seed']}, d={spec['d']})")
 
 
-def restricted_value(master) -> float | None:
-    """The LP over ``master``'s columns (the engine's last master, its box freed): at least
-    the LP's value, or None where its artificial or box columns carry weight."""
-    master.set_box(None)
-    value = master.solve(vertex=True)[3]
-    return value if master.artificial_weight() + master.box_weight() < 1e-9 else None
-
-
 def one_case(spec: dict) -> dict:
     """One configuration's root (in a child process): the row."""
     import numpy as np
 
-    from pcsos.bounds.colgen import colgen_bound, engine
+    from pcsos.bounds.colgen import colgen_bound
     from pcsos.bounds.settings import BoundSettings
     from pcsos.cli.common import parse_options
     from pcsos.problem import Problem, make_instance
@@ -77,10 +65,6 @@ def one_case(spec: dict) -> dict:
     labels = np.asarray(spec["labels"], dtype=np.int64)
     items = [item for item in spec["config"].split(",") if item]
     bs = BoundSettings.make(parse_options(items, "--config"), source="--config")
-    # the engine's masters, recorded as it builds them: a run that its time limit stops
-    # with the box binding returns no columns, and the last master holds them all
-    masters, build = [], engine._build
-    engine._build = lambda *a, **kw: masters.append(build(*a, **kw)) or masters[-1]
     res = colgen_bound(problem, labels=labels, upper_bound=spec["upper_bound"],
                        time_limit=spec["time_limit"], seed=spec["seed"],
                        **bs.colgen_options())
@@ -89,7 +73,6 @@ def one_case(spec: dict) -> dict:
             "size": problem.s, "config": spec["config"], "upper_bound": ub,
             "lower_bound": res.lower_bound, "gap": (ub - res.lower_bound) / ub,
             "lp_value": res.lp_value if np.isfinite(res.lp_value) else None,
-            "restricted_value": restricted_value(masters[-1]),
             "status": res.status, "iterations": res.iterations, "seconds": res.seconds,
             "time_limit": spec["time_limit"], "profile": res.profile,
             "history": [[it, round(t, 3), lp if np.isfinite(lp) else None, b]

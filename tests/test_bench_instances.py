@@ -151,9 +151,6 @@ def test_bench_colgen_root_starts_every_configuration_from_one_clustering(tmp_pa
     assert rows[0]["upper_bound"] == rows[1]["upper_bound"]
     assert rows[0]["lower_bound"] == pytest.approx(rows[1]["lower_bound"], rel=1e-6)
     assert all(r["profile"]["exact_pricings"] == len(r["history"]) for r in rows)
-    # the LP over a solved run's columns is the LP: its value, not below the bound
-    assert all(r["restricted_value"] == pytest.approx(r["lp_value"], rel=1e-9) for r in rows)
-    assert all(r["restricted_value"] >= r["lower_bound"] * (1 - 1e-9) for r in rows)
 
 
 def test_bench_solve_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
