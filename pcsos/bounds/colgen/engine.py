@@ -133,7 +133,7 @@ class ColGenResult:
     super-point labels when that solution is a clustering, else None; ``pi``: the duals of
     the bound; ``history``: (iteration, seconds, restricted LP's value, bound) after each
     exact pricing, the value inf where artificial or box columns held that master (its
-    value is then not the restricted LP's, nor above the LP's); ``rows``: the master's rows
+    value is then not the restricted LP's, nor a bound on the LP's); ``rows``: the master's rows
     at the end (groups of super-points under constraint aggregation) and ``splits``: how
     often the aggregation was refined;
     ``profile``: where the time went, in seconds of the run's clock: ``master_seconds`` over
