@@ -12,6 +12,10 @@ incumbent's distance to that value: the LP bound's root gap cannot be smaller.
 
     python benchmarks/lp_value.py glass --size-min 17 --size-max 54 --time-limit 600 \
         --run glass_17_54
+    python benchmarks/lp_value.py --gen overlap --n 2000 -k 20 --pairs 500 --time-limit 1800
+
+(the second: an instance of the benchmarks' generators, bench_scale.GENERATORS, with its
+must-link and cannot-link pairs, which the columns obey).
 
 One JSON line per run in ``benchmarks/results/lp_value.jsonl``: the master's value after
 each iteration that lowered it, the incumbent (the best of ``--starts`` s-mdeclust runs) and
@@ -27,6 +31,7 @@ import sys
 import time
 
 import numpy as np
+from bench_scale import GENERATORS
 from bench_sizes import data_of
 from instances import RESULTS, append_jsonl, code_version
 
@@ -97,7 +102,12 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("data", help="a shared dataset's name (or 'blobs')")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("data", nargs="?", help="a shared dataset's name (or 'blobs')")
+    what.add_argument("--gen", choices=sorted(GENERATORS), help="a generator of bench_scale")
+    ap.add_argument("--n", type=int, default=2000, help="with --gen")
+    ap.add_argument("--pairs", type=int, default=0, help="with --gen")
+    ap.add_argument("--d", type=int, default=2, help="with --gen")
     ap.add_argument("-k", type=int, default=None, help="default: the dataset's")
     ap.add_argument("--size-min", type=int, default=None)
     ap.add_argument("--size-max", type=int, default=None)
@@ -108,22 +118,31 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(DEFAULT_OUT))
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    X, k0 = data_of(args.data)
-    k = args.k or k0
-    inst = make_instance(X, k, size_min=args.size_min, size_max=args.size_max)
+    if args.gen:
+        if args.k is None:
+            ap.error("--gen needs -k")
+        k = args.k
+        X, _, ml, cl = GENERATORS[args.gen](args.n, k, args.pairs, args.seed, d=args.d)
+        name = f"{args.gen}_n{args.n}_k{k}_pairs{args.pairs}_d{args.d}_seed{args.seed}"
+    else:
+        X, k0 = data_of(args.data)
+        k = args.k or k0
+        ml = cl = ()
+        name = args.data
+    inst = make_instance(X, k, ml, cl, size_min=args.size_min, size_max=args.size_max)
     problem = Problem.from_instance(inst)
     runs = [run_heuristic("s-mdeclust", problem, seed=args.seed + t) for t in range(args.starts)]
     best = min((r for r in runs if r.labels is not None), key=lambda r: r.objective)
-    row = {"run": args.run, "data": args.data, "n": int(X.shape[0]), "d": int(X.shape[1]),
+    row = {"run": args.run, "data": name, "n": int(X.shape[0]), "d": int(X.shape[1]),
            "k": k, "size_min": args.size_min, "size_max": args.size_max,
            "incumbent": best.objective, "time_limit": args.time_limit}
-    row.update(estimate(problem, np.asarray(best.labels), time_limit=args.time_limit,
+    row.update(estimate(problem, np.asarray(best.super_labels), time_limit=args.time_limit,
                         seed=args.seed, verbose=args.verbose))
     row["gap_at_least"] = (best.objective - row["master_value"]) / best.objective
     row.update(code=code_version(), machine=platform.platform(),
                command="python " + " ".join(sys.argv))
     append_jsonl(args.out, row)
-    print(f"{args.data} k={k}: master {row['master_value']:.6f} (an upper bound on the LP's "
+    print(f"{name} k={k}: master {row['master_value']:.6f} (an upper bound on the LP's "
           f"value), incumbent {best.objective:.6f}: the LP's root gap is at least "
           f"{100 * row['gap_at_least']:.4f} % ({row['iterations']} iterations, "
           f"{row['seconds']} s)")

@@ -954,3 +954,28 @@ def test_the_history_names_a_master_value_only_where_it_is_the_restricted_lps():
     finite = [v for v in values if math.isfinite(v)]
     assert finite and finite[-1] == pytest.approx(res.lp_value, rel=1e-6)
     assert min(finite) >= res.lower_bound * (1 - 1e-6)
+
+
+def test_retiring_columns_never_takes_the_protected_ones_nor_those_in_use():
+    from pcsos.bounds.colgen.master import Master
+
+    s = 12
+    m = Master(s, 3, big=1e4)
+    cols = [(i,) for i in range(s)] + [(i, i + 1) for i in range(s - 1)]
+    m.add(cols, [float(len(c)) for c in cols])
+    protect = frozenset(cols[:3])
+    pi = np.zeros(s)
+    # a solution (an interior one, say) that weighs more columns than may stay
+    lam = np.zeros(len(cols))
+    lam[5:20] = 0.1
+    engine._retire(m, pi, lam, keep=10, protect=protect)
+    held = set(m.columns)
+    assert protect <= held
+    assert {cols[j] for j in range(5, 20)} <= held
+    # only the columns out of the solution and unprotected left: 23 - 3 - 15 = 5 of them
+    assert len(m.columns) == 18 and len(m.index) == 18
+    # with room, the largest reduced costs leave first: the two-point columns cost more
+    m2 = Master(s, 3, big=1e4)
+    m2.add(cols, [float(len(c)) for c in cols])
+    engine._retire(m2, pi, np.zeros(len(cols)), keep=s)
+    assert set(m2.columns) == set(cols[:s])

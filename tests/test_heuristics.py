@@ -186,6 +186,22 @@ def test_smdeclust_variants_and_options():
         run_heuristic("ipc-kmeans", p, n_inti=3)
 
 
+def test_smdeclust_population_is_twenty_up_to_k_six_and_three_k_beyond():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2))
+
+    def population(p, **options) -> int:
+        seen = []
+        res = run_heuristic("s-mdeclust", p, seed=1, max_generations=1,
+                            progress=lambda info: seen.append(info.get("of")), **options)
+        assert res.status == "found"
+        return max(v for v in seen if v is not None)
+
+    for k, want in ((3, 20), (6, 20), (8, 24)):
+        assert population(Problem.from_instance(make_instance(X, k))) == want, k
+    assert population(Problem.from_instance(make_instance(X, 8)), P=5) == 5
+
+
 @pytest.mark.parametrize("variant", ["SM-MDE", "SMG-MDE"])
 def test_smdeclust_mutation_probability_one_over_generation(variant):
     """As the authors' code: every child of generation 1 is mutated, then with probability

@@ -254,15 +254,20 @@ def _labels(s: int, columns: list[tuple], lam: np.ndarray) -> np.ndarray | None:
 def _retire(master: Master, pi: np.ndarray, lam: np.ndarray, keep: int,
             protect=frozenset()) -> None:
     """Retire the master's columns out of its last solution ``lam`` (which weighs its first
-    len(lam) columns) of largest reduced cost at its duals ``pi`` until ``keep`` remain (the
-    pricing finds them again if they price out later); those in ``protect`` stay."""
+    len(lam) columns) of largest reduced cost at its duals ``pi`` until ``keep`` remain, or
+    until none is left to retire (the pricing finds them again if they price out later):
+    those in ``protect``, those of the solution and those added since it stay."""
     rc = np.array([-np.inf if c in protect else v - float(np.sum(pi[list(c)]))
                    for c, v in zip(master.columns, master.costs)])
     rc[np.flatnonzero(lam > 1e-12)] = -np.inf
     rc[len(lam):] = -np.inf  # added since that solve
-    extra = len(rc) - keep
+    # only these may leave: an interior solution can weigh more than ``keep`` columns, and
+    # then the rest must not be cut among the ones that stay (the incumbent's clusters
+    # left a root's master that way, n = 2 000, k = 20)
+    free = np.flatnonzero(np.isfinite(rc))
+    extra = min(len(rc) - keep, len(free))
     if extra > 0:
-        master.retire(np.argpartition(-rc, extra - 1)[:extra])
+        master.retire(free[np.argpartition(-rc[free], extra - 1)[:extra]])
 
 
 def _improving(data: PricingData, found, pi: np.ndarray, sigma: np.ndarray, rc_tol: float,
