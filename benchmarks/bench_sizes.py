@@ -73,7 +73,8 @@ def run_kmc(X, k, lo, hi) -> tuple[float, float, np.ndarray]:
 def run_pcsos(X, k, args, **sizes) -> dict:
     import pcsos
 
-    opts = pcsos.SolverOptions(time_limit=args.time_limit, workers=args.workers, seed=0)
+    opts = pcsos.SolverOptions(time_limit=args.time_limit, workers=args.workers, seed=0,
+                               bound_settings={"engine": args.bound})
     t = time.perf_counter()
     r = pcsos.solve(X, k, options=opts, **sizes)
     secs = time.perf_counter() - t
@@ -196,6 +197,8 @@ def main(argv=None) -> int:
     ap.add_argument("--part", default="exact,kmc", help="comma list of exact, kmc, cases")
     ap.add_argument("--time-limit", type=float, default=600.0, help="per pcsos solve (s)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--bound", choices=("auto", "sdp", "colgen"), default="auto",
+                    help="the node bound's engine (BoundSettings.engine)")
     ap.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
     ap.add_argument("--report", action="store_true", help="only print the tables")
     ap.add_argument("--run", default=None,

@@ -286,50 +286,81 @@ def test_a_box_bound_with_pairs_is_below_the_least_over_the_box():
     assert checked >= 25
 
 
-def test_the_fractional_knapsack_matches_an_lp_solver():
+def _groups(s: int, cnt: np.ndarray, cl=()):
+    """The sized pricing's knapsack groups of ``s`` items with cannot-link pairs ``cl``."""
+    from pcsos.problem import cl_adjacency
+
+    adj = cl_adjacency(s, np.asarray(cl, dtype=np.int64).reshape(-1, 2))
+    ptr = np.zeros(s + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(a) for a in adj])
+    idx = np.concatenate([np.zeros(0, dtype=np.int64), *adj]).astype(np.int64)
+    return pricing.knapsack_groups(cnt, ptr, idx)
+
+
+def test_the_knapsack_without_its_table_is_the_fractional_one_of_an_lp_solver():
+    """Where the groups are too many for the table (dp_limit 0), the knapsack's value is the
+    fractional knapsack's (scipy's LP), and its set, if any, meets the count range."""
     from scipy.optimize import linprog
 
     rng = np.random.default_rng(21)
-    for _ in range(60):
+    fractional = 0
+    for _ in range(120):
         s = int(rng.integers(1, 9))
-        vals = rng.normal(size=(3, s))
-        cnt = rng.integers(1, 4, size=s).astype(float)
-        lo = int(rng.integers(1, cnt.sum() + 1))
-        hi = int(rng.integers(lo, cnt.sum() + 1))
-        got = pricing._fill(vals, cnt, lo, hi)
-        for r in range(3):
-            ref = linprog(vals[r], A_ub=np.vstack([cnt, -cnt]), b_ub=[hi, -lo],
-                          bounds=[(0, 1)] * s)
-            assert got[r] == pytest.approx(ref.fun, abs=1e-9)
-
-
-def test_the_knapsack_bound_is_below_the_best_set_and_its_set_is_feasible():
-    """_knapsack's bound is at most the enumerated least 0/1 value over the count range, is
-    that value when deep enough, and its set meets the range with the value it claims."""
-    rng = np.random.default_rng(22)
-    for _ in range(80):
-        s = int(rng.integers(1, 8))
         vals = rng.normal(size=s)
-        cnt = rng.integers(1, 4, size=s).astype(float)
+        cnt = rng.integers(1, 4, size=s)
         lo = int(rng.integers(1, cnt.sum() + 1))
         hi = int(rng.integers(lo, cnt.sum() + 1))
+        val, exact, col = pricing.knapsack(vals, cnt, lo, hi, _groups(s, cnt), dp_limit=0)
+        ref = linprog(vals, A_ub=np.vstack([cnt, -cnt]), b_ub=[hi, -lo], bounds=[(0, 1)] * s)
+        if np.all(cnt == 1):
+            assert exact  # unit items: the sorted prefix is integral
+        else:
+            fractional += not exact
+        assert val == pytest.approx(ref.fun, abs=1e-9)
+        if col is not None:
+            assert lo <= cnt[col].sum() <= hi
+    assert fractional >= 30
+
+
+def test_the_knapsack_is_the_enumerated_least_set_that_obeys_the_range_and_pairs():
+    """knapsack's value is the least sum over the 0/1 sets of a count range that obey the
+    cannot-link pairs (enumerated), with items of one point and of several, and its set
+    meets the range and the pairs with that value; without the table, it is no larger."""
+    rng = np.random.default_rng(22)
+    for trial in range(400):
+        s = int(rng.integers(1, 9))
+        vals = rng.normal(size=s)
+        cnt = np.ones(s, dtype=np.int64) if trial % 3 == 0 else rng.integers(1, 4, size=s)
+        cl = ([tuple(int(x) for x in rng.choice(s, 2, replace=False))
+               for _ in range(int(rng.integers(0, 5)))] if s > 1 and trial % 2 else [])
+        lo = int(rng.integers(1, cnt.sum() + 2))
+        hi = int(rng.integers(lo, cnt.sum() + 2))
+
+        def obeys(c, cl=cl):
+            return not any(a in c and b in c for a, b in cl)
+
         best = min((vals[list(c)].sum() for r in range(1, s + 1)
                     for c in itertools.combinations(range(s), r)
-                    if lo <= cnt[list(c)].sum() <= hi), default=math.inf)
-        for depth in (0, 1, s):
-            lb, col, val = pricing._knapsack(vals, cnt, lo, hi, depth=depth)
-            assert lb <= best + 1e-12
-            if col is not None:
-                assert lo <= cnt[col].sum() <= hi and val == pytest.approx(vals[col].sum())
-        assert lb == pytest.approx(best) and val == pytest.approx(best)
+                    if lo <= cnt[list(c)].sum() <= hi and obeys(c)), default=math.inf)
+        groups = _groups(s, cnt, cl)
+        val, exact, col = pricing.knapsack(vals, cnt, lo, hi, groups)
+        assert exact
+        assert pricing.knapsack(vals, cnt, lo, hi, groups, dp_limit=0)[0] <= best + 1e-12
+        if not math.isfinite(best):
+            assert val == math.inf and col is None
+            continue
+        assert val == pytest.approx(best, abs=1e-12)
+        assert lo <= cnt[col].sum() <= hi and obeys(set(col.tolist()))
+        assert vals[col].sum() == pytest.approx(val, abs=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed):
     """price_sized's bound at random duals is at most the enumerated least reduced cost over
-    the sets of a count range (cannot-link pairs relaxed), close to it when complete, and
-    every column it returns has the reduced cost it claims and obeys the pairs and sizes.
-    Odd seeds weigh the points; must-link pairs make super-points of several points."""
+    the sets of a count range that obey the cannot-link pairs, close to it when complete,
+    and every column it returns has the reduced cost it claims and obeys the pairs and
+    sizes. Odd seeds weigh the points; must-link pairs make super-points of several
+    points."""
     rng = np.random.default_rng(300 + seed)
     X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes="exact")
     prob = _problem(X, k, ml, cl, kw)
@@ -345,7 +376,7 @@ def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed):
         lo = int(rng.integers(1, n + 1))
         hi = int(rng.integers(lo, n + 1))
         pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
-        exact = _least_reduced_cost(X, w, groups, [], pi, (lo, hi))
+        exact = _least_reduced_cost(X, w, groups, prob.cl, pi, (lo, hi))
         res = pricing.price_sized(data, pi, lo, hi, tol=1e-9 * scale)
         if not math.isfinite(exact):  # no set of super-points has such a count
             continue
@@ -505,19 +536,32 @@ def test_each_better_bound_is_reported_as_it_is_proven():
 
 def test_the_tree_with_the_colgen_engine_finds_the_optimum():
     """The whole search with every node bounded by the LP (branching on the pairs its
-    solution splits) agrees with enumeration, and its certificate holds. With size bounds
-    (which the exact pricing relaxes) the root does not always close, so the search
-    branches."""
+    solution splits) agrees with enumeration, and its certificate holds: on random draws
+    (the LP closes most roots), and on five points whose LP over every column (enumerated,
+    solved by scipy) is 25 % below the optimum, where the search must branch."""
+    from scipy.optimize import linprog
+
     import pcsos
 
+    X = np.array([[1.8, 8.6], [4.8, 1.8], [6.7, 2.7], [5.3, 2.8], [5.2, 6.3]])
+    cols = [c for r in (1, 2) for c in itertools.combinations(range(5), r)]
+    A = np.zeros((6, len(cols)))
+    for j, c in enumerate(cols):
+        A[list(c), j] = A[5, j] = 1
+    costs = [float(np.sum((X[list(c)] - X[list(c)].mean(axis=0)) ** 2)) for c in cols]
+    lp = linprog(costs, A_eq=A, b_eq=np.r_[np.ones(5), 3], bounds=(0, None)).fun
+    opt, _ = brute_force(X, 3, size_max=2)
+    assert lp < 0.9 * opt
+    res = pcsos.solve(X, 3, size_max=2, workers=1, seed=0, root_heuristic=None,
+                      bound_settings={"engine": "colgen"})
+    assert res.status == "optimal" and res.nodes > 1
+    assert res.objective == pytest.approx(opt, rel=1e-9)
+    assert lp * (1 - 1e-6) <= res.root_lower_bound <= res.lower_bound <= opt * (1 + 1e-12)
+
     rng = np.random.default_rng(21)
-    branched = solved = 0
+    solved = 0
     for trial in range(30):
         X, k, ml, cl, kw = _draw(rng, weights=trial % 3 == 0, sizes=trial % 3 == 1)
-        if trial % 3 == 1:
-            # the sized pricing (numpy) bounds each box at its 2^d corners: in the plane
-            # the search stays short (d = 3 sized bounds: the tests above)
-            X = X[:, :2]
         opt, _ = brute_force(X, k, ml, cl, weights=kw.get("weights"),
                              size_max=kw.get("size_max"))
         if not math.isfinite(opt):
@@ -529,9 +573,8 @@ def test_the_tree_with_the_colgen_engine_finds_the_optimum():
         assert res.objective == pytest.approx(opt, rel=1e-9, abs=1e-12), trial
         assert res.lower_bound <= opt + 1e-12 * abs(opt), trial
         assert all(row.get("engine") == "colgen" for row in res.log if "sdp_bound" in row)
-        branched += res.nodes > 1
         solved += 1
-    assert solved >= 15 and branched >= 1
+    assert solved >= 15
 
 
 def test_auto_solves_exact_sizes_in_the_plane_with_the_lp():

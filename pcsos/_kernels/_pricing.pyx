@@ -17,7 +17,7 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.math cimport INFINITY, fabs
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort, realloc
 
 cnp.import_array()
 
@@ -578,3 +578,503 @@ def cluster_rc(const double[:, ::1] m, const double[::1] e, const double[::1] q,
         return Q - ww / E - P
     finally:
         free(W)
+
+
+# --- the sized pricing's search (pricing.price_sized) ------------------------------------
+
+cdef struct Ratio:
+    double r
+    double v
+    cnp.int64_t c
+
+
+cdef int _cmp_double(const void *a, const void *b) noexcept nogil:
+    cdef double x = (<const double *> a)[0]
+    cdef double y = (<const double *> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef int _cmp_ratio(const void *a, const void *b) noexcept nogil:
+    cdef double x = (<const Ratio *> a).r
+    cdef double y = (<const Ratio *> b).r
+    return (x > y) - (x < y)
+
+
+cdef double _sum_smallest(double *v, Py_ssize_t n, Py_ssize_t t) noexcept nogil:
+    """The sum of the ``t`` smallest of v[0:n] (0 < t < n; v is reordered): a quickselect
+    that leaves them in v[0:t]."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j, k = t - 1
+    cdef double pivot, tmp, total = 0.0
+    while lo < hi:
+        pivot = v[(lo + hi) >> 1]
+        i = lo
+        j = hi
+        while i <= j:
+            while v[i] < pivot:
+                i += 1
+            while v[j] > pivot:
+                j -= 1
+            if i <= j:
+                tmp = v[i]
+                v[i] = v[j]
+                v[j] = tmp
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            break
+    for i in range(t):
+        total += v[i]
+    return total
+
+
+cdef struct Knap:
+    # the items of one point outside every group (unit), and the groups: each offers options
+    # (sets of items, at most one taken), the items of several points one option each, a
+    # component of the cannot-link pairs one per non-empty set that obeys them
+    Py_ssize_t nunit
+    Py_ssize_t ngroups
+    const cnp.int64_t *unit
+    const cnp.int64_t *gptr    # ngroups + 1: the options of group g, gptr[g]..gptr[g + 1]
+    const cnp.int64_t *ocnt    # per option: its points
+    const cnp.int64_t *optr    # per option + 1: its items, omem[optr[o]]..omem[optr[o + 1]]
+    const cnp.int64_t *omem
+    Py_ssize_t nitems          # every item, for the fractional knapsack
+    const cnp.int64_t *cnt
+    cnp.int64_t lo
+    cnp.int64_t hi
+    bint dp                    # the groups go through a table over counts 0..hi
+    double *ubuf               # nunit + 1
+    double *prefix             # nunit + 1
+    double *table              # hi + 1
+    Ratio *rbuf                # nitems + 1
+
+
+cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NULL,
+                  Py_ssize_t *at=NULL) noexcept nogil:
+    """min sum_i v_i z_i over z in {0, 1}^s with lo <= sum_i cnt_i z_i <= hi, at most one
+    option of each group taken (INFINITY if no z), exactly (``exact`` set) where the groups'
+    options times (hi + 1) are few enough for a table over the counts; else the fractional
+    knapsack's value over every item, groups ignored: a lower bound of it.
+
+    The unit items: for a count t of them the best takes the t smallest, and that sum is
+    convex in t, least at t = the number of negative ones clipped to the range. The table
+    holds the least sum over the groups per count c, and each c is completed by the best t
+    in [lo - c, hi - c]. With ``choice`` (ngroups x (hi + 1)) the table records the option
+    each group took per count (-1: none), and ``at`` gets (c, t) of the least value."""
+    cdef Py_ssize_t j, i, neg = 0, t, t1, t2, w, c, cc, g, o, r, nu = K.nunit, total = 0
+    cdef double sneg = 0.0, x, best, val, part
+    cdef cnp.int64_t a, b, fill, ci
+    exact[0] = 1
+    if K.ngroups == 0:
+        for j in range(nu):
+            x = v[K.unit[j]]
+            K.ubuf[j] = x
+            if x < 0:
+                neg += 1
+                sneg += x
+        if K.lo > nu:
+            return INFINITY
+        t = neg
+        if t < K.lo:
+            t = K.lo
+        if t > K.hi:
+            t = K.hi
+        if at != NULL:
+            at[0] = 0
+            at[1] = t
+        if t == neg:
+            return sneg
+        if t == nu:
+            val = 0.0
+            for j in range(nu):
+                val += K.ubuf[j]
+            return val
+        return _sum_smallest(K.ubuf, nu, t)
+    if K.dp:
+        for c in range(K.hi + 1):
+            K.table[c] = INFINITY
+        K.table[0] = 0.0
+        for g in range(K.ngroups):
+            cc = K.hi
+            while cc >= 0:
+                best = K.table[cc]
+                r = -1
+                for o in range(K.gptr[g], K.gptr[g + 1]):
+                    ci = K.ocnt[o]
+                    if ci > cc or K.table[cc - ci] == INFINITY:
+                        continue
+                    val = K.table[cc - ci]
+                    for j in range(K.optr[o], K.optr[o + 1]):
+                        val += v[K.omem[j]]
+                    if val < best:
+                        best = val
+                        r = o
+                K.table[cc] = best
+                if choice != NULL:
+                    choice[g * (K.hi + 1) + cc] = <cnp.int32_t> r
+                cc -= 1
+        for j in range(nu):
+            x = v[K.unit[j]]
+            K.ubuf[j] = x
+            if x < 0:
+                neg += 1
+        # the unit items' counts t(c) that the counts c of the groups call for lie in
+        # [t1, t2], a window as wide as the groups' counts: the t1 smallest are selected and
+        # summed, and only the window is sorted
+        t1 = nu + 1
+        t2 = -1
+        for c in range(K.hi + 1):
+            if K.table[c] == INFINITY:
+                continue
+            a = K.lo - c if K.lo > c else 0
+            b = K.hi - c
+            if b > nu:
+                b = nu
+            if a > b:
+                continue
+            t = neg
+            if t < a:
+                t = a
+            if t > b:
+                t = b
+            if t < t1:
+                t1 = t
+            if t > t2:
+                t2 = t
+        if t2 < 0:
+            return INFINITY
+        if t1 == 0:
+            val = 0.0
+        elif t1 == nu:
+            val = 0.0
+            for j in range(nu):
+                val += K.ubuf[j]
+        else:
+            val = _sum_smallest(K.ubuf, nu, t1)
+        w = t2 - t1
+        if 0 < w < nu - t1:
+            _sum_smallest(K.ubuf + t1, nu - t1, w)
+        if w > 1:
+            qsort(K.ubuf + t1, w, sizeof(double), _cmp_double)
+        K.prefix[0] = val
+        for j in range(w):
+            K.prefix[j + 1] = K.prefix[j] + K.ubuf[t1 + j]
+        best = INFINITY
+        for c in range(K.hi + 1):
+            if K.table[c] == INFINITY:
+                continue
+            a = K.lo - c if K.lo > c else 0
+            b = K.hi - c
+            if b > nu:
+                b = nu
+            if a > b:
+                continue
+            t = neg
+            if t < a:
+                t = a
+            if t > b:
+                t = b
+            val = K.table[c] + K.prefix[t - t1]
+            if val < best:
+                best = val
+                if at != NULL:
+                    at[0] = c
+                    at[1] = t
+        return best
+    # the fractional knapsack over every item
+    exact[0] = 0
+    for j in range(K.nitems):
+        K.rbuf[j].v = v[j]
+        K.rbuf[j].c = K.cnt[j]
+        K.rbuf[j].r = v[j] / K.cnt[j]
+    c = K.nitems
+    qsort(K.rbuf, c, sizeof(Ratio), _cmp_ratio)
+    fill = 0
+    for j in range(c):
+        total += K.rbuf[j].c
+        if K.rbuf[j].r < 0:
+            fill += K.rbuf[j].c
+    if K.lo > total:
+        return INFINITY
+    if fill < K.lo:
+        fill = K.lo
+    if fill > K.hi:
+        fill = K.hi
+    val = 0.0
+    for j in range(c):
+        if fill <= 0:
+            break
+        if K.rbuf[j].c <= fill:
+            val += K.rbuf[j].v
+            fill -= K.rbuf[j].c
+        else:
+            part = fill * K.rbuf[j].r
+            val += part
+            fill = 0
+    return val
+
+
+#: the sized search's table over counts is used while the groups' options times (hi + 1)
+#: are at most this; above, the fractional knapsack bounds (valid, but it may not close)
+DP_LIMIT = 1 << 18
+
+
+cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.int64_t hi,
+                     groups, Py_ssize_t dp_limit):
+    """``groups``: (unit, gptr, ocnt, optr, omem), int64 arrays (``pricing.knapsack_groups``),
+    kept alive by the caller."""
+    cdef const cnp.int64_t[::1] unit = groups[0]
+    cdef const cnp.int64_t[::1] gptr = groups[1]
+    cdef const cnp.int64_t[::1] ocnt = groups[2]
+    cdef const cnp.int64_t[::1] optr = groups[3]
+    cdef const cnp.int64_t[::1] omem = groups[4]
+    cdef Py_ssize_t s = cnt.shape[0], nopt = ocnt.shape[0]
+    K.nunit = unit.shape[0]
+    K.ngroups = gptr.shape[0] - 1
+    K.unit = &unit[0] if K.nunit else NULL
+    K.gptr = &gptr[0]
+    K.ocnt = &ocnt[0] if nopt else NULL
+    K.optr = &optr[0]
+    K.omem = &omem[0] if omem.shape[0] else NULL
+    K.nitems = s
+    K.cnt = &cnt[0] if s else NULL
+    K.lo = lo
+    K.hi = hi
+    K.dp = hi >= 0 and nopt * (hi + 1) <= dp_limit
+    K.ubuf = <double *> malloc((K.nunit + 1) * sizeof(double))
+    K.prefix = <double *> malloc((K.nunit + 1) * sizeof(double))
+    K.table = <double *> malloc(((hi + 1) if K.dp else 1) * sizeof(double))
+    K.rbuf = <Ratio *> malloc((s + 1) * sizeof(Ratio))
+
+
+cdef void _knap_free(Knap *K):
+    free(K.ubuf)
+    free(K.prefix)
+    free(K.table)
+    free(K.rbuf)
+
+
+def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.int64_t hi,
+             groups, Py_ssize_t dp_limit=-1):
+    """``(value, exact, members)``: min sum_i v_i z_i over z in {0, 1}^s with lo <=
+    sum_i cnt_i z_i <= hi and at most one option of each of ``groups`` (:func:`_knap`;
+    cnt_i >= 1), whether it is exact (else the fractional knapsack's value, groups ignored:
+    a lower bound), and a set of the range (sorted): the least one where exact, else the
+    whole items of the fractional solution if they meet the range and obey the groups; None
+    if none is found. ``dp_limit``: :data:`DP_LIMIT` if negative."""
+    cdef Py_ssize_t s = v.shape[0], c, g, o
+    cdef Py_ssize_t at[2]
+    cdef bint exact
+    cdef double val
+    cdef Knap K
+    cdef cnp.int32_t *choice = NULL
+    if hi < 0 or lo > hi:
+        return INFINITY, True, None
+    _knap_init(&K, cnt, max(lo, 0), hi, groups, DP_LIMIT if dp_limit < 0 else dp_limit)
+    at[0] = 0
+    at[1] = 0
+    try:
+        if K.dp and K.ngroups:
+            choice = <cnp.int32_t *> malloc(K.ngroups * (hi + 1) * sizeof(cnp.int32_t))
+        val = _knap(&K, &v[0] if s else NULL, &exact, choice, at)
+        if val == INFINITY:
+            return val, bool(exact), None
+        vals = np.asarray(v)
+        counts = np.asarray(cnt)
+        unit = np.asarray(groups[0])
+        if exact:
+            mem = list(unit[np.argsort(vals[unit], kind="stable")[:at[1]]])
+            c = at[0]
+            g = K.ngroups - 1
+            while g >= 0:
+                o = choice[g * (hi + 1) + c]
+                if o >= 0:
+                    mem.extend(np.asarray(groups[4])[K.optr[o]:K.optr[o + 1]])
+                    c -= K.ocnt[o]
+                g -= 1
+            return val, True, np.sort(np.asarray(mem, dtype=np.int64))
+        order = np.argsort(vals / counts, kind="stable")
+        room, mem = hi, []
+        for i in order:
+            if vals[i] >= 0 and counts[mem].sum() >= lo:
+                break
+            if counts[i] <= room:
+                mem.append(i)
+                room -= counts[i]
+        mem = np.sort(np.asarray(mem, dtype=np.int64))
+        taken = np.zeros(s, dtype=bool)
+        taken[mem] = True
+        ok = lo <= counts[mem].sum() <= hi
+        gptr, optr, omem = (np.asarray(groups[1]), np.asarray(groups[3]),
+                            np.asarray(groups[4]))
+        for g in range(K.ngroups):
+            # a group's points taken must form one of its options
+            pts = np.unique(omem[optr[gptr[g]]:optr[gptr[g + 1]]])
+            inside = frozenset(int(i) for i in pts[taken[pts]])
+            if inside and inside not in {frozenset(int(i) for i in omem[optr[o]:optr[o + 1]])
+                                         for o in range(gptr[g], gptr[g + 1])}:
+                ok = False
+        return val, False, mem if ok else None
+    finally:
+        free(choice)
+        _knap_free(&K)
+
+
+cdef double _eval_box(const double[:, ::1] m, const double[::1] e, const double[::1] base,
+                      const double *lo, const double *hi, Knap *K, double *vc, double *vg,
+                      double *y0, double *up) noexcept nogil:
+    """The box [lo, hi]'s bound (sized_search's doc); ``up`` gets the exact knapsack of
+    g_i(y0) (INFINITY where the knapsack is not exact)."""
+    cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, a
+    cdef double r2 = 0.0, w, dc, diff, lb
+    cdef bint ex
+    for a in range(d):
+        y0[a] = 0.5 * (lo[a] + hi[a])
+        w = 0.5 * (hi[a] - lo[a])
+        r2 += w * w
+    for i in range(s):
+        dc = 0.0
+        for a in range(d):
+            diff = m[i, a] - y0[a]
+            dc += diff * diff
+        vg[i] = e[i] * dc + base[i]
+        vc[i] = vg[i] - e[i] * r2
+    lb = _knap(K, vc, &ex)
+    up[0] = _knap(K, vg, &ex)
+    if not ex:
+        up[0] = INFINITY
+    return lb
+
+
+def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[::1] cnt,
+                 const double[::1] base, const double[::1] lo0, const double[::1] hi0,
+                 cnp.int64_t lo, cnp.int64_t hi, groups, double best, double tol,
+                 Py_ssize_t max_boxes, poll=None):
+    """The best-first search over boxes of the centre y of ``pricing.price_sized``, from the
+    box [lo0, hi0], which must hold the mean of every cluster of count in [lo, hi]:
+    ``(open_lb, best, boxes, complete, centres)``.
+
+    A box B bounds the clusters whose mean lies in it (each lies in a box of the partition)
+    by the knapsack (:func:`_knap`) of g_i(y0) - e_i r^2 over the points (y0 B's centre, r
+    its half diagonal): for such a cluster T, rc(T) = g_T(mean) = g_T(y0) - e_T ||mean -
+    y0||^2 >= g_T(y0) - e_T r^2.
+    The exact knapsack of g_i(y0) is the sum of g_i(y0) over a cluster of the range, at
+    least its reduced cost: an upper bound on the minimum (``best``, from the one given).
+    ``open_lb``: the least bound of the boxes left open (INFINITY if none); ``complete``: it
+    is within ``tol`` of ``best``; ``centres``: the centres where ``best`` improved, in
+    order. ``poll()``, called every 256 boxes split, stops the search when it returns true.
+    ``groups``: the knapsack's (:func:`knapsack`; the cannot-link pairs' components). No
+    rounding margin is taken here (the caller's)."""
+    cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, j, a, axis, q, c, half, slot, h
+    cdef Py_ssize_t cap = 1024, used = 1, nheap = 0, nfree = 0, boxes = 0, pops = 0
+    cdef double x, w, wmax, mid, lb, up, open_lb
+    cdef Knap K
+    cdef double *blo = <double *> malloc(cap * d * sizeof(double))
+    cdef double *bhi = <double *> malloc(cap * d * sizeof(double))
+    cdef double *blb = <double *> malloc(cap * sizeof(double))
+    cdef Py_ssize_t *heap = <Py_ssize_t *> malloc(cap * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *freel = <Py_ssize_t *> malloc(cap * sizeof(Py_ssize_t))
+    cdef double *vc = <double *> malloc((s + 1) * sizeof(double))
+    cdef double *vg = <double *> malloc((s + 1) * sizeof(double))
+    cdef double *y0 = <double *> malloc(d * sizeof(double))
+    cdef Py_ssize_t pair[2]
+    _knap_init(&K, cnt, lo, hi, groups, DP_LIMIT)
+    centres = []
+    try:
+        for a in range(d):
+            blo[a] = lo0[a]
+            bhi[a] = hi0[a]
+        pair[0] = 0
+        pair[1] = -1
+        while True:
+            # evaluate the new boxes in ``pair``: keep those that may hold a better cluster
+            for h in range(2):
+                slot = pair[h]
+                if slot < 0:
+                    continue
+                lb = _eval_box(m, e, base, &blo[slot * d], &bhi[slot * d], &K, vc, vg, y0,
+                               &up)
+                boxes += 1
+                if up < best:
+                    best = up
+                    centres.append(np.asarray(<double[:d]> y0).copy())
+                if lb < best - tol:
+                    blb[slot] = lb
+                    j = nheap
+                    nheap += 1
+                    while j > 0 and blb[heap[(j - 1) >> 1]] > lb:
+                        heap[j] = heap[(j - 1) >> 1]
+                        j = (j - 1) >> 1
+                    heap[j] = slot
+                else:
+                    freel[nfree] = slot
+                    nfree += 1
+            if nheap == 0 or blb[heap[0]] >= best - tol or boxes >= max_boxes:
+                break
+            pops += 1
+            if poll is not None and pops % 256 == 0 and poll():
+                break
+            q = heap[0]
+            axis = 0
+            wmax = -1.0
+            for a in range(d):
+                w = bhi[q * d + a] - blo[q * d + a]
+                if w > wmax:
+                    wmax = w
+                    axis = a
+            if not wmax > 1e-12 * (1.0 + _dmax(fabs(blo[q * d + axis]),
+                                              fabs(bhi[q * d + axis]))):
+                break  # the least box is too small to split: its bound is final
+            # pop q
+            nheap -= 1
+            if nheap:
+                x = blb[heap[nheap]]
+                j = 0
+                while True:
+                    half = 2 * j + 1
+                    if half >= nheap:
+                        break
+                    if half + 1 < nheap and blb[heap[half + 1]] < blb[heap[half]]:
+                        half += 1
+                    if blb[heap[half]] >= x:
+                        break
+                    heap[j] = heap[half]
+                    j = half
+                heap[j] = heap[nheap]
+            if nfree:
+                nfree -= 1
+                c = freel[nfree]
+            else:
+                if used >= cap:
+                    cap *= 2
+                    blo = <double *> realloc(blo, cap * d * sizeof(double))
+                    bhi = <double *> realloc(bhi, cap * d * sizeof(double))
+                    blb = <double *> realloc(blb, cap * sizeof(double))
+                    heap = <Py_ssize_t *> realloc(heap, cap * sizeof(Py_ssize_t))
+                    freel = <Py_ssize_t *> realloc(freel, cap * sizeof(Py_ssize_t))
+                c = used
+                used += 1
+            mid = 0.5 * (blo[q * d + axis] + bhi[q * d + axis])
+            for a in range(d):
+                blo[c * d + a] = blo[q * d + a]
+                bhi[c * d + a] = bhi[q * d + a]
+            bhi[c * d + axis] = mid
+            blo[q * d + axis] = mid
+            pair[0] = c
+            pair[1] = q
+        open_lb = blb[heap[0]] if nheap else INFINITY
+        return open_lb, best, boxes, bool(open_lb >= best - tol), centres
+    finally:
+        free(blo)
+        free(bhi)
+        free(blb)
+        free(heap)
+        free(freel)
+        free(vc)
+        free(vg)
+        free(y0)
+        _knap_free(&K)

@@ -378,7 +378,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         profile["exact_seconds"] += clock.elapsed() - t
         profile["exact_pricings"] += 1
         boxes += pr.boxes
-        widened = not pr.complete and pr.boxes >= budget and budget < MAX_BOXES
+        widened = pr.capped and budget < MAX_BOXES
         if widened:
             # cut short by its budget: its bound is weak, and the box centres on it
             budget = min(2 * budget, MAX_BOXES)

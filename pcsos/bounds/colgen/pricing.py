@@ -42,7 +42,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pcsos._kernels._pricing import box_lower, centre_cluster, cluster_rc, repair
+from pcsos._kernels._pricing import (
+    box_lower,
+    centre_cluster,
+    cluster_rc,
+    knapsack,
+    repair,
+    sized_search,
+)
 from pcsos.clock import Deadline
 from pcsos.problem import Problem, cl_adjacency
 
@@ -201,7 +208,8 @@ class PricingResult:
     (reduced cost, members), those that obey the pairs and sizes; ``complete``: the search
     ended (``lower`` is then within its tolerance of the relaxed minimum); ``boxes``: boxes
     evaluated; ``term``: (:func:`price_bound`) what the Lagrangian bound adds to sum(pi),
-    a sum of clusters times lower bounds, one per size class, as terms to add."""
+    a sum of clusters times lower bounds, one per size class, as terms to add; ``capped``:
+    a search stopped at its box budget (not by its deadline nor complete)."""
 
     lower: float
     best: float
@@ -209,6 +217,7 @@ class PricingResult:
     complete: bool
     boxes: int
     term: tuple = ()
+    capped: bool = False
 
 
 #: a box whose circles crossing it are at most this many is bounded exactly, one convex
@@ -326,80 +335,108 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     complete = open_lb >= best - tol
     lower = min(0.0, open_lb, best - tol - slack)
     columns.sort()
-    return PricingResult(lower, best, [c for c in columns if c[0] < 0], complete, boxes)
+    return PricingResult(lower, best, [c for c in columns if c[0] < 0], complete, boxes,
+                         capped=not complete and boxes >= max_boxes)
 
 
-#: the sized pricing bounds a box also at its 2^d corners (below) up to this dimension
-SIZED_CORNERS_MAX_D = 10
+def _sized_frame(data: PricingData, lo: int):
+    """Where the sized search runs: ``(m, blo, bhi, margin)``, the super-points' means in
+    their principal axes (the mass-weighted covariance's eigenvectors, largest first: the
+    search splits the widest side, and there the boxes shrink along the data's spread
+    first), a box of that frame that holds the mean of every cluster of at least ``lo``
+    points, and the relative error of distances in that frame (the rotation's defect from
+    orthogonality and the product's rounding; docs/safe_bound.md)."""
+    e = data.e
+    d = data.m.shape[1]
+    mw = (e[:, None] * data.m).sum(axis=0) / e.sum()
+    cov = ((data.m - mw).T * e) @ (data.m - mw)
+    R = np.ascontiguousarray(np.linalg.eigh(cov)[1][:, ::-1])
+    margin = float(np.linalg.norm(R.T @ R - np.eye(d), 2)) + 4.0 * d * EPS
+    m = np.ascontiguousarray(data.m @ R)
+    blo, bhi = m.min(axis=0), m.max(axis=0)  # a mean is a convex combination of the m_i
+    cnt = data.counts.astype(np.float64)
+    if lo > 1 and np.array_equal(e, cnt):
+        # without point weights a cluster's mean is that of its points, and along an axis
+        # it is at least the mean of the lo lowest points (by the super-points' values,
+        # the last taken in part) and at most that of the lo highest
+        pad = 1e-12 * (1.0 + np.abs(m).max(axis=0))
+        for side, sign in ((blo, 1.0), (bhi, -1.0)):
+            order = np.argsort(sign * m, axis=0, kind="stable")
+            for ax in range(d):
+                col = order[:, ax]
+                cum = np.cumsum(cnt[col])
+                j = int(np.searchsorted(cum, lo))
+                if j >= len(col):
+                    continue
+                whole = col[:j]
+                total = float(np.dot(cnt[whole], m[whole, ax]))
+                total += (lo - (float(cum[j - 1]) if j else 0.0)) * float(m[col[j], ax])
+                edge = total / lo - sign * pad[ax]
+                side[ax] = max(side[ax], edge) if sign > 0 else min(side[ax], edge)
+        bhi = np.maximum(bhi, blo)
+    return m, blo, bhi, margin
 
 
-def _fill(vals: np.ndarray, counts: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Per row of ``vals`` ((r, s)): min sum_i vals_i z_i over lo <= sum_i counts_i z_i <= hi,
-    0 <= z <= 1. The items of least vals / counts first: those of negative ratio up to hi
-    points, then more up to lo (a fractional knapsack; the last item taken in part)."""
-    ratio = vals / counts
-    order = np.argsort(ratio, axis=1, kind="stable")
-    r_sorted = np.take_along_axis(ratio, order, axis=1)
-    v_sorted = np.take_along_axis(vals, order, axis=1)
-    cum = np.cumsum(counts[order], axis=1)
-    neg = np.where(r_sorted < 0, counts[order], 0).sum(axis=1)
-    fill = np.clip(neg, lo, hi)[:, None]
-    whole = cum <= fill
-    taken = np.where(whole, cum, 0).max(axis=1)
-    j = np.minimum(whole.sum(axis=1), vals.shape[1] - 1)  # the item taken in part, if any
-    part = (fill[:, 0] - taken) * r_sorted[np.arange(len(j)), j]
-    return np.where(whole, v_sorted, 0.0).sum(axis=1) + part
+#: a component of the cannot-link pairs with more sets that obey them than this is relaxed
+#: in the sized pricing's knapsack (its points enter it alone): a valid, weaker bound
+GROUP_SETS = 256
 
 
-#: the sized pricing's knapsack branches on the point it takes in part this many levels deep
-#: (with super-points of several points the fractional knapsack is not integral, and a
-#: search that bounds by it alone never closes)
-KNAPSACK_DEPTH = 4
+def knapsack_groups(counts: np.ndarray, cl_ptr: np.ndarray, cl_idx: np.ndarray):
+    """The groups of the sized pricing's knapsack (``knapsack`` of the compiled kernel):
+    ``(unit, gptr, ocnt, optr, omem)``, int64 arrays. ``unit``: the super-points of one point
+    and no cannot-link partner; each other super-point without partners is a group of one
+    option, and each component of the cannot-link pairs' graph a group whose options are
+    its non-empty sets that obey the pairs (at most one option of a group is taken), or,
+    past ``GROUP_SETS`` such sets, its points each on their own (the pairs relaxed)."""
+    s = len(counts)
+    seen = np.zeros(s, dtype=bool)
+    unit, gptr, ocnt, optr, omem = [], [0], [], [0], []
+
+    def option(members):
+        omem.extend(members)
+        optr.append(len(omem))
+        ocnt.append(int(counts[list(members)].sum()))
+
+    for i in range(s):
+        if seen[i]:
+            continue
+        comp, stack = [], [i]
+        seen[i] = True
+        while stack:
+            a = stack.pop()
+            comp.append(a)
+            for b in cl_idx[cl_ptr[a]:cl_ptr[a + 1]]:
+                if not seen[b]:
+                    seen[b] = True
+                    stack.append(int(b))
+        sets = [()]
+        for a in sorted(comp):
+            near = set(int(b) for b in cl_idx[cl_ptr[a]:cl_ptr[a + 1]])
+            sets += [t + (a,) for t in sets if not near.intersection(t)]
+            if len(sets) > GROUP_SETS + 1:
+                break
+        if len(comp) > 1 and len(sets) <= GROUP_SETS + 1:
+            for t in sets[1:]:
+                option(t)
+            gptr.append(len(ocnt))
+            continue
+        for a in sorted(comp):
+            if counts[a] == 1:
+                unit.append(a)
+            else:
+                option((a,))
+                gptr.append(len(ocnt))
+    return tuple(np.asarray(x, dtype=np.int64) for x in (sorted(unit), gptr, ocnt, optr, omem))
 
 
-def _knapsack(vals: np.ndarray, counts: np.ndarray, lo: int, hi: int,
-              idx: np.ndarray | None = None, depth: int = KNAPSACK_DEPTH):
-    """A lower bound of min sum_i vals_i z_i over z in {0, 1}^s with lo <= sum_i counts_i z_i
-    <= hi (over the items ``idx``; all when None), and the best 0/1 set met: (bound, set or
-    None, its value). The fractional knapsack (:func:`_fill`), branching on the item it
-    takes in part (out, or in with the range shifted by its count) up to ``depth`` levels:
-    the least of the two branches' bounds is a bound."""
-    if idx is None:
-        idx = np.arange(len(vals))
-    total = int(counts[idx].sum())
-    lo = max(int(lo), 0)
-    if hi < 0 or lo > total:
-        return math.inf, None, math.inf
-    if not len(idx):
-        return 0.0, idx, 0.0
-    ratio = vals[idx] / counts[idx]
-    order = np.argsort(ratio, kind="stable")
-    cum = np.cumsum(counts[idx][order])
-    neg = int(counts[idx][ratio < 0].sum())
-    fill = min(max(neg, lo), int(hi))
-    j = int(np.searchsorted(cum, fill, side="right"))  # the items taken whole
-    taken = int(cum[j - 1]) if j else 0
-    whole = idx[order[:j]]
-    val = float(np.sum(vals[whole]))
-    if taken == fill:
-        return val, whole, val
-    if depth == 0:
-        return val + (fill - taken) * float(ratio[order[j]]), None, math.inf
-    item = int(idx[order[j]])
-    rest = np.delete(idx, order[j])
-    out_lb, out_set, out_val = _knapsack(vals, counts, lo, hi, rest, depth - 1)
-    in_lb, in_set, in_val = _knapsack(vals, counts, lo - int(counts[item]),
-                                      hi - int(counts[item]), rest, depth - 1)
-    in_lb, in_val = in_lb + vals[item], in_val + vals[item]
-    if in_set is not None:
-        in_set = np.append(in_set, item)
-    if in_val < out_val:
-        return min(out_lb, in_lb), in_set, in_val
-    return min(out_lb, in_lb), out_set, out_val
-
-
-def _corners(d: int) -> np.ndarray:
-    return (np.arange(2 ** d)[:, None] >> np.arange(d)[None, :]) & 1
+#: boxes of the sized search per box of :func:`price_bound`'s budget: a box there is one
+#: pass over the points and two knapsacks (about 3.5 us on glass, s = 214, d = 9), where one
+#: of :func:`price_exact` costs tens of microseconds (0.3-0.55 s per 7 000-10 600 boxes on
+#: the overlapping n = 2 000, k = 20 root)
+SIZED_BOXES = 64
+#: centres of the search where its best improved whose clusters become columns (the last)
+SIZED_COLUMNS = 8
 
 
 def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: float,
@@ -410,98 +447,44 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     relaxed), within ``tol`` of that minimum when the search completes. Stops as
     :func:`price_exact` does; ``start``: a reduced cost of such a cluster already found.
 
-    A box's bound is the larger of two. The near one: each g_i at its least over the box,
-    e_i dist(m_i, B)^2 + within_i - pi_i, in the fractional knapsack. The corner one: for a
-    set T, g_T(y) - e_T ||y - y0||^2 is affine in y (y0 the box's centre), so the least over
-    T of it is concave and least at a corner v of the box, where ||v - y0||^2 is the half
-    diagonal's square r^2; as g_T(y) is at least that, the least over the corners of the
-    knapsack of g_i(v) - e_i r^2 bounds every cluster of the range over the box. It is off
-    by at most e_T r^2, which shrinks as the box's square, so the search closes where the
-    near bound alone would need ever more boxes.
+    The search (the compiled ``sized_search``) partitions a box that holds every such
+    cluster's mean, and bounds the clusters whose mean lies in a box B (y0 its centre, r its
+    half diagonal) by the least sum of g_i(y0) - e_i r^2 over the sets of the count range
+    (an exact knapsack): for such a cluster T, rc(T) = g_T(mean) = g_T(y0) - e_T
+    ||mean - y0||^2. The bound is off by at most e_T r^2, so the search closes as the boxes
+    shrink; the same knapsack of g_i(y0) is a cluster's value, at least its reduced cost.
     """
     pi = np.asarray(pi, dtype=np.float64)
-    cnt = data.counts.astype(np.float64)
     base = data.within - pi
     d = data.m.shape[1]
-    corners = _corners(d) if d <= SIZED_CORNERS_MAX_D else None
-    best, columns, seen = float(start), [], set()
-    # the optimal centre is its cluster's mean, inside the points' bounding box
-    blo, bhi = data.m.min(axis=0), data.m.max(axis=0)
-    # every value below is a sum of s terms, each within a few (d + 4) ulps of its magnitude
+    m, blo, bhi, margin = _sized_frame(data, lo)
+    # every value is a sum of s terms, each within a few (d + 4) ulps of its magnitude
     # (e_i ||m_i - y||^2 <= 2 e_i (||m_i||^2 + ||y||^2), y in the box): the margin covers
-    # them and the sums (docs/safe_bound.md)
+    # them and the sums; and a cluster's value in the rotated frame is within ``margin`` of
+    # its scatter, at most 2 sum mag, of the true one (docs/safe_bound.md)
     far = float(np.sum(np.maximum(np.abs(blo), np.abs(bhi)) ** 2))
     slack = 8.0 * (d + 4 + data.s) * EPS * float(
         np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi)))
-
-    def g_at(y: np.ndarray) -> np.ndarray:
-        diff = data.m[None, :, :] - y[:, None, :]
-        return data.e * np.einsum("rij,rij->ri", diff, diff) + base
-
-    unit = bool(np.all(data.counts == 1))  # then the fractional knapsack is integral
-
-    def least(rows: np.ndarray) -> float:
-        """The least over ``rows`` of their knapsacks' bounds."""
-        lp = _fill(rows, cnt, lo, hi)
-        if unit:
-            return float(lp.min())
-        out = math.inf
-        for r in np.argsort(lp, kind="stable"):
-            if lp[r] >= out:
-                break
-            out = min(out, _knapsack(rows[r], cnt, lo, hi)[0])
-        return out
-
-    def box_bound(a: np.ndarray, b: np.ndarray) -> float:
-        near = np.clip(data.m, a, b) - data.m
-        bound = least((data.e * np.einsum("ij,ij->i", near, near) + base)[None, :])
-        if corners is not None:
-            half = 0.5 * (b - a)
-            bound = max(bound, least(g_at(a + corners * (b - a)) - data.e * float(half @ half)))
-        return bound
-
-    heap = [(box_bound(blo, bhi), 0, blo, bhi)]
-    counter, boxes, polls = 1, 1, 0
-    while heap:
-        lb, _, a, b = heap[0]
-        if lb >= best - tol:
-            break
-        polls += 1
-        if boxes >= max_boxes or (deadline is not None and polls % 64 == 0
-                                  and deadline.expired()):
-            break
-        heapq.heappop(heap)
-        # a cluster the count range allows at the box's centre: its points of least g_i per
-        # point, whole; its reduced cost (at its own mean) bounds the minimum from above
-        y = 0.5 * (a + b)
-        col = _knapsack(g_at(y[None, :])[0], cnt, lo, hi)[1]
+    slack += 2.0 * margin * float(np.sum(data.mag))
+    poll = deadline.expired if deadline is not None else None
+    groups = knapsack_groups(data.counts, data.cl_ptr, data.cl_idx)
+    open_lb, best, boxes, complete, centres = sized_search(
+        m, data.e, data.counts, base, blo, bhi, int(lo), int(hi), groups, float(start),
+        float(tol), int(max_boxes), poll)
+    columns, seen = [], set()
+    for y in centres[::-1][:SIZED_COLUMNS]:
+        diff = m - y
+        g = data.e * np.einsum("ij,ij->i", diff, diff) + base
+        col = knapsack(g, data.counts, lo, hi, groups)[2]
         if col is not None and len(col):
-            col = np.sort(col)
-            rc = data.cost(col) - math.fsum(pi[col])
-            best = min(best, rc)
             key = tuple(int(i) for i in col)
             if key not in seen and data.allowed(col):
                 seen.add(key)
-                columns.append((rc, key))
-        width = b - a
-        axis = int(np.argmax(width))
-        if not width[axis] > 1e-12 * (1.0 + float(np.abs(a).max())):
-            heapq.heappush(heap, (lb, counter, a, b))
-            break  # a box too small to split: its bound is final
-        mid = 0.5 * (a[axis] + b[axis])
-        for u, v in ((a[axis], mid), (mid, b[axis])):
-            ca, cb = a.copy(), b.copy()
-            ca[axis], cb[axis] = u, v
-            clb = box_bound(ca, cb)
-            boxes += 1
-            if clb < best - tol:
-                heapq.heappush(heap, (clb, counter, ca, cb))
-                counter += 1
-    open_lb = heap[0][0] if heap else math.inf
-    complete = open_lb >= best - tol
+                columns.append((data.cost(col) - math.fsum(pi[col]), key))
     lower = min(open_lb, best - tol) - slack
     columns.sort()
-    return PricingResult(lower, best, columns, complete, boxes)
+    return PricingResult(lower, min([best] + [rc for rc, _ in columns]), columns, complete,
+                         boxes, capped=not complete and boxes >= max_boxes)
 
 
 def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
@@ -509,8 +492,9 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                 found=()) -> PricingResult:
     """The pricing term of the Lagrangian bound at ``pi``: without sizes k times
     :func:`price_exact`'s bound, with them the sum over size classes of their clusters
-    times :func:`price_sized`'s bound in the class (docs/safe_bound.md). ``found``: clusters
-    already met ((reduced cost, members) pairs, e.g. the heuristic's) to prune from."""
+    times :func:`price_sized`'s bound in the class (docs/safe_bound.md; its searches get
+    ``SIZED_BOXES`` times ``max_boxes``). ``found``: clusters already met ((reduced cost,
+    members) pairs, e.g. the heuristic's) to prune from."""
     found = list(found)
     start = min((rc for rc, _ in found), default=0.0)
     if not data.sized:
@@ -523,18 +507,12 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         j = data.size_class(c)
         if j >= 0:
             starts[j] = min(starts[j], rc)
-    results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                           start=st) for (lo, hi, _), st in zip(data.classes, starts)]
+    results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=SIZED_BOXES * max_boxes,
+                           deadline=deadline, start=st)
+               for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
-    if len(data.cl):
-        # the sized pricing relaxes the cannot-link pairs, and the branching adds them: the
-        # unsized one keeps them and bounds every class's minimum too (its minimum is over
-        # more clusters), so each class takes the larger of the two
-        pe = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                         start=start)
-        results.append(pe)
-        lowers = [max(v, pe.lower) for v in lowers]
     columns = sorted(c for r in results for c in r.columns)
     return PricingResult(min(lowers), min(r.best for r in results), columns,
                          all(r.complete for r in results), sum(r.boxes for r in results),
-                         tuple(n * v for (_, _, n), v in zip(data.classes, lowers)))
+                         tuple(n * v for (_, _, n), v in zip(data.classes, lowers)),
+                         any(r.capped for r in results))
