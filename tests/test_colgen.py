@@ -98,9 +98,8 @@ def test_the_colgen_bound_never_exceeds_the_optimum(case, method):
         res = colgen_bound(prob, seed=trial, master_method=method)
         assert math.isfinite(res.lower_bound)
         assert res.lower_bound <= opt + 1e-12 * abs(opt), (trial, res.lower_bound, opt)
-        if res.status == "solved" and not (case in ("sizes", "exact") and len(prob.cl)):
-            # the Lagrangian bound is the LP's value within the pricing tolerance (the sized
-            # pricing relaxes the cannot-link pairs, so with both it may sit lower)
+        if res.status == "solved":
+            # the Lagrangian bound is the LP's value within the pricing tolerance
             assert res.lower_bound >= res.lp_value - 1e-6 * abs(res.lp_value)
         checked += 1
     assert checked >= 6
@@ -711,7 +710,7 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
 
     assert bs.engine_for(20, 2, cl_share=AUTO_COLGEN_MAX_CL) == "colgen"
     assert bs.engine_for(20, 2, cl_share=2 * AUTO_COLGEN_MAX_CL) == "sdp"
-    assert bs.engine_for(3, 2, (5, 3), cl_share=0.01) == "sdp"  # the sized pricing relaxes them
+    assert bs.engine_for(3, 2, (5, 3), cl_share=0.01) == "sdp"  # exact sizes, with a pair
     rng = np.random.default_rng(3)
     k = AUTO_COLGEN_MIN_K
     X = np.vstack([rng.normal((3 * h, h % 2), 0.3, size=(5, AUTO_COLGEN_MAX_D))

@@ -136,9 +136,9 @@ class BoundSettings:
         the one named, or for 'auto' 'colgen' when cl_share <= AUTO_COLGEN_MAX_CL and
         either d <= AUTO_COLGEN_MAX_D with k >= AUTO_COLGEN_MIN_K or with exact sizes of two
         values or more and no cannot-link pair (the SDP cannot tell which cluster has which
-        size; the LP has a row per size value, but its sized pricing relaxes the pairs: on
-        7 points with one pair it took 41-47 nodes where the SDP closed the root), or d = 3
-        with k >= AUTO_COLGEN_MIN_K_3D; else 'sdp'."""
+        size; the LP has a row per size value; when its sized pricing relaxed the pairs, 7
+        points with one pair took 41-47 nodes where the SDP closed the root), or d = 3 with
+        k >= AUTO_COLGEN_MIN_K_3D; else 'sdp'."""
         if self.engine != "auto":
             return self.engine
         if cl_share > AUTO_COLGEN_MAX_CL:

@@ -478,9 +478,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     master.set_big(big)
                     continue
                 if artificial:
-                    # the clusters the exact pricing meets break the sizes or pairs (it
-                    # relaxes them) and the heuristic finds none that completes the master:
-                    # a wider search would not help it
+                    # the clusters the exact pricing meets break the sizes or pairs (where
+                    # it relaxes them) and the heuristic finds none that completes the
+                    # master: a wider search would not help it
                     status, message = "stalled", ("the pricing finds no cluster that the "
                                                   "sizes allow to complete the master")
                     break

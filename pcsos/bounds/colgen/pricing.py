@@ -26,12 +26,12 @@ clusters it meets are repaired.
 
 With cluster sizes, the clusters fall into size classes (:attr:`PricingData.classes`: one per
 exact size value, or one for the size range), each with the number of clusters it holds,
-and :func:`price_sized` bounds the least reduced cost within one class: for a fixed y the
-best cluster of count in [lo, hi] takes the super-points of least g_i(y) per point first,
-so over a box the least of sum_i z_i (e_i dist(m_i, B)^2 + within_i - pi_i) over
-lo <= sum_i counts_i z_i <= hi, 0 <= z <= 1 (a fractional knapsack, solved greedily) bounds
-it from below. The cannot-link pairs are relaxed there (a valid, weaker bound). The
-heuristic returns only clusters that obey the pairs and the sizes.
+and :func:`price_sized` bounds the least reduced cost within one class by a search over the
+cluster's mean: for a cluster T whose mean lies in a box B (centre y0, half diagonal r),
+rc(T) = g_T(mean) >= sum_{i in T} (g_i(y0) - e_i r^2), so the least of that sum over the
+sets of count in [lo, hi] that obey the cannot-link pairs (an exact knapsack,
+:func:`knapsack_groups`) bounds every such cluster. The heuristic returns only clusters that
+obey the pairs and the sizes.
 """
 
 from __future__ import annotations
@@ -253,10 +253,17 @@ def _box_lower(data: PricingData, pi: np.ndarray, base: np.ndarray, cand: np.nda
                      data.cl_idx, EXACT_CROSSING, work)
 
 
+#: the exact pricing bounds boxes by the disks g_i < 0 (their crossings, exactly) up to this
+#: dimension, and searches over the cluster's mean (:func:`price_sized`) above it
+CIRCLES_MAX_D = 2
+
+
 def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int = 200000,
                 deadline: Deadline | None = None, start: float = 0.0) -> PricingResult:
     """Branch-and-bound over the centre y (module doc): a proven lower bound on
-    min(0, least reduced cost), within ``tol`` of it when the search completes.
+    min(0, least reduced cost), within ``tol`` of it when the search completes. Above
+    ``CIRCLES_MAX_D`` dimensions, :func:`price_sized`'s search over every count (with
+    ``SIZED_BOXES`` times ``max_boxes``).
 
     Stops after ``max_boxes`` boxes or when ``deadline`` (a :class:`~pcsos.clock.Deadline`)
     has expired (polled every 64 boxes); the bound is valid at any stop. ``start``: a
@@ -264,6 +271,16 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     to prune from the outset.
     """
     pi = np.asarray(pi, dtype=np.float64)
+    if data.m.shape[1] > CIRCLES_MAX_D:
+        # past the plane the search over the cluster's mean (price_sized with every count)
+        # closes where this one does not: glass (d = 9, k = 6) at the LP's duals, 6 s
+        # against unfinished after 120 s (5.5 million boxes)
+        pr = price_sized(data, pi, 1, int(data.counts.sum()), tol=tol,
+                         max_boxes=SIZED_BOXES * max_boxes, deadline=deadline,
+                         start=min(0.0, float(start)))
+        return PricingResult(min(0.0, pr.lower), min(0.0, pr.best),
+                             [c for c in pr.columns if c[0] < 0], pr.complete, pr.boxes,
+                             capped=pr.capped)
     cand = np.flatnonzero(data.within - pi < 0)
     best, columns, seen = min(0.0, float(start)), [], set()
     if not len(cand):
@@ -443,9 +460,10 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
                 max_boxes: int = 200000, deadline: Deadline | None = None,
                 start: float = math.inf) -> PricingResult:
     """Branch-and-bound over the centre y for the clusters of count in [``lo``, ``hi``]
-    (module doc): a proven lower bound on their least reduced cost (cannot-link pairs
-    relaxed), within ``tol`` of that minimum when the search completes. Stops as
-    :func:`price_exact` does; ``start``: a reduced cost of such a cluster already found.
+    (module doc): a proven lower bound on their least reduced cost among the sets that
+    obey the cannot-link pairs (:func:`knapsack_groups`), within ``tol`` of that minimum
+    when the search completes. Stops as :func:`price_exact` does; ``start``: a reduced
+    cost of such a cluster already found.
 
     The search (the compiled ``sized_search``) partitions a box that holds every such
     cluster's mean, and bounds the clusters whose mean lies in a box B (y0 its centre, r its
