@@ -643,6 +643,7 @@ cdef struct Knap:
     const cnp.int64_t *optr    # per option + 1: its items, omem[optr[o]]..omem[optr[o + 1]]
     const cnp.int64_t *omem
     Py_ssize_t nitems          # every item, for the fractional knapsack
+    cnp.int64_t total          # their points
     const cnp.int64_t *cnt
     cnp.int64_t lo
     cnp.int64_t hi
@@ -656,9 +657,11 @@ cdef struct Knap:
 cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NULL,
                   Py_ssize_t *at=NULL) noexcept nogil:
     """min sum_i v_i z_i over z in {0, 1}^s with lo <= sum_i cnt_i z_i <= hi, at most one
-    option of each group taken (INFINITY if no z), exactly (``exact`` set) where the groups'
-    options times (hi + 1) are few enough for a table over the counts; else the fractional
-    knapsack's value over every item, groups ignored: a lower bound of it.
+    option of each group taken (INFINITY if no z), exactly (``exact`` set) where the range
+    binds nothing but non-emptiness (lo <= 1, hi at least every point: each part enters
+    when negative) or the groups' options times (hi + 1) are few enough for a table over
+    the counts; else the fractional knapsack's value over every item, groups ignored: a
+    lower bound of it.
 
     The unit items: for a count t of them the best takes the t smallest, and that sum is
     convex in t, least at t = the number of negative ones clipped to the range. The table
@@ -669,6 +672,32 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
     cdef double sneg = 0.0, x, best, val, part
     cdef cnp.int64_t a, b, fill, ci
     exact[0] = 1
+    if K.lo <= 1 and K.hi >= K.total and K.ngroups:
+        # the range binds nothing but a set's being non-empty: each unit item and each
+        # group's best option enter when negative; with none, the least of them alone
+        val = 0.0
+        best = INFINITY
+        for j in range(nu):
+            x = v[K.unit[j]]
+            if x < 0:
+                val += x
+            if x < best:
+                best = x
+        for g in range(K.ngroups):
+            part = INFINITY
+            for o in range(K.gptr[g], K.gptr[g + 1]):
+                x = 0.0
+                for j in range(K.optr[o], K.optr[o + 1]):
+                    x += v[K.omem[j]]
+                if x < part:
+                    part = x
+            if part < 0:
+                val += part
+            if part < best:
+                best = part
+        if val < 0 or K.lo <= 0:
+            return val
+        return best
     if K.ngroups == 0:
         for j in range(nu):
             x = v[K.unit[j]]
@@ -832,7 +861,7 @@ cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.in
     cdef const cnp.int64_t[::1] ocnt = groups[2]
     cdef const cnp.int64_t[::1] optr = groups[3]
     cdef const cnp.int64_t[::1] omem = groups[4]
-    cdef Py_ssize_t s = cnt.shape[0], nopt = ocnt.shape[0]
+    cdef Py_ssize_t s = cnt.shape[0], nopt = ocnt.shape[0], i
     K.nunit = unit.shape[0]
     K.ngroups = gptr.shape[0] - 1
     K.unit = &unit[0] if K.nunit else NULL
@@ -841,6 +870,9 @@ cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.in
     K.optr = &optr[0]
     K.omem = &omem[0] if omem.shape[0] else NULL
     K.nitems = s
+    K.total = 0
+    for i in range(s):
+        K.total += cnt[i]
     K.cnt = &cnt[0] if s else NULL
     K.lo = lo
     K.hi = hi
@@ -886,6 +918,21 @@ def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cn
         vals = np.asarray(v)
         counts = np.asarray(cnt)
         unit = np.asarray(groups[0])
+        gptr, optr, omem = (np.asarray(groups[1]), np.asarray(groups[3]),
+                            np.asarray(groups[4]))
+        if lo <= 1 and hi >= K.total and K.ngroups:
+            # the fast path of _knap: every negative unit item and group's best option
+            options = []
+            for g in range(K.ngroups):
+                o = min(range(gptr[g], gptr[g + 1]),
+                        key=lambda o: float(np.sum(vals[omem[optr[o]:optr[o + 1]]])))
+                options.append(omem[optr[o]:optr[o + 1]])
+            mem = [int(i) for i in unit if vals[i] < 0]
+            mem += [int(i) for opt in options if np.sum(vals[opt]) < 0 for i in opt]
+            if not mem and lo >= 1:
+                cands = [[int(i)] for i in unit] + [[int(i) for i in opt] for opt in options]
+                mem = min(cands, key=lambda c: float(np.sum(vals[c])))
+            return val, True, np.sort(np.asarray(mem, dtype=np.int64))
         if exact:
             mem = list(unit[np.argsort(vals[unit], kind="stable")[:at[1]]])
             c = at[0]
@@ -909,8 +956,6 @@ def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cn
         taken = np.zeros(s, dtype=bool)
         taken[mem] = True
         ok = lo <= counts[mem].sum() <= hi
-        gptr, optr, omem = (np.asarray(groups[1]), np.asarray(groups[3]),
-                            np.asarray(groups[4]))
         for g in range(K.ngroups):
             # a group's points taken must form one of its options
             pts = np.unique(omem[optr[gptr[g]]:optr[gptr[g + 1]]])
