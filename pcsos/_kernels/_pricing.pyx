@@ -654,6 +654,18 @@ cdef struct Knap:
     Ratio *rbuf                # nitems + 1
 
 
+cdef inline Py_ssize_t _unit_count(Knap *K, Py_ssize_t c, Py_ssize_t neg) noexcept nogil:
+    """How many unit items complete c points of the groups best: the ``neg`` negative ones,
+    clipped to [lo - c, hi - c] and to their number; -1 where no count does."""
+    cdef Py_ssize_t a = K.lo - c if K.lo > c else 0
+    cdef Py_ssize_t b = K.hi - c
+    if b > K.nunit:
+        b = K.nunit
+    if a > b:
+        return -1
+    return a if neg < a else (b if neg > b else neg)
+
+
 cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NULL,
                   Py_ssize_t *at=NULL) noexcept nogil:
     """min sum_i v_i z_i over z in {0, 1}^s with lo <= sum_i cnt_i z_i <= hi, at most one
@@ -670,7 +682,7 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
     each group took per count (-1: none), and ``at`` gets (c, t) of the least value."""
     cdef Py_ssize_t j, i, neg = 0, t, t1, t2, w, c, cc, g, o, r, nu = K.nunit, total = 0
     cdef double sneg = 0.0, x, best, val, part
-    cdef cnp.int64_t a, b, fill, ci
+    cdef cnp.int64_t fill, ci
     exact[0] = 1
     if K.lo <= 1 and K.hi >= K.total and K.ngroups:
         # the range binds nothing but a set's being non-empty: each unit item and each
@@ -759,17 +771,9 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
         for c in range(K.hi + 1):
             if K.table[c] == INFINITY:
                 continue
-            a = K.lo - c if K.lo > c else 0
-            b = K.hi - c
-            if b > nu:
-                b = nu
-            if a > b:
+            t = _unit_count(K, c, neg)
+            if t < 0:
                 continue
-            t = neg
-            if t < a:
-                t = a
-            if t > b:
-                t = b
             if t < t1:
                 t1 = t
             if t > t2:
@@ -796,17 +800,9 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
         for c in range(K.hi + 1):
             if K.table[c] == INFINITY:
                 continue
-            a = K.lo - c if K.lo > c else 0
-            b = K.hi - c
-            if b > nu:
-                b = nu
-            if a > b:
+            t = _unit_count(K, c, neg)
+            if t < 0:
                 continue
-            t = neg
-            if t < a:
-                t = a
-            if t > b:
-                t = b
             val = K.table[c] + K.prefix[t - t1]
             if val < best:
                 best = val
