@@ -145,14 +145,17 @@ def _least_reduced_cost(X, w, groups, cl, pi, count=None):
 
 @pytest.mark.parametrize("crossing", [10, 1])
 @pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("circles_max_d", [3, 0])
 def test_exact_pricing_bounds_the_least_reduced_cost_at_any_duals(seed, crossing,
-                                                                   monkeypatch):
+                                                                   circles_max_d, monkeypatch):
     """The exact pricing's lower bound at random duals (the bound must hold at any pi, not
     only the master's) is at most the enumerated minimum, and close to it when complete;
     every column it returns has the reduced cost it claims and obeys the pairs. Both box
-    bounds are checked: the exact one over subsets of the crossing circles, and (crossing
-    1) the one by a matching of the cannot-link pairs."""
+    bounds of the disks' search are checked: the exact one over subsets of the crossing
+    circles, and (crossing 1) the one by a matching of the cannot-link pairs; and
+    (circles_max_d 0) the search over the cluster's mean that prices from d = 4."""
     monkeypatch.setattr(pricing, "EXACT_CROSSING", crossing)
+    monkeypatch.setattr(pricing, "CIRCLES_MAX_D", circles_max_d)
     rng = np.random.default_rng(100 + seed)
     X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1)
     if seed >= 3:  # more cannot-link pairs, so that the matching has several to choose
