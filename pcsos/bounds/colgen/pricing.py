@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -106,6 +107,24 @@ class PricingData:
     @property
     def s(self) -> int:
         return len(self.e)
+
+    @cached_property
+    def groups(self) -> tuple:
+        """The sized search's knapsack groups (:func:`knapsack_groups`), fixed per node."""
+        return knapsack_groups(self.counts, self.cl_ptr, self.cl_idx)
+
+    @cached_property
+    def principal(self) -> tuple:
+        """``(m, margin)``: the super-points' means in their principal axes (the
+        mass-weighted covariance's eigenvectors, largest first) and the relative error of
+        distances in that frame (the rotation's defect from orthogonality and the product's
+        rounding; docs/safe_bound.md), fixed per node."""
+        d = self.m.shape[1]
+        mw = (self.e[:, None] * self.m).sum(axis=0) / self.e.sum()
+        cov = ((self.m - mw).T * self.e) @ (self.m - mw)
+        R = np.ascontiguousarray(np.linalg.eigh(cov)[1][:, ::-1])
+        margin = float(np.linalg.norm(R.T @ R - np.eye(d), 2)) + 4.0 * d * EPS
+        return np.ascontiguousarray(self.m @ R), margin
 
     def cost(self, col: np.ndarray) -> float:
         """The SSE of the cluster made of the super-points ``col``."""
@@ -360,21 +379,15 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
 
 def _sized_frame(data: PricingData, lo: int):
     """Where the sized search runs: ``(m, blo, bhi, margin)``, the super-points' means in
-    their principal axes (the mass-weighted covariance's eigenvectors, largest first: the
-    search splits the widest side, and there the boxes shrink along the data's spread
-    first), a box of that frame that holds the mean of every cluster of at least ``lo``
-    points, and the relative error of distances in that frame (the rotation's defect from
-    orthogonality and the product's rounding; docs/safe_bound.md)."""
-    e = data.e
-    d = data.m.shape[1]
-    mw = (e[:, None] * data.m).sum(axis=0) / e.sum()
-    cov = ((data.m - mw).T * e) @ (data.m - mw)
-    R = np.ascontiguousarray(np.linalg.eigh(cov)[1][:, ::-1])
-    margin = float(np.linalg.norm(R.T @ R - np.eye(d), 2)) + 4.0 * d * EPS
-    m = np.ascontiguousarray(data.m @ R)
+    their principal axes (:attr:`PricingData.principal`: the search splits the widest side,
+    and there the boxes shrink along the data's spread first), a box of that frame that
+    holds the mean of every cluster of at least ``lo`` points, and the relative error of
+    distances in that frame."""
+    m, margin = data.principal
+    d = m.shape[1]
     blo, bhi = m.min(axis=0), m.max(axis=0)  # a mean is a convex combination of the m_i
     cnt = data.counts.astype(np.float64)
-    if lo > 1 and np.array_equal(e, cnt):
+    if lo > 1 and np.array_equal(data.e, cnt):
         # without point weights a cluster's mean is that of its points, and along an axis
         # it is at least the mean of the lo lowest points (by the super-points' values,
         # the last taken in part) and at most that of the lo highest
@@ -487,7 +500,7 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
         np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi)))
     slack += 2.0 * margin * float(np.sum(data.mag))
     poll = deadline.expired if deadline is not None else None
-    groups = knapsack_groups(data.counts, data.cl_ptr, data.cl_idx)
+    groups = data.groups
     open_lb, best, boxes, complete, centres = sized_search(
         m, data.e, data.counts, base, blo, bhi, int(lo), int(hi), groups, float(start),
         float(tol), int(max_boxes), poll)
