@@ -51,7 +51,8 @@ COLUMNS = 150
 
 def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: int = 0,
              verbose: bool = False) -> dict:
-    """Generate columns until no heuristic column prices out or the time is spent."""
+    """Generate columns until no heuristic column prices out or the time is spent. The
+    result's ``duals`` are the last master's (an array, not for the JSON row)."""
     rng = np.random.default_rng(seed)
     data = PricingData.from_problem(problem)
     s = problem.s
@@ -63,7 +64,7 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
                     [data.cost(np.asarray(c)) for c in start], {}, "simplex")
     t0 = time.perf_counter()
     best_pi, best_L, history, it = None, -math.inf, [], 0
-    value = math.inf
+    value, pi0 = math.inf, None
     while time.perf_counter() - t0 < time_limit:
         it += 1
         pi0, sigma, lam, value = master.solve()
@@ -95,7 +96,7 @@ def estimate(problem: Problem, labels: np.ndarray, *, time_limit: float, seed: i
             continue
         master.add([c for c, _ in new], [v for _, v in new],
                    classes=[data.size_class(c) for c, _ in new])
-    return {"master_value": value, "heuristic_L": best_L, "iterations": it,
+    return {"master_value": value, "duals": pi0, "heuristic_L": best_L, "iterations": it,
             "seconds": round(time.perf_counter() - t0, 2), "columns": len(master.columns),
             "artificial_weight": master.artificial_weight(), "history": history}
 
@@ -138,6 +139,7 @@ def main(argv=None) -> int:
            "incumbent": best.objective, "time_limit": args.time_limit}
     row.update(estimate(problem, np.asarray(best.super_labels), time_limit=args.time_limit,
                         seed=args.seed, verbose=args.verbose))
+    del row["duals"]
     row["gap_at_least"] = (best.objective - row["master_value"]) / best.objective
     row.update(code=code_version(), machine=platform.platform(),
                command="python " + " ".join(sys.argv))

@@ -38,20 +38,8 @@ from pcsos.problem import Problem, make_instance  # noqa: E402
 def duals(problem: Problem, seconds: float):
     """The restricted master's duals after heuristic column generation, and its value."""
     start = run_heuristic("s-mdeclust", problem, seed=0)
-    held = {}
-    build = engine._build
-
-    def keep(*a, **kw):
-        held["master"] = build(*a, **kw)
-        return held["master"]
-
-    lp_value._build = keep
-    try:
-        lp_value.estimate(problem, np.asarray(start.super_labels), time_limit=seconds)
-    finally:
-        lp_value._build = build
-    pi, _sigma, _lam, value = held["master"].solve()
-    return pi, value
+    res = lp_value.estimate(problem, np.asarray(start.super_labels), time_limit=seconds)
+    return res["duals"], res["master_value"]
 
 
 def main(argv=None) -> int:
