@@ -1,6 +1,6 @@
 """Cluster sizes: pcsos against k-means-constrained, and exact class sizes (issue 33).
 
-Two parts, one JSON-lines results file (``benchmarks/results/bench_sizes.jsonl``; rows
+Parts, one JSON-lines results file (``benchmarks/results/bench_sizes.jsonl``; rows
 of the same ``--run`` already there are skipped, so an interrupted run resumes, and a new
 run name measures again; the rows without a name are those of no ``--run``):
 
@@ -14,6 +14,8 @@ run name measures again; the rows without a name are those of no ``--run``):
   answer, (SSE_kmc - LB) / SSE_kmc.
 * ``exact``: iris, wine and seeds with their true class sizes (50/50/50, 59/71/48,
   70/70/70), beside the unconstrained solve.
+* ``ranges``: the kmc part's size bounds at other k (``RANGES``), one engine per run
+  (``--bound``): which engine 'auto' should take for bounded sizes.
 * ``cases``: the two open cases of issue 50: glass with sizes 17..54, and data/blobs.txt
   with exact sizes 30, 25, 20; ``pcsos.solve`` with its defaults (the bound engine 'auto'),
   and which engine bounded.
@@ -45,6 +47,11 @@ TRUE_SIZES = {"iris": (50, 50, 50), "wine": (59, 71, 48), "seeds": (70, 70, 70)}
 #: issue 50's open cases: (data, its size constraints)
 CASES = {"glass_17_54": ("glass", {"size_min": 17, "size_max": 54}),
          "blobs_30_25_20": ("blobs", {"sizes": (30, 25, 20)})}
+#: the ``ranges`` part: (dataset, k), the kmc part's bounds at other k, for 'auto''s rule
+#: on bounded sizes (run it once per engine, ``--bound sdp`` and ``--bound colgen``)
+RANGES = (("iris", 3), ("iris", 4), ("iris", 6), ("seeds", 3), ("seeds", 4), ("seeds", 6),
+          ("wine", 3), ("wine", 6), ("vertebral", 2), ("vertebral", 4), ("vertebral", 6),
+          ("heart", 2), ("heart", 6))
 BLOBS = pathlib.Path(__file__).resolve().parents[1] / "data" / "blobs.txt"
 assert set(DATASETS) <= set(KMC_DATASETS)
 
@@ -127,6 +134,23 @@ def part_exact(args, done, out):
               f"{u['seconds']:.1f} s", flush=True)
 
 
+def part_ranges(args, done, out):
+    for name, k in RANGES:
+        key = f"ranges/{name}/{k}"
+        if key in done:
+            continue
+        X, _k = data_of(name)
+        n = len(X)
+        lo, hi = n // (2 * k), math.ceil(1.5 * n / k)
+        print(f"{key} (n={n}, d={X.shape[1]}, sizes {lo}..{hi}, {args.bound}) ...", flush=True)
+        row = {"instance": key, "n": n, "d": int(X.shape[1]), "k": k, "size_min": lo,
+               "size_max": hi, "pcsos": run_pcsos(X, k, args, size_min=lo, size_max=hi)}
+        emit(row, args, out, done)
+        p = row["pcsos"]
+        print(f"   {p['status']} {p['objective']:.8g} gap {p['gap']:.2e} {p['nodes']} nodes "
+              f"{p['seconds']:.1f} s {p['engines']}", flush=True)
+
+
 def part_cases(args, done, out):
     for key, (name, sizes) in CASES.items():
         key = f"cases/{key}"
@@ -194,7 +218,7 @@ def emit(row, args, out, done):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", default="exact,kmc", help="comma list of exact, kmc, cases")
+    ap.add_argument("--part", default="exact,kmc", help="comma list of exact, kmc, ranges, cases")
     ap.add_argument("--time-limit", type=float, default=600.0, help="per pcsos solve (s)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--bound", choices=("auto", "sdp", "colgen"), default="auto",
@@ -214,7 +238,8 @@ def main(argv=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = done_rows(args.out, run=args.run)
     for part in args.part.split(","):
-        {"exact": part_exact, "kmc": part_kmc, "cases": part_cases}[part.strip()](
+        {"exact": part_exact, "kmc": part_kmc, "ranges": part_ranges,
+         "cases": part_cases}[part.strip()](
             args, done, args.out)
     print(report(done))
     return 0

@@ -717,6 +717,17 @@ def test_auto_takes_the_lp_for_many_clusters_in_few_dimensions():
     assert bs.engine_for(20, 2, cl_share=AUTO_COLGEN_MAX_CL) == "colgen"
     assert bs.engine_for(20, 2, cl_share=2 * AUTO_COLGEN_MAX_CL) == "sdp"
     assert bs.engine_for(3, 2, (5, 3), cl_share=0.01) == "sdp"  # exact sizes, with a pair
+    # bounded cluster sizes take the LP at any k up to SIZED_COLGEN_MAX_D dimensions,
+    # without cannot-link pairs; size bounds that bind nothing change nothing
+    from pcsos.bounds.settings import SIZED_COLGEN_MAX_D
+
+    assert bs.engine_for(2, SIZED_COLGEN_MAX_D, bounded=True) == "colgen"
+    assert bs.engine_for(2, SIZED_COLGEN_MAX_D + 1, bounded=True) == "sdp"
+    assert bs.engine_for(2, 4, bounded=True, cl_share=0.01) == "sdp"
+    Y = np.random.default_rng(0).normal(size=(12, 5))
+    for kw, expected in (({"size_min": 2}, "colgen"), ({"size_max": 6}, "colgen"),
+                         ({"size_min": 1, "size_max": 10}, "sdp"), ({}, "sdp")):
+        assert bs.engine_of(pcsos.make_instance(Y, 3, **kw)) == expected, kw
     rng = np.random.default_rng(3)
     k = AUTO_COLGEN_MIN_K
     X = np.vstack([rng.normal((3 * h, h % 2), 0.3, size=(5, AUTO_COLGEN_MAX_D))

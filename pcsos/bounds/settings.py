@@ -48,6 +48,15 @@ AUTO_COLGEN_MIN_K_3D = 20
 #: the SDP 7.9 % and 7.4 % (with a matching bound of the pairs the LP stood at 9 % there);
 #: the overlapping n = 1 000, k = 20 set with 951 pairs: the LP 0.413 % in 30 minutes
 AUTO_COLGEN_MAX_CL = 1.0
+#: ... and, whatever k, for clusters whose sizes are bounded (a size_min or size_max that
+#: binds; exact sizes are the rule above) in at most this many dimensions, without
+#: cannot-link pairs, as far as it was measured (docs/benchmarks.md, "Cluster sizes"; sizes
+#: in [floor(n/2k), ceil(1.5n/k)], one core each): the SDP bounds a cluster's size only
+#: through Z's row sums, and the LP won on iris (d = 4), seeds (d = 7), vertebral (d = 6)
+#: and glass (d = 9) at 9 of the 10 values of k tried, and lost on vertebral at k = 4. It
+#: won on wine (d = 13) too, but lost on heart (d = 12) at k = 2 and 6, its root unsolved
+#: at 120 s, so the line is drawn below both
+SIZED_COLGEN_MAX_D = 9
 
 
 @dataclass(frozen=True)
@@ -130,19 +139,23 @@ class BoundSettings:
     master_method: str = MASTER_METHOD
     verbose: bool = False
 
-    def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0) -> str:
+    def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0,
+                   bounded: bool = False) -> str:
         """The engine that bounds a problem of ``k`` clusters in ``d`` dimensions (``sizes``:
-        its exact cluster sizes, or None; ``cl_share``: its cannot-link pairs per point):
-        the one named, or for 'auto' 'colgen' when cl_share <= AUTO_COLGEN_MAX_CL and
-        either d <= AUTO_COLGEN_MAX_D with k >= AUTO_COLGEN_MIN_K or with exact sizes of two
-        values or more and no cannot-link pair (the SDP cannot tell which cluster has which
-        size; the LP has a row per size value; when its sized pricing relaxed the pairs, 7
-        points with one pair took 41-47 nodes where the SDP closed the root), or d = 3 with
-        k >= AUTO_COLGEN_MIN_K_3D; else 'sdp'."""
+        its exact cluster sizes, or None; ``cl_share``: its cannot-link pairs per point;
+        ``bounded``: its cluster sizes have bounds that bind): the one named, or for 'auto'
+        'colgen' when cl_share <= AUTO_COLGEN_MAX_CL and either d <= AUTO_COLGEN_MAX_D with
+        k >= AUTO_COLGEN_MIN_K or with exact sizes of two values or more and no cannot-link
+        pair (the SDP cannot tell which cluster has which size; the LP has a row per size
+        value; when its sized pricing relaxed the pairs, 7 points with one pair took 41-47
+        nodes where the SDP closed the root), or d = 3 with k >= AUTO_COLGEN_MIN_K_3D, or
+        ``bounded`` in d <= SIZED_COLGEN_MAX_D without cannot-link pairs; else 'sdp'."""
         if self.engine != "auto":
             return self.engine
         if cl_share > AUTO_COLGEN_MAX_CL:
             return "sdp"
+        if bounded and sizes is None and cl_share == 0 and d <= SIZED_COLGEN_MAX_D:
+            return "colgen"
         if d <= AUTO_COLGEN_MAX_D:
             mixed = sizes is not None and len(set(sizes)) > 1 and cl_share == 0
             return "colgen" if k >= AUTO_COLGEN_MIN_K or mixed else "sdp"
@@ -155,10 +168,13 @@ class BoundSettings:
                 "master_method": self.master_method}
 
     def engine_of(self, instance) -> str:
-        """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes and
-        cannot-link pairs per point)."""
+        """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes,
+        cannot-link pairs per point, and whether its size bounds bind: a cluster of k may
+        have fewer than size_min points or more than size_max)."""
+        lo, hi = instance.size_bounds()
+        bounded = lo > 1 or hi < instance.n - instance.k + 1
         return self.engine_for(instance.k, instance.d, instance.sizes,
-                               len(instance.cl) / max(instance.n, 1))
+                               len(instance.cl) / max(instance.n, 1), bounded)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

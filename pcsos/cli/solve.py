@@ -24,6 +24,7 @@ from pcsos.bounds.settings import (
     AUTO_COLGEN_MIN_K,
     AUTO_COLGEN_MIN_K_3D,
     ENGINES,
+    SIZED_COLGEN_MAX_D,
     BoundSettings,
 )
 from pcsos.branching import RULES
@@ -107,7 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "(the set-partitioning LP by column generation, for many clusters "
                           "in few dimensions) or auto (default: colgen for k >= "
                           f"{AUTO_COLGEN_MIN_K} in at most {AUTO_COLGEN_MAX_D} dimensions "
-                          f"and for k >= {AUTO_COLGEN_MIN_K_3D} in 3, else sdp)")
+                          f"and for k >= {AUTO_COLGEN_MIN_K_3D} in 3, and for bounded "
+                          f"cluster sizes in at most {SIZED_COLGEN_MAX_D} dimensions without "
+                          "cannot-link pairs, else sdp)")
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)
