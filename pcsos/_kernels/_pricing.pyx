@@ -651,6 +651,7 @@ cdef struct Knap:
     double *ubuf               # nunit + 1
     double *prefix             # nunit + 1
     double *table              # hi + 1
+    Py_ssize_t *units          # hi + 1: the unit items that complete each count (-1: none)
     Ratio *rbuf                # nitems + 1
 
 
@@ -769,9 +770,8 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
         t1 = nu + 1
         t2 = -1
         for c in range(K.hi + 1):
-            if K.table[c] == INFINITY:
-                continue
-            t = _unit_count(K, c, neg)
+            t = -1 if K.table[c] == INFINITY else _unit_count(K, c, neg)
+            K.units[c] = t
             if t < 0:
                 continue
             if t < t1:
@@ -798,9 +798,7 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
             K.prefix[j + 1] = K.prefix[j] + K.ubuf[t1 + j]
         best = INFINITY
         for c in range(K.hi + 1):
-            if K.table[c] == INFINITY:
-                continue
-            t = _unit_count(K, c, neg)
+            t = K.units[c]
             if t < 0:
                 continue
             val = K.table[c] + K.prefix[t - t1]
@@ -876,6 +874,7 @@ cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.in
     K.ubuf = <double *> malloc((K.nunit + 1) * sizeof(double))
     K.prefix = <double *> malloc((K.nunit + 1) * sizeof(double))
     K.table = <double *> malloc(((hi + 1) if K.dp else 1) * sizeof(double))
+    K.units = <Py_ssize_t *> malloc(((hi + 1) if K.dp else 1) * sizeof(Py_ssize_t))
     K.rbuf = <Ratio *> malloc((s + 1) * sizeof(Ratio))
 
 
@@ -883,6 +882,7 @@ cdef void _knap_free(Knap *K):
     free(K.ubuf)
     free(K.prefix)
     free(K.table)
+    free(K.units)
     free(K.rbuf)
 
 
