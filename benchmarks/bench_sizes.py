@@ -68,6 +68,11 @@ def data_of(name: str):
     return d.X, d.k
 
 
+def kmc_bounds(n: int, k: int) -> tuple[int, int]:
+    """The kmc part's size bounds: floor(n / (2k)) and ceil(1.5 n / k)."""
+    return n // (2 * k), math.ceil(1.5 * n / k)
+
+
 def run_kmc(X, k, lo, hi) -> tuple[float, float, np.ndarray]:
     from k_means_constrained import KMeansConstrained
 
@@ -101,7 +106,7 @@ def part_kmc(args, done, out):
             continue
         X, k = data_of(name)
         n = len(X)
-        lo, hi = n // (2 * k), math.ceil(1.5 * n / k)
+        lo, hi = kmc_bounds(n, k)
         print(f"{key} (n={n}, k={k}, sizes {lo}..{hi}) ...", flush=True)
         kmc_obj, kmc_t, kmc_lab = run_kmc(X, k, lo, hi)
         cnt = np.bincount(kmc_lab, minlength=k)
@@ -141,7 +146,7 @@ def part_ranges(args, done, out):
             continue
         X, _k = data_of(name)
         n = len(X)
-        lo, hi = n // (2 * k), math.ceil(1.5 * n / k)
+        lo, hi = kmc_bounds(n, k)
         print(f"{key} (n={n}, d={X.shape[1]}, sizes {lo}..{hi}, {args.bound}) ...", flush=True)
         row = {"instance": key, "n": n, "d": int(X.shape[1]), "k": k, "size_min": lo,
                "size_max": hi, "pcsos": run_pcsos(X, k, args, size_min=lo, size_max=hi)}
