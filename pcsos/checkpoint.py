@@ -338,7 +338,12 @@ def _check_node(node: NodeData, instance: Instance) -> None:
               and bool(np.all(np.diff(ip) >= 0))
               and (len(mem) == 0 or (mem.min() >= 0 and mem.max() < s))
               and (ws.duals is None or (isinstance(ws.duals, np.ndarray)
-                                        and ws.duals.shape == (s,))))
+                                        and ws.duals.shape == (s,)))
+              and (ws.cuts is None or (isinstance(ws.cuts, np.ndarray)
+                                       and ws.cuts.dtype.kind in "iu"
+                                       and ws.cuts.ndim == 2 and ws.cuts.shape[1] == 3
+                                       and (ws.cuts.size == 0 or (ws.cuts.min() >= 0
+                                                                  and ws.cuts.max() < s)))))
         if not ok:
             raise _Corrupt("a node whose columns do not fit its problem")
     elif ws is not None:

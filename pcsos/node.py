@@ -656,6 +656,7 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
         target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
     res = colgen_bound(problem, columns=start.columns() if start is not None else (),
                        duals=start.duals if start is not None else None,
+                       cuts=start.cuts if start is not None else None,
                        # below the child's pruning target its LP cannot prune it: branch
                        # (the root's LP runs to the end: its bound and columns serve all)
                        branch_below=target if start is not None else None,

@@ -74,6 +74,29 @@ def test_a_colgen_tree_stops_and_resumes_with_its_columns(tmp_path):
     again = pcsos.solve(X, 4, resume=ck, **opts)
     assert first.status == "node_limit" and again.status == "optimal"
     assert again.objective == pytest.approx(whole.objective, rel=1e-9)
+    # subset-row cuts travel with the columns (triples of the node's super-points); a
+    # triple outside them is refused
+    import dataclasses
+
+    from pcsos.checkpoint import write_checkpoint
+
+    inst = make_instance(X, 4)
+    row = state.open[0]
+    s = row[4].problem.s
+    for cuts, ok in ((np.array([[0, 1, 2]], dtype=np.int64), True),
+                     (np.array([[0, 1, s]], dtype=np.int64), False),
+                     (np.array([0, 1, 2], dtype=np.int64), False)):
+        ws = dataclasses.replace(row[4].warm_start, cuts=cuts)
+        st = dataclasses.replace(state, open=[(*row[:4], dataclasses.replace(row[4],
+                                                                              warm_start=ws))])
+        path = tmp_path / "cuts.ckpt"
+        write_checkpoint(path, st, inst, **read_checkpoint(ck, inst)[1])
+        if ok:
+            back = read_checkpoint(path, inst)[0].open[0][4].warm_start.cuts
+            assert back.tolist() == cuts.tolist()
+        else:
+            with pytest.raises(InputError, match="not a readable pcsos checkpoint"):
+                read_checkpoint(path, inst)
 
 
 def test_a_checkpoint_of_other_data_is_refused(tmp_path):

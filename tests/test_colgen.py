@@ -956,6 +956,30 @@ def test_a_root_the_time_limit_cuts_short_says_its_bound_is_the_lps():
         assert "set-partitioning LP" in res.message and "SDP" not in res.message
 
 
+def _bare_iterations(calls: list[str]) -> list[int]:
+    """The iterations (heuristic pricings 'H', one each) after which no exact pricing 'E'
+    ran, past the first masters that artificial columns hold."""
+    it, bare = 0, []
+    for j, c in enumerate(calls):
+        if c == "H":
+            it += 1
+            if j + 1 == len(calls) or calls[j + 1] != "E":
+                bare.append(it)
+    first = calls.index("E", calls.index("H"))
+    return [i for i in bare if i > calls[:first].count("H")]
+
+
+def _counted(monkeypatch) -> list[str]:
+    """Record each exact ('E') and heuristic ('H') pricing of the engine."""
+    calls: list[str] = []
+    price_bound, price_heuristic = engine.price_bound, engine.price_heuristic
+    monkeypatch.setattr(engine, "price_bound",
+                        lambda *a, **kw: calls.append("E") or price_bound(*a, **kw))
+    monkeypatch.setattr(engine, "price_heuristic",
+                        lambda *a, **kw: calls.append("H") or price_heuristic(*a, **kw))
+    return calls
+
+
 def test_exact_every_sets_how_often_the_exact_pricing_runs_and_the_profile_counts_it(
         monkeypatch):
     """``exact_every`` spaces the exact pricing out (it still runs whenever the heuristic
@@ -963,12 +987,7 @@ def test_exact_every_sets_how_often_the_exact_pricing_runs_and_the_profile_count
     pricings and HiGHS's iterations of the run that made them."""
     rng = np.random.default_rng(5)
     prob = Problem.from_instance(make_instance(rng.normal(size=(30, 2)), 3))
-    calls: list[str] = []
-    price_bound, price_heuristic = engine.price_bound, engine.price_heuristic
-    monkeypatch.setattr(engine, "price_bound",
-                        lambda *a, **kw: calls.append("E") or price_bound(*a, **kw))
-    monkeypatch.setattr(engine, "price_heuristic",
-                        lambda *a, **kw: calls.append("H") or price_heuristic(*a, **kw))
+    calls = _counted(monkeypatch)
     runs = {}
     for every in (1, 3):
         calls.clear()
@@ -979,15 +998,7 @@ def test_exact_every_sets_how_often_the_exact_pricing_runs_and_the_profile_count
         assert p["exact_pricings"] == len(res.history) == calls.count("E")
         assert 0 < p["master_seconds"] + p["exact_seconds"] + p["heuristic_seconds"] \
             <= res.seconds
-        # the iterations (heuristic pricings, one each) after which no exact pricing ran
-        it, bare = 0, []
-        for j, c in enumerate(calls):
-            if c == "H":
-                it += 1
-                if j + 1 == len(calls) or calls[j + 1] != "E":
-                    bare.append(it)
-        first = calls.index("E", calls.index("H"))  # past the masters artificials hold
-        late = [i for i in bare if i > calls[:first].count("H")]
+        late = _bare_iterations(calls)
         if every == 1:
             assert not late
         else:

@@ -642,6 +642,7 @@ cdef struct Knap:
     const cnp.int64_t *ocnt    # per option: its points
     const cnp.int64_t *optr    # per option + 1: its items, omem[optr[o]]..omem[optr[o + 1]]
     const cnp.int64_t *omem
+    const double *oadd         # per option: a constant it adds (>= 0; NULL: none)
     Py_ssize_t nitems          # every item, for the fractional knapsack
     cnp.int64_t total          # their points
     const cnp.int64_t *cnt
@@ -651,6 +652,7 @@ cdef struct Knap:
     double *ubuf               # nunit + 1
     double *prefix             # nunit + 1
     double *table              # hi + 1
+    double *obuf               # per option: its value in the last knapsack (dp only)
     Py_ssize_t *units          # hi + 1: the unit items that complete each count (-1: none)
     Ratio *rbuf                # nitems + 1
 
@@ -669,19 +671,20 @@ cdef inline Py_ssize_t _unit_count(Knap *K, Py_ssize_t c, Py_ssize_t neg) noexce
 
 cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NULL,
                   Py_ssize_t *at=NULL) noexcept nogil:
-    """min sum_i v_i z_i over z in {0, 1}^s with lo <= sum_i cnt_i z_i <= hi, at most one
-    option of each group taken (INFINITY if no z), exactly (``exact`` set) where the range
-    binds nothing but non-emptiness (lo <= 1, hi at least every point: each part enters
-    when negative) or the groups' options times (hi + 1) are few enough for a table over
-    the counts; else the fractional knapsack's value over every item, groups ignored: a
-    lower bound of it.
+    """min sum_i v_i z_i (plus the constant of each option taken) over z in {0, 1}^s with
+    lo <= sum_i cnt_i z_i <= hi, at most one option of each group taken (INFINITY if no z),
+    exactly (``exact`` set) where the range binds nothing but non-emptiness (lo <= 1, hi at
+    least every point: each part enters when negative) or the groups' options times
+    (hi + 1) are few enough for a table over the counts; else the fractional knapsack's value over every item, groups and their
+    constants (>= 0) ignored: a lower bound of it.
 
     The unit items: for a count t of them the best takes the t smallest, and that sum is
     convex in t, least at t = the number of negative ones clipped to the range. The table
     holds the least sum over the groups per count c, and each c is completed by the best t
     in [lo - c, hi - c]. With ``choice`` (ngroups x (hi + 1)) the table records the option
-    each group took per count (-1: none), and ``at`` gets (c, t) of the least value."""
-    cdef Py_ssize_t j, i, neg = 0, t, t1, t2, w, c, cc, g, o, r, nu = K.nunit, total = 0
+    each group took per count (-1: none; not set above the counts the groups so far can
+    reach), and ``at`` gets (c, t) of the least value."""
+    cdef Py_ssize_t j, i, neg = 0, t, t1, t2, w, c, cc, g, o, r, nu = K.nunit, total = 0, top
     cdef double sneg = 0.0, x, best, val, part
     cdef cnp.int64_t fill, ci
     exact[0] = 1
@@ -699,7 +702,7 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
         for g in range(K.ngroups):
             part = INFINITY
             for o in range(K.gptr[g], K.gptr[g + 1]):
-                x = 0.0
+                x = K.oadd[o] if K.oadd != NULL else 0.0
                 for j in range(K.optr[o], K.optr[o + 1]):
                     x += v[K.omem[j]]
                 if x < part:
@@ -740,18 +743,39 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
         for c in range(K.hi + 1):
             K.table[c] = INFINITY
         K.table[0] = 0.0
+        # each option's value once, and of a group's options of one count only the least
+        # enters the table (the others: INFINITY); the table above the groups' counts so
+        # far stays empty
+        for o in range(K.gptr[K.ngroups]):
+            x = K.oadd[o] if K.oadd != NULL else 0.0
+            for j in range(K.optr[o], K.optr[o + 1]):
+                x += v[K.omem[j]]
+            K.obuf[o] = x
         for g in range(K.ngroups):
-            cc = K.hi
+            for o in range(K.gptr[g], K.gptr[g + 1]):
+                for r in range(K.gptr[g], o):
+                    if K.ocnt[r] == K.ocnt[o] and K.obuf[r] < INFINITY:
+                        if K.obuf[o] < K.obuf[r]:
+                            K.obuf[r] = INFINITY
+                        else:
+                            K.obuf[o] = INFINITY
+                        break
+        top = 0
+        for g in range(K.ngroups):
+            fill = 0
+            for o in range(K.gptr[g], K.gptr[g + 1]):
+                if K.ocnt[o] > fill:
+                    fill = K.ocnt[o]
+            top = top + fill if top + fill < K.hi else K.hi
+            cc = top
             while cc >= 0:
                 best = K.table[cc]
                 r = -1
                 for o in range(K.gptr[g], K.gptr[g + 1]):
                     ci = K.ocnt[o]
-                    if ci > cc or K.table[cc - ci] == INFINITY:
+                    if ci > cc or K.table[cc - ci] == INFINITY or K.obuf[o] == INFINITY:
                         continue
-                    val = K.table[cc - ci]
-                    for j in range(K.optr[o], K.optr[o + 1]):
-                        val += v[K.omem[j]]
+                    val = K.table[cc - ci] + K.obuf[o]
                     if val < best:
                         best = val
                         r = o
@@ -849,12 +873,14 @@ DP_LIMIT = 1 << 18
 cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.int64_t hi,
                      groups, Py_ssize_t dp_limit):
     """``groups``: (unit, gptr, ocnt, optr, omem), int64 arrays (``pricing.knapsack_groups``),
-    kept alive by the caller."""
+    and optionally oadd, float64: a constant (>= 0) per option that taking it adds; kept
+    alive by the caller."""
     cdef const cnp.int64_t[::1] unit = groups[0]
     cdef const cnp.int64_t[::1] gptr = groups[1]
     cdef const cnp.int64_t[::1] ocnt = groups[2]
     cdef const cnp.int64_t[::1] optr = groups[3]
     cdef const cnp.int64_t[::1] omem = groups[4]
+    cdef const double[::1] oadd = groups[5] if len(groups) > 5 else None
     cdef Py_ssize_t s = cnt.shape[0], nopt = ocnt.shape[0], i
     K.nunit = unit.shape[0]
     K.ngroups = gptr.shape[0] - 1
@@ -863,6 +889,7 @@ cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.in
     K.ocnt = &ocnt[0] if nopt else NULL
     K.optr = &optr[0]
     K.omem = &omem[0] if omem.shape[0] else NULL
+    K.oadd = &oadd[0] if oadd is not None and nopt else NULL
     K.nitems = s
     K.total = 0
     for i in range(s):
@@ -875,6 +902,7 @@ cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.in
     K.prefix = <double *> malloc((K.nunit + 1) * sizeof(double))
     K.table = <double *> malloc(((hi + 1) if K.dp else 1) * sizeof(double))
     K.units = <Py_ssize_t *> malloc(((hi + 1) if K.dp else 1) * sizeof(Py_ssize_t))
+    K.obuf = <double *> malloc(((nopt + 1) if K.dp else 1) * sizeof(double))
     K.rbuf = <Ratio *> malloc((s + 1) * sizeof(Ratio))
 
 
@@ -883,14 +911,15 @@ cdef void _knap_free(Knap *K):
     free(K.prefix)
     free(K.table)
     free(K.units)
+    free(K.obuf)
     free(K.rbuf)
 
 
 def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.int64_t hi,
              groups, Py_ssize_t dp_limit=-1):
-    """``(value, exact, members)``: min sum_i v_i z_i over z in {0, 1}^s with lo <=
-    sum_i cnt_i z_i <= hi and at most one option of each of ``groups`` (:func:`_knap`;
-    cnt_i >= 1), whether it is exact (else the fractional knapsack's value, groups ignored:
+    """``(value, exact, members)``: min sum_i v_i z_i (plus the constants of the options
+    taken) over z in {0, 1}^s with lo <= sum_i cnt_i z_i <= hi and at most one option of
+    each of ``groups`` (:func:`_knap`; cnt_i >= 1), whether it is exact (else the fractional knapsack's value, groups ignored:
     a lower bound), and a set of the range (sorted): the least one where exact, else the
     whole items of the fractional solution if they meet the range and obey the groups; None
     if none is found. ``dp_limit``: :data:`DP_LIMIT` if negative."""
@@ -918,16 +947,20 @@ def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cn
                             np.asarray(groups[4]))
         if lo <= 1 and hi >= K.total and K.ngroups:
             # the fast path of _knap: every negative unit item and group's best option
-            options = []
-            for g in range(K.ngroups):
-                o = min(range(gptr[g], gptr[g + 1]),
-                        key=lambda o: float(np.sum(vals[omem[optr[o]:optr[o + 1]]])))
-                options.append(omem[optr[o]:optr[o + 1]])
+            add = (np.asarray(groups[5]) if len(groups) > 5 else
+                   np.zeros(len(np.asarray(groups[2]))))
+
+            def worth(o):
+                return float(add[o] + np.sum(vals[omem[optr[o]:optr[o + 1]]]))
+
+            best_o = [min(range(gptr[g], gptr[g + 1]), key=worth) for g in range(K.ngroups)]
             mem = [int(i) for i in unit if vals[i] < 0]
-            mem += [int(i) for opt in options if np.sum(vals[opt]) < 0 for i in opt]
+            mem += [int(i) for o in best_o if worth(o) < 0 for i in omem[optr[o]:optr[o + 1]]]
             if not mem and lo >= 1:
-                cands = [[int(i)] for i in unit] + [[int(i) for i in opt] for opt in options]
-                mem = min(cands, key=lambda c: float(np.sum(vals[c])))
+                cands = [(float(vals[i]), [int(i)]) for i in unit]
+                cands += [(worth(o), [int(i) for i in omem[optr[o]:optr[o + 1]]])
+                          for o in best_o]
+                mem = min(cands, key=lambda c: c[0])[1]
             return val, True, np.sort(np.asarray(mem, dtype=np.int64))
         if exact:
             mem = list(unit[np.argsort(vals[unit], kind="stable")[:at[1]]])
@@ -967,9 +1000,11 @@ def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cn
 
 cdef double _eval_box(const double[:, ::1] m, const double[::1] e, const double[::1] base,
                       const double *lo, const double *hi, Knap *K, double *vc, double *vg,
-                      double *y0, double *up) noexcept nogil:
+                      double *y0, double *up, double prune) noexcept nogil:
     """The box [lo, hi]'s bound (sized_search's doc); ``up`` gets the exact knapsack of
-    g_i(y0) (INFINITY where the knapsack is not exact)."""
+    g_i(y0) (INFINITY where the knapsack is not exact, or where the bound is at least
+    ``prune``: the box is pruned, and its centre's cluster could gain less than the
+    search's tolerance)."""
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, a
     cdef double r2 = 0.0, w, dc, diff, lb
     cdef bint ex
@@ -985,9 +1020,11 @@ cdef double _eval_box(const double[:, ::1] m, const double[::1] e, const double[
         vg[i] = e[i] * dc + base[i]
         vc[i] = vg[i] - e[i] * r2
     lb = _knap(K, vc, &ex)
-    up[0] = _knap(K, vg, &ex)
-    if not ex:
-        up[0] = INFINITY
+    up[0] = INFINITY
+    if lb < prune:
+        up[0] = _knap(K, vg, &ex)
+        if not ex:
+            up[0] = INFINITY
     return lb
 
 
@@ -1012,7 +1049,9 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     rounding margin is taken here (the caller's)."""
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, j, a, axis, q, c, half, slot, h
     cdef Py_ssize_t cap = 1024, used = 1, nheap = 0, nfree = 0, boxes = 0, pops = 0
+    cdef Py_ssize_t ncent = 0, ccap = 16
     cdef double x, w, wmax, mid, lb, up, open_lb
+    cdef bint polled = poll is not None, stop = 0
     cdef Knap K
     cdef double *blo = <double *> malloc(cap * d * sizeof(double))
     cdef double *bhi = <double *> malloc(cap * d * sizeof(double))
@@ -1022,92 +1061,104 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef double *vc = <double *> malloc((s + 1) * sizeof(double))
     cdef double *vg = <double *> malloc((s + 1) * sizeof(double))
     cdef double *y0 = <double *> malloc(d * sizeof(double))
+    cdef double *cbuf = <double *> malloc(ccap * d * sizeof(double))
     cdef Py_ssize_t pair[2]
     _knap_init(&K, cnt, lo, hi, groups, DP_LIMIT)
-    centres = []
     try:
-        for a in range(d):
-            blo[a] = lo0[a]
-            bhi[a] = hi0[a]
-        pair[0] = 0
-        pair[1] = -1
-        while True:
-            # evaluate the new boxes in ``pair``: keep those that may hold a better cluster
-            for h in range(2):
-                slot = pair[h]
-                if slot < 0:
-                    continue
-                lb = _eval_box(m, e, base, &blo[slot * d], &bhi[slot * d], &K, vc, vg, y0,
-                               &up)
-                boxes += 1
-                if up < best:
-                    best = up
-                    centres.append(np.asarray(<double[:d]> y0).copy())
-                if lb < best - tol:
-                    blb[slot] = lb
-                    j = nheap
-                    nheap += 1
-                    while j > 0 and blb[heap[(j - 1) >> 1]] > lb:
-                        heap[j] = heap[(j - 1) >> 1]
-                        j = (j - 1) >> 1
-                    heap[j] = slot
+        # the search holds no GIL: the tree's workers are threads of one process, and each
+        # runs its own pricing (the GIL is taken only to call ``poll``)
+        with nogil:
+            for a in range(d):
+                blo[a] = lo0[a]
+                bhi[a] = hi0[a]
+            pair[0] = 0
+            pair[1] = -1
+            while True:
+                # evaluate the new boxes in ``pair``: keep those that may hold a better one
+                for h in range(2):
+                    slot = pair[h]
+                    if slot < 0:
+                        continue
+                    lb = _eval_box(m, e, base, &blo[slot * d], &bhi[slot * d], &K, vc, vg,
+                                   y0, &up, best - tol)
+                    boxes += 1
+                    if up < best:
+                        best = up
+                        if ncent >= ccap:
+                            ccap *= 2
+                            cbuf = <double *> realloc(cbuf, ccap * d * sizeof(double))
+                        for a in range(d):
+                            cbuf[ncent * d + a] = y0[a]
+                        ncent += 1
+                    if lb < best - tol:
+                        blb[slot] = lb
+                        j = nheap
+                        nheap += 1
+                        while j > 0 and blb[heap[(j - 1) >> 1]] > lb:
+                            heap[j] = heap[(j - 1) >> 1]
+                            j = (j - 1) >> 1
+                        heap[j] = slot
+                    else:
+                        freel[nfree] = slot
+                        nfree += 1
+                if nheap == 0 or blb[heap[0]] >= best - tol or boxes >= max_boxes:
+                    break
+                pops += 1
+                if polled and pops % 256 == 0:
+                    with gil:
+                        stop = bool(poll())
+                    if stop:
+                        break
+                q = heap[0]
+                axis = 0
+                wmax = -1.0
+                for a in range(d):
+                    w = bhi[q * d + a] - blo[q * d + a]
+                    if w > wmax:
+                        wmax = w
+                        axis = a
+                if not wmax > 1e-12 * (1.0 + _dmax(fabs(blo[q * d + axis]),
+                                                  fabs(bhi[q * d + axis]))):
+                    break  # the least box is too small to split: its bound is final
+                # pop q
+                nheap -= 1
+                if nheap:
+                    x = blb[heap[nheap]]
+                    j = 0
+                    while True:
+                        half = 2 * j + 1
+                        if half >= nheap:
+                            break
+                        if half + 1 < nheap and blb[heap[half + 1]] < blb[heap[half]]:
+                            half += 1
+                        if blb[heap[half]] >= x:
+                            break
+                        heap[j] = heap[half]
+                        j = half
+                    heap[j] = heap[nheap]
+                if nfree:
+                    nfree -= 1
+                    c = freel[nfree]
                 else:
-                    freel[nfree] = slot
-                    nfree += 1
-            if nheap == 0 or blb[heap[0]] >= best - tol or boxes >= max_boxes:
-                break
-            pops += 1
-            if poll is not None and pops % 256 == 0 and poll():
-                break
-            q = heap[0]
-            axis = 0
-            wmax = -1.0
-            for a in range(d):
-                w = bhi[q * d + a] - blo[q * d + a]
-                if w > wmax:
-                    wmax = w
-                    axis = a
-            if not wmax > 1e-12 * (1.0 + _dmax(fabs(blo[q * d + axis]),
-                                              fabs(bhi[q * d + axis]))):
-                break  # the least box is too small to split: its bound is final
-            # pop q
-            nheap -= 1
-            if nheap:
-                x = blb[heap[nheap]]
-                j = 0
-                while True:
-                    half = 2 * j + 1
-                    if half >= nheap:
-                        break
-                    if half + 1 < nheap and blb[heap[half + 1]] < blb[heap[half]]:
-                        half += 1
-                    if blb[heap[half]] >= x:
-                        break
-                    heap[j] = heap[half]
-                    j = half
-                heap[j] = heap[nheap]
-            if nfree:
-                nfree -= 1
-                c = freel[nfree]
-            else:
-                if used >= cap:
-                    cap *= 2
-                    blo = <double *> realloc(blo, cap * d * sizeof(double))
-                    bhi = <double *> realloc(bhi, cap * d * sizeof(double))
-                    blb = <double *> realloc(blb, cap * sizeof(double))
-                    heap = <Py_ssize_t *> realloc(heap, cap * sizeof(Py_ssize_t))
-                    freel = <Py_ssize_t *> realloc(freel, cap * sizeof(Py_ssize_t))
-                c = used
-                used += 1
-            mid = 0.5 * (blo[q * d + axis] + bhi[q * d + axis])
-            for a in range(d):
-                blo[c * d + a] = blo[q * d + a]
-                bhi[c * d + a] = bhi[q * d + a]
-            bhi[c * d + axis] = mid
-            blo[q * d + axis] = mid
-            pair[0] = c
-            pair[1] = q
+                    if used >= cap:
+                        cap *= 2
+                        blo = <double *> realloc(blo, cap * d * sizeof(double))
+                        bhi = <double *> realloc(bhi, cap * d * sizeof(double))
+                        blb = <double *> realloc(blb, cap * sizeof(double))
+                        heap = <Py_ssize_t *> realloc(heap, cap * sizeof(Py_ssize_t))
+                        freel = <Py_ssize_t *> realloc(freel, cap * sizeof(Py_ssize_t))
+                    c = used
+                    used += 1
+                mid = 0.5 * (blo[q * d + axis] + bhi[q * d + axis])
+                for a in range(d):
+                    blo[c * d + a] = blo[q * d + a]
+                    bhi[c * d + a] = bhi[q * d + a]
+                bhi[c * d + axis] = mid
+                blo[q * d + axis] = mid
+                pair[0] = c
+                pair[1] = q
         open_lb = blb[heap[0]] if nheap else INFINITY
+        centres = [np.asarray(<double[:d]> &cbuf[i * d]).copy() for i in range(ncent)]
         return open_lb, best, boxes, bool(open_lb >= best - tol), centres
     finally:
         free(blo)
@@ -1118,4 +1169,5 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
         free(vc)
         free(vg)
         free(y0)
+        free(cbuf)
         _knap_free(&K)

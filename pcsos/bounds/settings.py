@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pcsos.bounds.arrays import DEVICES, get_backend
-from pcsos.bounds.colgen.engine import BOX_SHARE, EXACT_EVERY, MASTER_METHOD
+from pcsos.bounds.colgen.engine import BOX_SHARE, EXACT_EVERY, MASTER_METHOD, SR_ROUNDS
 from pcsos.bounds.colgen.master import METHODS as MASTER_METHODS
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.model import SDP_TOL
@@ -107,12 +107,18 @@ class BoundSettings:
         The LP engine proves its bound by the exact pricing after every this many masters
         (and after any whose heuristic pricing finds no column): after every master, the
         overlapping n = 2 000, k = 20 root reached in 300 s what every 5th reached in 600 s
-        (docs/benchmarks.md, "Large k, overlapping classes").
+        (docs/benchmarks.md, "Large k, overlapping classes"); with sizes, every 5th helped
+        glass but stalled vertebral ("Cluster sizes").
     master_method : {'ipm', 'simplex'}, default 'ipm'
         How HiGHS solves the LP engine's master: the interior-point method without
         crossover, afresh each time (central duals), or the primal simplex, warm-started:
         the 12 TSPLIB solves of k = 4-10 took 210 s against 547 s (docs/benchmarks.md,
         "Large k, overlapping classes").
+    sr_rounds : int, default 0
+        Rounds of subset-row cuts on triples of super-points that the LP engine separates
+        once a node's LP is solved (:mod:`pcsos.bounds.colgen.subset_rows`; 0: none). They
+        apply where its exact pricing searches over the cluster's mean (with size bounds, or
+        in more than 3 dimensions), to the points without cannot-link partners.
     verbose : bool, default False
         Print the solver's log.
 
@@ -137,6 +143,7 @@ class BoundSettings:
     box: float = BOX_SHARE
     exact_every: int = EXACT_EVERY
     master_method: str = MASTER_METHOD
+    sr_rounds: int = SR_ROUNDS
     verbose: bool = False
 
     def engine_for(self, k: int, d: int, sizes=None, cl_share: float = 0.0,
@@ -165,7 +172,7 @@ class BoundSettings:
         """The keywords of the LP engine's ``colgen_bound`` (``pcsos.bounds.colgen``) that
         these settings give (every caller of the LP engine passes them so)."""
         return {"aggregate": self.aggregate, "box": self.box, "exact_every": self.exact_every,
-                "master_method": self.master_method}
+                "master_method": self.master_method, "sr_rounds": self.sr_rounds}
 
     def engine_of(self, instance) -> str:
         """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes,
@@ -246,6 +253,8 @@ class BoundSettings:
             raise bad("exact_every", "a positive integer")
         if self.master_method not in MASTER_METHODS:
             raise bad("master_method", f"one of {', '.join(MASTER_METHODS)}")
+        if not (is_int(self.sr_rounds) and self.sr_rounds >= 0):
+            raise bad("sr_rounds", "a non-negative integer")
         for name in ("aggregate", "verbose"):
             if not isinstance(getattr(self, name), bool):
                 raise bad(name, "True or False")

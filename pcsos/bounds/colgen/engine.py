@@ -33,7 +33,14 @@ from scipy.sparse import csc_matrix
 
 from pcsos.bounds.colgen.aggregation import Aggregation
 from pcsos.bounds.colgen.master import IPM_TOL, Master, MasterError
-from pcsos.bounds.colgen.pricing import EPS, PricingData, price_bound, price_heuristic
+from pcsos.bounds.colgen.pricing import (
+    CIRCLES_MAX_D,
+    EPS,
+    PricingData,
+    price_bound,
+    price_heuristic,
+)
+from pcsos.bounds.colgen.subset_rows import SubsetRows
 from pcsos.clock import Deadline
 from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem
@@ -71,7 +78,10 @@ SERIOUS_GROWTH = 2.0
 #: finds nothing), so that a bound exists early and the box follows each better one. Every
 #: iteration: the overlapping n = 2 000, k = 20 root (500 pairs) reached 358.55 at 300 s,
 #: against 356.74 every 2 and 351.23 every 5 iterations (its 600 s bound); the 12 TSPLIB
-#: solves of k = 4-10 took 538 s against 574 s
+#: solves of k = 4-10 took 538 s against 574 s. Where it searches over the cluster's mean,
+#: every 5th helped glass with sizes 17..54 (0.221 % at 600 s on two workers against
+#: 0.371 %) but stalled vertebral's k = 6 root (sizes 25..78) at 6.31 % from 26 s to 120 s,
+#: where every master solved it in 63 s (docs/benchmarks.md, "Cluster sizes")
 EXACT_EVERY = 1
 #: how HiGHS solves the master (pcsos.bounds.colgen.master.METHODS): its interior-point method
 #: without crossover, whose duals are central on the master's optimal face. One worker, one
@@ -110,6 +120,12 @@ INHERITED_COLUMNS = 1500
 #: its 7th, and 5 000 left each bound 2.0-6.8 below the complete one's
 FIRST_BOXES = 5000
 MAX_BOXES = 100000
+#: rounds of subset-row cuts (module subset_rows) a node separates once its LP is solved, at
+#: most SR_PER_ROUND each (the default of ``sr_rounds``; 0: none). They need the search over
+#: the cluster's mean as the exact pricing (with sizes, or in more than CIRCLES_MAX_D
+#: dimensions) and one row per super-point (no aggregation)
+SR_ROUNDS = 0
+SR_PER_ROUND = 30
 
 
 @dataclass
@@ -138,7 +154,9 @@ class ColGenResult:
     often the aggregation was refined;
     ``profile``: where the time went, in seconds of the run's clock: ``master_seconds`` over
     ``master_solves`` solves of ``master_pivots`` HiGHS iterations, ``exact_seconds`` over
-    ``exact_pricings`` exact pricings, ``heuristic_seconds`` in the heuristic pricing.
+    ``exact_pricings`` exact pricings, ``heuristic_seconds`` in the heuristic pricing;
+    ``cuts``: the subset-row cuts of the master at the end ((t, 3) super-points; module
+    :mod:`.subset_rows`).
     """
 
     lower_bound: float
@@ -159,6 +177,7 @@ class ColGenResult:
     rows: int = 0
     splits: int = 0
     profile: dict = field(default_factory=dict)
+    cuts: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
 
 
 @dataclass
@@ -166,19 +185,21 @@ class ColumnStart:
     """What a node's LP starts from (its warm start; what a child inherits), packed: column
     j holds the super-points ``members[indptr[j]:indptr[j + 1]]``, sorted; ``duals``: duals
     to bound first and to smooth towards (the parent's, summed over merged super-points),
-    or None."""
+    or None; ``cuts``: subset-row cuts to start with ((t, 3) super-points), or None."""
 
     members: np.ndarray
     indptr: np.ndarray
     duals: np.ndarray | None = None
+    cuts: np.ndarray | None = None
 
     @classmethod
-    def pack(cls, columns: list[tuple], duals: np.ndarray | None = None) -> ColumnStart:
+    def pack(cls, columns: list[tuple], duals: np.ndarray | None = None,
+             cuts: np.ndarray | None = None) -> ColumnStart:
         lens = [len(c) for c in columns]
         return cls(np.fromiter((i for c in columns for i in c), dtype=np.int64,
                                count=sum(lens)),
                    np.concatenate([[0], np.cumsum(lens, dtype=np.int64)]).astype(np.int64),
-                   duals)
+                   duals, cuts)
 
     def columns(self) -> list[tuple]:
         """The columns as sorted member tuples."""
@@ -271,21 +292,23 @@ def _retire(master: Master, pi: np.ndarray, lam: np.ndarray, keep: int,
 
 
 def _improving(data: PricingData, found, pi: np.ndarray, sigma: np.ndarray, rc_tol: float,
-               held: dict) -> list[tuple[tuple, float]]:
+               held: dict, cuts: SubsetRows | None = None, rho=None
+               ) -> list[tuple[tuple, float]]:
     """The clusters of ``found`` ((rc, members) pairs) not ``held`` by the master whose
-    reduced cost against its duals (``pi``, ``sigma`` of their size class) is below
-    ``-rc_tol``, with their costs. (A held column can price slightly negative within the
-    LP's own tolerances.)"""
+    reduced cost against its duals (``pi``, ``sigma`` of their size class, and ``rho`` of
+    the subset-row ``cuts`` they enter) is below ``-rc_tol``, with their costs. (A held
+    column can price slightly negative within the LP's own tolerances.)"""
     out = []
-    for _, c in found:
-        if c in held:
-            continue
+    new = [c for _, c in found if c not in held]
+    extra = (cuts.charge(new, rho) if cuts is not None and len(cuts) and new
+             else np.zeros(len(new)))
+    for c, x in zip(new, extra):
         idx = np.asarray(c)
         j = data.size_class(idx)
         if j < 0:
             continue
         cost = data.cost(idx)
-        if cost - math.fsum(pi[idx]) - sigma[j] < -rc_tol:
+        if cost - math.fsum(pi[idx]) - sigma[j] + x < -rc_tol:
             out.append((c, cost))
     return out
 
@@ -295,7 +318,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, box: float = BOX_SHARE,
                  exact_every: int = EXACT_EVERY, master_method: str = MASTER_METHOD,
-                 duals: np.ndarray | None = None,
+                 duals: np.ndarray | None = None, cuts=None, sr_rounds: int = SR_ROUNDS,
                  branch_below: float | None = None, verbose: bool = False,
                  progress: Callable[[int, float], None] | None = None) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
@@ -312,15 +335,19 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     (module :mod:`.aggregation`; without labels there is none). ``box``: the dual box's
     half-width as a share of the mean |dual| at its centre (module doc; 0: off, the duals
     priced are then smoothed). ``exact_every``: the exact pricing runs after every this many
-    masters, and after any whose heuristic pricing finds no column. ``master_method``: how
-    HiGHS solves the master (:data:`~.master.METHODS`). ``duals``: duals (one per
-    super-point) to bound before the first master, whose bound is then the one to beat and
-    towards which the pricing is smoothed (e.g. the parent's). ``branch_below``: stop with
-    status 'branch' once the master (free of artificial columns) is worth less than this,
-    after one exact pricing: the LP's value is then below it too, so a node whose pruning
-    needs this much will branch whatever the rest of the generation proves. ``progress``:
-    called with (iteration, bound) at each better bound, so that a caller that stops
-    waiting for the result (a tree's time limit) still holds it.
+    masters, and after any whose heuristic pricing finds no column.
+    ``master_method``: how HiGHS solves the master (:data:`~.master.METHODS`). ``duals``:
+    duals (one per super-point) to bound before the first master, whose bound is then the
+    one to beat and towards which the pricing is smoothed (e.g. the parent's).
+    ``branch_below``: stop with status 'branch' once the master (free of artificial columns)
+    is worth less than this, after one exact pricing: the LP's value is then below it too,
+    so a node whose pruning needs this much will branch whatever the rest of the generation
+    proves (with subset-row cuts, once their rounds are spent). ``cuts``: subset-row cuts to
+    start with ((t, 3) super-points, e.g. the parent's; module :mod:`.subset_rows`),
+    ``sr_rounds``: rounds of them to separate once the LP is solved, at most SR_PER_ROUND
+    each (neither applies where the exact pricing cannot carry them: SR_ROUNDS' doc).
+    ``progress``: called with (iteration, bound) at each better bound, so that a caller that
+    stops waiting for the result (a tree's time limit) still holds it.
     """
     clock = Deadline.of(time_limit).within()  # its elapsed() counts this run
     rng = np.random.default_rng(seed)
@@ -344,8 +371,18 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # not use them, and without them the restricted LP has no clustering to fall back on
     incumbent = frozenset(clusters)
     waiting: dict[tuple, float] = {}  # incompatible columns met, by members: their costs
+    # subset-row cuts: their charges need the search over the mean (and its knapsack) and a
+    # row per super-point; their points must have no cannot-link partner (module subset_rows)
+    sr = None
+    if (agg.n == s and (data.sized or data.m.shape[1] > CIRCLES_MAX_D)
+            and (sr_rounds > 0 or (cuts is not None and len(cuts)))):
+        free = np.diff(data.cl_ptr) == 0
+        start_cuts = np.zeros((0, 3), dtype=np.int64) if cuts is None else np.asarray(cuts)
+        sr = SubsetRows(s, [t for t in start_cuts.reshape(-1, 3) if free[t].all()])
+    sr_round = 0
+    rho = np.zeros(0 if sr is None else len(sr))
     master = _build(agg, data, big, start, [data.cost(np.asarray(c)) for c in start], waiting,
-                    master_method)
+                    master_method, sr)
     splits = 0
     best, best_pi, center = -math.inf, None, None
     alpha, history, boxes = SMOOTHING, [], 0
@@ -363,9 +400,13 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     profile.update(master_solves=0, master_pivots=0, exact_pricings=0)
 
     def solve_master(vertex: bool = False):
+        nonlocal rho
         t, before = clock.elapsed(), master.pivots
         try:
-            return master.solve(vertex)
+            out = master.solve(vertex)
+            # a cut row's dual is <= 0 at the optimum: clipped, any is a valid multiplier
+            rho = np.minimum(master.cut_duals, 0.0)
+            return out
         finally:
             profile["master_seconds"] += clock.elapsed() - t
             profile["master_solves"] += 1
@@ -374,7 +415,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     def prove(pi: np.ndarray, found, tol: float):
         nonlocal best, best_pi, center, boxes, budget, widened
         t = clock.elapsed()
-        pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found)
+        pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found,
+                         cuts=sr, rho=rho)
         profile["exact_seconds"] += clock.elapsed() - t
         profile["exact_pricings"] += 1
         boxes += pr.boxes
@@ -382,7 +424,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         if widened:
             # cut short by its budget: its bound is weak, and the box centres on it
             budget = min(2 * budget, MAX_BOXES)
-        L = _bound(pi, pr.term)
+        # the cuts' rows are at most 1: each adds its dual (<= 0) to the bound
+        L = _bound(pi, tuple(pr.term) + tuple(float(r) for r in rho if r < 0))
         if L > best:
             best, best_pi, center = L, pi.copy(), pi.copy()
             if progress is not None:
@@ -435,7 +478,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             status, message = "target", "the bound reached the target"
             break
         if (branch_below is not None and clean and lp_value < branch_below
-                and best_pi is not None):
+                and best_pi is not None and (sr is None or sr_round >= sr_rounds)):
             # the restricted master's value bounds the LP's from above: the LP cannot reach
             # the target, so no bound of this node will prune it
             status, message = "branch", "the LP's value is below the target: branch"
@@ -452,9 +495,17 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         centres = np.vstack(centres + [data.m[pick]]) if centres else data.m[pick]
         t = clock.elapsed()
         found = price_heuristic(data, pi, centres, max_columns=COLUMNS_PER_ITERATION)
+        if sr is not None and np.any(rho < 0):
+            def value(c, pi_lp=pi_lp, rho=rho):
+                idx = np.asarray(c)
+                return (data.cost(idx) - math.fsum(pi_lp[idx])
+                        + float(sr.charge([c], rho)[0]))
+
+            found += [(value(c), c) for c in sr.relieve(
+                [c for _, c in found], rho, value, lambda c: data.allowed(np.asarray(c)))]
         profile["heuristic_seconds"] += clock.elapsed() - t
 
-        add = _improving(data, found, pi_lp, sigma, rc_tol, master.index)
+        add = _improving(data, found, pi_lp, sigma, rc_tol, master.index, sr, rho)
         # while artificial columns hold the master, its duals are of their cost's size and
         # the exact pricing would meet every disk everywhere: the heuristic goes first
         artificial = art_weight > 1e-9
@@ -467,7 +518,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 delta *= SERIOUS_GROWTH
             have = {c for c, _ in add}
             add += [c for c in _improving(data, pr.columns, pi_lp, sigma, rc_tol,
-                                          master.index) if c[0] not in have]
+                                          master.index, sr, rho) if c[0] not in have]
             if verbose:
                 print(f"colgen it {it:5d} cols {len(master.columns):6d} lp {lp_value:.10g} "
                       f"bound {best:.10g} ({clock.elapsed():.1f} s)", flush=True)
@@ -504,6 +555,17 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     # more columns may price out, which each such round adds)
                     want_vertex = True
                     continue
+                if pr.complete and sr is not None and sr_round < sr_rounds and clean:
+                    # the LP with these cuts is solved: cut its solution off if it can be
+                    sr_round += 1
+                    held = master.columns[:len(lam)]
+                    first = len(sr)
+                    if sr.separate(held, lam, np.diff(data.cl_ptr) == 0, SR_PER_ROUND):
+                        rows = sr.rows(master.columns)
+                        master.add_cuts([[j for j, r in enumerate(rows) if t in r]
+                                         for t in range(first, len(sr))])
+                        rho = np.concatenate([rho, np.zeros(len(sr) - first)])
+                        continue
                 if pr.complete:
                     status, message = "solved", "no column of negative reduced cost: LP solved"
                     break
@@ -524,12 +586,13 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     agg = Aggregation.singletons(data.e)
                 waiting.update(add)
                 master = _build(agg, data, big, master.columns, master.costs, waiting,
-                                master_method)
+                                master_method, sr)
                 lam = np.zeros(0)
             else:
                 master.add([add[j][0] for j in comp], [add[j][1] for j in comp],
                            [rows[j] for j in comp],
-                           [data.size_class(add[j][0]) for j in comp])
+                           [data.size_class(add[j][0]) for j in comp],
+                           sr.rows([add[j][0] for j in comp]) if sr is not None else None)
                 waiting.update(add[j] for j, r in enumerate(rows) if r is None)
             while len(waiting) > INCOMPATIBLE_KEPT:
                 del waiting[next(iter(waiting))]
@@ -567,14 +630,18 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     lab = _labels(s, held, lam) if held and art_weight < 1e-9 else None
     return ColGenResult(best, lp_value, status, list(held), lam, Z, lab, best_pi,
                         it, clock.elapsed(), message, boxes, history,
-                        costs=list(held_costs), rows=agg.n, splits=splits, profile=profile)
+                        costs=list(held_costs), rows=agg.n, splits=splits, profile=profile,
+                        cuts=(sr.triples.copy() if sr is not None
+                              else np.zeros((0, 3), dtype=np.int64)))
 
 
 def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple],
-           costs: list[float], waiting: dict, method: str) -> Master:
+           costs: list[float], waiting: dict, method: str,
+           cuts: SubsetRows | None = None) -> Master:
     """A master (solved by ``method``) on ``agg``'s groups and ``data``'s size classes
-    holding the compatible ones of ``columns`` (with their ``costs``) and of the ``waiting``
-    incompatible columns (which lose those)."""
+    (and the subset-row ``cuts``, on one row per super-point) holding the compatible ones of
+    ``columns`` (with their ``costs``) and of the ``waiting`` incompatible columns (which
+    lose those)."""
     held = set(columns)
     cols = list(columns) + [c for c in waiting if c not in held]
     vals = list(costs) + [waiting[c] for c in cols[len(columns):]]
@@ -585,8 +652,11 @@ def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple]
     master = Master(agg.n, [n for _, _, n in data.classes], big, method,
                     at_most=not data.sized)
     keep = [j for j, r in enumerate(rows) if r is not None]
+    if cuts is not None and len(cuts):
+        master.add_cuts([[] for _ in range(len(cuts))])
     master.add([cols[j] for j in keep], [vals[j] for j in keep], [rows[j] for j in keep],
-               [data.size_class(cols[j]) for j in keep])
+               [data.size_class(cols[j]) for j in keep],
+               cuts.rows([cols[j] for j in keep]) if cuts is not None else None)
     for j in keep:
         waiting.pop(cols[j], None)
     for j, r in enumerate(rows):
@@ -627,7 +697,8 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
     # least reduced cost is no lower: its bound there is at least the parent's
     duals = (None if res.pi is None else
              np.bincount(parent_map, weights=res.pi, minlength=s_child).astype(np.float64))
-    return ColumnStart.pack(out, duals)
+    cuts = SubsetRows(len(parent_map), res.cuts).inherit(parent_map) if len(res.cuts) else None
+    return ColumnStart.pack(out, duals, cuts)
 
 
 def column_mip(res: ColGenResult, problem: Problem, *,

@@ -5,11 +5,13 @@ solved afresh by the interior-point method: :data:`METHODS`).
     min  sum_c cost_c lambda_c
     s.t. sum_{c covers g} lambda_c = 1   for every row g                 (duals alpha_g)
          sum_{c in class j} lambda_c = k_j    for every size class j          (duals sigma_j)
+         sum_{c enters cut t} lambda_c <= 1   for every subset-row cut t      (duals rho_t)
          lambda >= 0
 
 Without sizes there is one class, of all k clusters; with exact sizes one per size value,
 holding as many clusters as the sizes have of it (pcsos.bounds.colgen.pricing.PricingData
-.classes).
+.classes). The cut rows (pcsos.bounds.colgen.subset_rows) come after the class rows, each
+column entering those that the caller names.
 
 A row is a super-point, or with constraint aggregation a group of them (pcsos.bounds.colgen
 .aggregation); a column is given by its members (the key) and the rows it covers.
@@ -112,28 +114,48 @@ class Master:
         self.columns: list[tuple] = []   # members of the column j + n_art
         self.index: dict[tuple, int] = {}
         self.costs: list[float] = []
+        #: the cut rows, and their duals at the last solve (<= 0 at an optimum)
+        self.n_cuts = 0
+        self.cut_duals = np.zeros(0)
+
+    def add_cuts(self, enters: list[list[int]]) -> None:
+        """Add one cut row per entry of ``enters``, sum lambda_c <= 1 over the generated
+        columns it lists (positions in ``columns``)."""
+        if not enters:
+            return
+        starts, idx = [], []
+        for cols in enters:
+            starts.append(len(idx))
+            idx.extend(int(j) + self.n_art for j in cols)
+        n = len(enters)
+        self.h.addRows(n, np.full(n, -highspy.kHighsInf), np.ones(n), len(idx),
+                       np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32),
+                       np.ones(len(idx)))
+        self.n_cuts += n
 
     def add(self, columns: list[tuple], costs: list[float], rows: list[tuple] | None = None,
-            classes: list[int] | None = None) -> int:
+            classes: list[int] | None = None, cuts: list[tuple] | None = None) -> int:
         """Add the columns (sorted member tuples) not already held, covering ``rows`` (their
         members when None), each in its size class of ``classes`` (all in class 0 when
-        None); returns how many."""
+        None) and entering the cut rows of ``cuts`` (none when None); returns how many."""
         rows = columns if rows is None else rows
         classes = [0] * len(columns) if classes is None else classes
-        new = [(c, v, r, j) for c, v, r, j in zip(columns, costs, rows, classes)
+        cuts = [()] * len(columns) if cuts is None else cuts
+        new = [(c, v, r, j, t) for c, v, r, j, t in zip(columns, costs, rows, classes, cuts)
                if c not in self.index]
         if not new:
             return 0
         starts, idx, vals = [], [], []
-        for _, _, r, j in new:
+        for _, _, r, j, t in new:
             starts.append(len(idx))
             idx.extend(r)
             idx.append(self.s + j)
+            idx.extend(self.s + self.r + int(u) for u in t)
         vals = np.ones(len(idx))
-        self.h.addCols(len(new), np.array([v for _, v, _, _ in new]), np.zeros(len(new)),
+        self.h.addCols(len(new), np.array([v for _, v, _, _, _ in new]), np.zeros(len(new)),
                        np.full(len(new), highspy.kHighsInf), len(idx),
                        np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), vals)
-        for c, v, _, _ in new:
+        for c, v, _, _, _ in new:
             self.index[c] = len(self.columns)
             self.columns.append(c)
             self.costs.append(float(v))
@@ -217,6 +239,7 @@ class Master:
                               f"{h.modelStatusToString(status)}")
         sol = h.getSolution()
         y = np.asarray(sol.row_dual, dtype=np.float64)
+        self.cut_duals = y[self.s + self.r:].copy()
         lam = self._values()[self.n_art:]
         return (y[:self.s].copy(), y[self.s:self.s + self.r].copy(), lam,
                 float(h.getInfo().objective_function_value))

@@ -51,6 +51,7 @@ from pcsos._kernels._pricing import (
     repair,
     sized_search,
 )
+from pcsos.bounds.colgen.subset_rows import SubsetRows
 from pcsos.clock import Deadline
 from pcsos.problem import Problem, cl_adjacency
 
@@ -281,7 +282,9 @@ CIRCLES_MAX_D = 3
 
 
 def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int = 200000,
-                deadline: Deadline | None = None, start: float = 0.0) -> PricingResult:
+                deadline: Deadline | None = None, start: float = 0.0,
+                cuts: SubsetRows | None = None, rho: np.ndarray | None = None
+                ) -> PricingResult:
     """Branch-and-bound over the centre y (module doc): a proven lower bound on
     min(0, least reduced cost), within ``tol`` of it when the search completes. Above
     ``CIRCLES_MAX_D`` dimensions, :func:`price_sized`'s search over every count (with
@@ -290,7 +293,9 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     Stops after ``max_boxes`` boxes or when ``deadline`` (a :class:`~pcsos.clock.Deadline`)
     has expired (polled every 64 boxes); the bound is valid at any stop. ``start``: a
     reduced cost already found (an upper bound on the minimum, e.g. the heuristic's best),
-    to prune from the outset.
+    to prune from the outset. ``cuts``, ``rho``: subset-row cuts and their duals, whose
+    charges the search over the mean carries (:func:`price_sized`); the search over the
+    disks leaves them out, a lower bound still (they only add).
     """
     pi = np.asarray(pi, dtype=np.float64)
     if data.m.shape[1] > CIRCLES_MAX_D:
@@ -298,7 +303,7 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
         # count) closes where this one does not
         pr = price_sized(data, pi, 1, int(data.counts.sum()), tol=tol,
                          max_boxes=SIZED_BOXES * max_boxes, deadline=deadline,
-                         start=min(0.0, float(start)))
+                         start=min(0.0, float(start)), cuts=cuts, rho=rho)
         return PricingResult(min(0.0, pr.lower), min(0.0, pr.best),
                              [c for c in pr.columns if c[0] < 0], pr.complete, pr.boxes,
                              capped=pr.capped)
@@ -414,22 +419,35 @@ def _sized_frame(data: PricingData, lo: int):
 GROUP_SETS = 256
 
 
-def knapsack_groups(counts: np.ndarray, cl_ptr: np.ndarray, cl_idx: np.ndarray):
+def knapsack_groups(counts: np.ndarray, cl_ptr: np.ndarray, cl_idx: np.ndarray,
+                    triples=(), charges=()):
     """The groups of the sized pricing's knapsack (``knapsack`` of the compiled kernel):
-    ``(unit, gptr, ocnt, optr, omem)``, int64 arrays. ``unit``: the super-points of one point
-    and no cannot-link partner; each other super-point without partners is a group of one
-    option, and each component of the cannot-link pairs' graph a group whose options are
-    its non-empty sets that obey the pairs (at most one option of a group is taken), or,
-    past ``GROUP_SETS`` such sets, its points each on their own (the pairs relaxed)."""
+    ``(unit, gptr, ocnt, optr, omem, oadd)``, int64 arrays but the last (float64).
+    ``unit``: the super-points of one point and no cannot-link partner; each other
+    super-point without partners is a group of one option, and each component of the
+    cannot-link pairs' graph a group whose options are its non-empty sets that obey the
+    pairs (at most one option of a group is taken), or, past ``GROUP_SETS`` such sets, its
+    points each on their own (the pairs relaxed). ``oadd``: what taking each option adds.
+
+    ``triples``: point-disjoint triples of super-points without cannot-link partners, each
+    a group whose options are its non-empty subsets, those of two or three points adding
+    its ``charges`` (>= 0; a subset-row cut's, pcsos.bounds.colgen.subset_rows)."""
     s = len(counts)
     seen = np.zeros(s, dtype=bool)
-    unit, gptr, ocnt, optr, omem = [], [0], [], [0], []
+    unit, gptr, ocnt, optr, omem, oadd = [], [0], [], [0], [], []
 
-    def option(members):
+    def option(members, add=0.0):
         omem.extend(members)
         optr.append(len(omem))
         ocnt.append(int(counts[list(members)].sum()))
+        oadd.append(float(add))
 
+    for t, charge in zip(triples, charges):
+        a, b, c = (int(v) for v in t)
+        seen[[a, b, c]] = True
+        for members in ((a,), (b,), (c,), (a, b), (a, c), (b, c), (a, b, c)):
+            option(members, charge if len(members) > 1 else 0.0)
+        gptr.append(len(ocnt))
     for i in range(s):
         if seen[i]:
             continue
@@ -459,7 +477,8 @@ def knapsack_groups(counts: np.ndarray, cl_ptr: np.ndarray, cl_idx: np.ndarray):
             else:
                 option((a,))
                 gptr.append(len(ocnt))
-    return tuple(np.asarray(x, dtype=np.int64) for x in (sorted(unit), gptr, ocnt, optr, omem))
+    return (*(np.asarray(x, dtype=np.int64) for x in (sorted(unit), gptr, ocnt, optr, omem)),
+            np.asarray(oadd, dtype=np.float64))
 
 
 #: boxes of the sized search per box of :func:`price_bound`'s budget: a box there is one
@@ -473,12 +492,16 @@ SIZED_COLUMNS = 8
 
 def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
-                start: float = math.inf) -> PricingResult:
+                start: float = math.inf, cuts: SubsetRows | None = None,
+                rho: np.ndarray | None = None) -> PricingResult:
     """Branch-and-bound over the centre y for the clusters of count in [``lo``, ``hi``]
     (module doc): a proven lower bound on their least reduced cost among the sets that
     obey the cannot-link pairs (:func:`knapsack_groups`), within ``tol`` of that minimum
     when the search completes. Stops as :func:`price_exact` does; ``start``: a reduced
-    cost of such a cluster already found.
+    cost of such a cluster already found (its cuts' charges included). ``cuts``, ``rho``:
+    subset-row cuts and their duals (<= 0): a cluster's reduced cost then adds -rho_T for
+    each cut T of which it holds two points or three, and the knapsack carries that as a
+    group per cut with rho_T < 0 (:func:`knapsack_groups`).
 
     The search (the compiled ``sized_search``) partitions a box that holds every such
     cluster's mean, and bounds the clusters whose mean lies in a box B (y0 its centre, r its
@@ -494,13 +517,20 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     # every value is a sum of s terms, each within a few (d + 4) ulps of its magnitude
     # (e_i ||m_i - y||^2 <= 2 e_i (||m_i||^2 + ||y||^2), y in the box): the margin covers
     # them and the sums; and a cluster's value in the rotated frame is within ``margin`` of
-    # its scatter, at most 2 sum mag, of the true one (docs/safe_bound.md)
+    # its scatter, at most 2 sum mag, of the true one (docs/safe_bound.md); the cuts'
+    # charges enter the sums too
+    groups, charges = data.groups, 0.0
+    if cuts is not None and len(cuts):
+        rho = np.minimum(np.asarray(rho, dtype=np.float64), 0.0)
+        active = rho < 0
+        groups = knapsack_groups(data.counts, data.cl_ptr, data.cl_idx,
+                                 cuts.triples[active], -rho[active])
+        charges = float(np.sum(-rho))
     far = float(np.sum(np.maximum(np.abs(blo), np.abs(bhi)) ** 2))
-    slack = 8.0 * (d + 4 + data.s) * EPS * float(
-        np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi)))
+    slack = 8.0 * (d + 4 + data.s) * EPS * (float(
+        np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi))) + charges)
     slack += 2.0 * margin * float(np.sum(data.mag))
     poll = deadline.expired if deadline is not None else None
-    groups = data.groups
     open_lb, best, boxes, complete, centres = sized_search(
         m, data.e, data.counts, base, blo, bhi, int(lo), int(hi), groups, float(start),
         float(tol), int(max_boxes), poll)
@@ -513,7 +543,10 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
             key = tuple(int(i) for i in col)
             if key not in seen and data.allowed(col):
                 seen.add(key)
-                columns.append((data.cost(col) - math.fsum(pi[col]), key))
+                rc = data.cost(col) - math.fsum(pi[col])
+                if cuts is not None and len(cuts):
+                    rc += float(cuts.charge([key], rho)[0])
+                columns.append((rc, key))
     lower = min(open_lb, best - tol) - slack
     columns.sort()
     return PricingResult(lower, min([best] + [rc for rc, _ in columns]), columns, complete,
@@ -522,17 +555,25 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
 
 def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
-                found=()) -> PricingResult:
+                found=(), cuts: SubsetRows | None = None, rho: np.ndarray | None = None
+                ) -> PricingResult:
     """The pricing term of the Lagrangian bound at ``pi``: without sizes k times
     :func:`price_exact`'s bound, with them the sum over size classes of their clusters
     times :func:`price_sized`'s bound in the class (docs/safe_bound.md; its searches get
     ``SIZED_BOXES`` times ``max_boxes``). ``found``: clusters already met ((reduced cost,
-    members) pairs, e.g. the heuristic's) to prune from."""
+    members) pairs, e.g. the heuristic's) to prune from. ``cuts``, ``rho``: subset-row cuts
+    and their duals (<= 0), whose charges the searches over the mean carry
+    (:func:`price_sized`; the caller adds sum(rho) to the bound). The reduced costs of
+    ``found`` are taken without the charges, which are added here: pruning from a value
+    below the true one would cut the minimum off."""
     found = list(found)
+    if cuts is not None and len(cuts) and found:
+        extra = cuts.charge([c for _, c in found], rho)
+        found = [(rc + x, c) for (rc, c), x in zip(found, extra)]
     start = min((rc for rc, _ in found), default=0.0)
     if not data.sized:
         pr = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                         start=start)
+                         start=start, cuts=cuts, rho=rho)
         pr.term = (k * pr.lower,)
         return pr
     starts = [math.inf] * len(data.classes)
@@ -541,7 +582,7 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         if j >= 0:
             starts[j] = min(starts[j], rc)
     results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=SIZED_BOXES * max_boxes,
-                           deadline=deadline, start=st)
+                           deadline=deadline, start=st, cuts=cuts, rho=rho)
                for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
     columns = sorted(c for r in results for c in r.columns)
