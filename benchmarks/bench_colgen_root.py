@@ -1,10 +1,12 @@
 """The set-partitioning LP's root alone, under several bound settings, from one clustering:
 its bound over time and where the time goes (issue 50).
 
-The instance is a TSPLIB set (``--data``) or one of the benchmarks' generators (``--gen``,
-:data:`bench_scale.GENERATORS`). One IPC-k-means run (``--heuristic-time``, one thread)
-gives the clustering that every configuration starts from, so the configurations differ
-only in their settings. Each configuration is a comma-separated list of
+The instance is a TSPLIB set or a dataset of ../shared/instances (``--data``; its k unless
+``--k``), or one of the benchmarks' generators (``--gen``, :data:`bench_scale.GENERATORS`),
+with cluster sizes in [``--size-min``, ``--size-max``] if given. One heuristic run
+(``--heuristic``, IPC-k-means by default; ``--heuristic-time``, one thread) gives the
+clustering that every configuration starts from, so the configurations differ only in their
+settings. Each configuration is a comma-separated list of
 :class:`~pcsos.bounds.settings.BoundSettings` fields (``NAME=VALUE``, as ``--bound-option``;
 "" for the defaults), run by :func:`pcsos.bounds.colgen.colgen_bound` for ``--time-limit``
 seconds on one thread, one after the other, each in a process of its own. A row per
@@ -14,6 +16,8 @@ bound after each exact pricing (``history``).
 
     python benchmarks/bench_colgen_root.py --gen overlap --n 2000 --k 20 --pairs 500 \\
         --time-limit 300 --config "" "exact_every=5" --run exact_every
+    python benchmarks/bench_colgen_root.py --data glass --size-min 17 --size-max 54 \\
+        --heuristic s-mdeclust --time-limit 600 --config "" "sr_rounds=1" --run sr_glass
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 from bench_scale import GENERATORS, child_row, print_row
-from instances import INSTANCES, RESULTS, append_jsonl, code_version, utc_now
+from instances import INSTANCES, RESULTS, append_jsonl, code_version, load_data, utc_now
 
 #: the one-thread setting of every BLAS a child may load (read at import)
 ONE_THREAD = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -43,7 +47,14 @@ def load(spec: dict):
         name = spec["data"]
         path = Path(name) if Path(name).is_file() else INSTANCES / "tsplib" / f"{name}.txt"
         empty = np.zeros((0, 2), dtype=np.int64)
-        return read_data(path).X, spec["k"], empty, empty, path.stem
+        if path.is_file():
+            data, name = read_data(path), path.stem
+        else:
+            data = load_data(name)  # a dataset of ../shared/instances
+        k = spec["k"] or data.k
+        if not k:
+            raise SystemExit(f"{name} has no k: give --k")
+        return data.X, k, empty, empty, name
     X, _, ml, cl = GENERATORS[spec["gen"]](spec["n"], spec["k"], spec["pairs"], spec["seed"],
                                            d=spec["d"])
     return X, spec["k"], ml, cl, (f"bench_scale.{GENERATORS[spec['gen']].__name__}("
@@ -61,7 +72,7 @@ def one_case(spec: dict) -> dict:
     from pcsos.problem import Problem, make_instance
 
     X, k, ml, cl, name = load(spec)
-    problem = Problem.from_instance(make_instance(X, k, ml, cl))
+    problem = Problem.from_instance(make_instance(X, k, ml, cl, **sizes_of(spec)))
     labels = np.asarray(spec["labels"], dtype=np.int64)
     items = [item for item in spec["config"].split(",") if item]
     bs = BoundSettings.make(parse_options(items, "--config"), source="--config")
@@ -70,7 +81,7 @@ def one_case(spec: dict) -> dict:
                        **bs.colgen_options())
     ub = spec["upper_bound"]
     return {"data": name, "n": len(X), "d": X.shape[1], "k": k, "ml": len(ml), "cl": len(cl),
-            "size": problem.s, "config": spec["config"], "upper_bound": ub,
+            "size": problem.s, **sizes_of(spec), "config": spec["config"], "upper_bound": ub,
             "lower_bound": res.lower_bound, "gap": (ub - res.lower_bound) / ub,
             "lp_value": res.lp_value if np.isfinite(res.lp_value) else None,
             "status": res.status, "iterations": res.iterations, "seconds": res.seconds,
@@ -79,14 +90,19 @@ def one_case(spec: dict) -> dict:
                         for it, t, lp, b in res.history]}
 
 
+def sizes_of(spec: dict) -> dict:
+    """The size bounds given (make_instance's keywords)."""
+    return {key: spec[key] for key in ("size_min", "size_max") if spec.get(key) is not None}
+
+
 def start(spec: dict) -> dict:
-    """The clustering every configuration starts from (in a child process): IPC-k-means."""
+    """The clustering every configuration starts from (in a child process): the heuristic's."""
     from pcsos.heuristics import run_heuristic
     from pcsos.problem import Problem, make_instance
 
     X, k, ml, cl, _ = load(spec)
-    problem = Problem.from_instance(make_instance(X, k, ml, cl))
-    h = run_heuristic("ipc-kmeans", problem, seed=spec["seed"],
+    problem = Problem.from_instance(make_instance(X, k, ml, cl, **sizes_of(spec)))
+    h = run_heuristic(spec["heuristic"], problem, seed=spec["seed"],
                       time_limit=spec["heuristic_time"])
     return {"upper_bound": h.objective, "labels": h.super_labels.tolist()}
 
@@ -94,10 +110,14 @@ def start(spec: dict) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--data", help="a TSPLIB name (../shared/instances/tsplib) or a path")
+    what.add_argument("--data", help="a TSPLIB name (../shared/instances/tsplib), a dataset "
+                      "of ../shared/instances or a path")
     what.add_argument("--gen", choices=sorted(GENERATORS), help="a generator of bench_scale")
     ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--k", type=int, required=True)
+    ap.add_argument("--k", type=int, help="clusters (required but with --data's datasets)")
+    ap.add_argument("--size-min", type=int)
+    ap.add_argument("--size-max", type=int)
+    ap.add_argument("--heuristic", default="ipc-kmeans", help="the starting clustering's")
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--d", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0, help="the generator's and IPC-k-means' seed")
@@ -108,8 +128,11 @@ def main(argv=None) -> int:
     ap.add_argument("--run", default="root", help="a name for this run's rows")
     ap.add_argument("--out", type=Path, default=RESULTS / "colgen_root.jsonl")
     args = ap.parse_args(argv)
+    if args.k is None and not args.data:
+        ap.error("--gen needs --k")
     spec = {key: getattr(args, key) for key in ("data", "gen", "n", "k", "pairs", "d", "seed",
-                                                "heuristic_time", "time_limit")}
+                                                "heuristic", "heuristic_time", "time_limit",
+                                                "size_min", "size_max")}
     os.environ.update(ONE_THREAD)  # the children inherit it
     first = child_row([sys.executable, __file__, "_start", json.dumps(spec)], spec)
     if "labels" not in first:
