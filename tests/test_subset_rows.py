@@ -162,6 +162,22 @@ def test_separation_cuts_off_a_half_integral_solution():
     assert blocked.separate(cols, lam, free, limit=5) == 0
     # an integral solution breaks no row
     assert SubsetRows(6).separate([(0, 1, 2), (3, 4, 5)], np.ones(2), np.ones(6, bool), 5) == 0
+    # the pair of weight >= 1/3 need not be the two lowest points: {0, 1} weighs 0.2 here,
+    # {0, 2} and {1, 2} 0.45, and the row holds 1.1
+    cols = [(0, 1), (0, 2), (1, 2), (0,), (1,), (2,)]
+    lam = np.array([0.2, 0.45, 0.45, 0.35, 0.35, 0.1])
+    sr = SubsetRows(3)
+    assert sr.separate(cols, lam, np.ones(3, dtype=bool), limit=5) == 1
+
+
+def test_the_master_takes_a_column_once_in_a_batch():
+    """The heuristic's repaired columns may repeat one another: the master adds each
+    once."""
+    from pcsos.bounds.colgen.master import Master
+
+    m = Master(4, 2, big=100.0)
+    assert m.add([(0, 1), (0, 1), (2, 3)], [1.0, 1.0, 2.0]) == 2
+    assert m.columns == [(0, 1), (2, 3)] and m.index == {(0, 1): 0, (2, 3): 1}
 
 
 def test_a_child_keeps_the_cuts_whose_points_stay_apart():

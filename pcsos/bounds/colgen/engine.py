@@ -501,8 +501,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 return (data.cost(idx) - math.fsum(pi_lp[idx])
                         + float(sr.charge([c], rho)[0]))
 
-            found += [(value(c), c) for c in sr.relieve(
-                [c for _, c in found], rho, value, lambda c: data.allowed(np.asarray(c)))]
+            # as the heuristic's: uncharged, at the duals priced (price_bound adds charges)
+            found += [(data.cost(np.asarray(c)) - math.fsum(pi[np.asarray(c)]), c)
+                      for c in sr.relieve([c for _, c in found], rho, value,
+                                          lambda c: data.allowed(np.asarray(c)))]
         profile["heuristic_seconds"] += clock.elapsed() - t
 
         add = _improving(data, found, pi_lp, sigma, rc_tol, master.index, sr, rho)
@@ -694,7 +696,8 @@ def inherit_columns(res: ColGenResult, parent_map: np.ndarray, s_child: int,
                 out.append(key)
     # a child's clusters are clusters of the parent (a merge keeps a pair together, a
     # cannot-link pair forbids some), so at the parent's duals summed over merged points its
-    # least reduced cost is no lower: its bound there is at least the parent's
+    # least reduced cost is no lower: its bound there is at least the parent's (at the same
+    # duals without cuts; the tree keeps the larger of the two bounds anyway)
     duals = (None if res.pi is None else
              np.bincount(parent_map, weights=res.pi, minlength=s_child).astype(np.float64))
     cuts = SubsetRows(len(parent_map), res.cuts).inherit(parent_map) if len(res.cuts) else None

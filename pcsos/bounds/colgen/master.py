@@ -141,8 +141,11 @@ class Master:
         rows = columns if rows is None else rows
         classes = [0] * len(columns) if classes is None else classes
         cuts = [()] * len(columns) if cuts is None else cuts
-        new = [(c, v, r, j, t) for c, v, r, j, t in zip(columns, costs, rows, classes, cuts)
-               if c not in self.index]
+        new, seen = [], set()
+        for c, v, r, j, t in zip(columns, costs, rows, classes, cuts):
+            if c not in self.index and c not in seen:  # a batch may repeat a column
+                seen.add(c)
+                new.append((c, v, r, j, t))
         if not new:
             return 0
         starts, idx, vals = [], [], []

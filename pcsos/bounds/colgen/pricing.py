@@ -564,8 +564,9 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     members) pairs, e.g. the heuristic's) to prune from. ``cuts``, ``rho``: subset-row cuts
     and their duals (<= 0), whose charges the searches over the mean carry
     (:func:`price_sized`; the caller adds sum(rho) to the bound). The reduced costs of
-    ``found`` are taken without the charges, which are added here: pruning from a value
-    below the true one would cut the minimum off."""
+    ``found`` are taken without the charges, at ``pi``, and the charges are added here: from
+    a start below the true minimum a search would prune every box and return that start
+    less its tolerance, a valid bound but below the minimum, and no column."""
     found = list(found)
     if cuts is not None and len(cuts) and found:
         extra = cuts.charge([c for _, c in found], rho)

@@ -120,17 +120,19 @@ class SubsetRows:
         F = (M.T * w) @ M  # pair weights
         # the points of some fractional pair (a whole point's pairs are 0 or 1)
         cand = np.flatnonzero(ok & ((F > 1e-9) & (F < 1 - 1e-9)).any(axis=1))
-        found = []
+        found: dict[tuple, float] = {}
         for x, a in enumerate(cand):
+            # the heavy pair (a, b) of a triple may be any two of its points: the third
+            # ranges over every other candidate
             for b in cand[x + 1:][F[a, cand[x + 1:]] >= PAIR_WEIGHT - 1e-12]:
-                rest = cand[cand > b]
+                rest = cand[(cand != a) & (cand != b)]
                 if not len(rest):
                     continue
                 n_in = (M[:, a] + M[:, b])[:, None] + M[:, rest]  # support x rest
                 v = w @ (n_in >= 2)
-                hit = np.flatnonzero(v > 1 + SR_VIOLATION)
-                found += [(float(v[h]), (int(a), int(b), int(rest[h]))) for h in hit]
-        found.sort(key=lambda f: -f[0])
+                for h in np.flatnonzero(v > 1 + SR_VIOLATION):
+                    found[tuple(sorted((int(a), int(b), int(rest[h]))))] = float(v[h])
+        found = sorted(((v, t) for t, v in found.items()), key=lambda f: (-f[0], f[1]))
         picked, used = [], set()
         for _, t in found:
             if len(picked) >= limit:
