@@ -374,9 +374,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # subset-row cuts: their charges need the search over the mean (and its knapsack) and a
     # row per super-point; their points must have no cannot-link partner (module subset_rows)
     sr = None
+    free = np.diff(data.cl_ptr) == 0  # the points a cut may hold
     if (agg.n == s and (data.sized or data.m.shape[1] > CIRCLES_MAX_D)
             and (sr_rounds > 0 or (cuts is not None and len(cuts)))):
-        free = np.diff(data.cl_ptr) == 0
         start_cuts = np.zeros((0, 3), dtype=np.int64) if cuts is None else np.asarray(cuts)
         sr = SubsetRows(s, [t for t in start_cuts.reshape(-1, 3) if free[t].all()])
     sr_round = 0
@@ -562,7 +562,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                     sr_round += 1
                     held = master.columns[:len(lam)]
                     first = len(sr)
-                    if sr.separate(held, lam, np.diff(data.cl_ptr) == 0, SR_PER_ROUND):
+                    if sr.separate(held, lam, free, SR_PER_ROUND):
                         rows = sr.rows(master.columns)
                         master.add_cuts([[j for j, r in enumerate(rows) if t in r]
                                          for t in range(first, len(sr))])
