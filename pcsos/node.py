@@ -665,6 +665,8 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
                        time_limit=ctx.deadline, seed=_seed(options, ctx),
                        max_iter=options.bound_settings.max_iter,
                        **options.bound_settings.colgen_options(),
+                       mean_exact_every=(options.bound_settings.child_exact_every
+                                         if start is not None else None),
                        verbose=options.bound_settings.verbose,
                        # the tree keeps a reported bound of a job it stops waiting for
                        progress=lambda it, bound: ctx.report("bound", iteration=it,

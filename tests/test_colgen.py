@@ -956,6 +956,61 @@ def test_a_root_the_time_limit_cuts_short_says_its_bound_is_the_lps():
         assert "set-partitioning LP" in res.message and "SDP" not in res.message
 
 
+def test_mean_exact_every_spaces_the_search_over_the_mean_only(monkeypatch):
+    """``mean_exact_every`` replaces ``exact_every`` where the exact pricing searches over
+    the cluster's mean (size bounds, or d > CIRCLES_MAX_D), not over the disks of the plane
+    without sizes; the bound is the same LP's either way."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 2))
+    plane = Problem.from_instance(make_instance(X, 3))
+    sized = Problem.from_instance(make_instance(X, 3, size_min=6, size_max=14))
+    wide = Problem.from_instance(make_instance(rng.normal(size=(24, 5)), 3))
+    assert not PricingData.from_problem(plane).searches_mean
+    assert PricingData.from_problem(sized).searches_mean
+    assert PricingData.from_problem(wide).searches_mean
+    calls = _counted(monkeypatch)
+    for prob, spaced in ((plane, False), (sized, True), (wide, True)):
+        bounds = []
+        for every in (None, 3):
+            calls.clear()
+            res = colgen_bound(prob, exact_every=1, mean_exact_every=every)
+            assert res.status == "solved"
+            bounds.append(res.lower_bound)
+            late = _bare_iterations(calls)
+            if every is None or not spaced:
+                assert not late
+            else:
+                assert late and all(i % 3 for i in late)
+        assert bounds[1] == pytest.approx(bounds[0], rel=1e-6)
+    for bad in (0, 2.5, False):
+        with pytest.raises(InputError, match="child_exact_every"):
+            BoundSettings(child_exact_every=bad).checked()
+
+
+def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
+    """The node passes ``child_exact_every`` as ``mean_exact_every`` to its children's LPs
+    and nothing to the root's, and the tree still finds the brute-force optimum."""
+    import pcsos
+    from pcsos import node
+
+    seen = []
+    real = node.colgen_bound
+
+    def spy(problem, **kw):
+        seen.append((kw.get("branch_below") is None, kw.get("mean_exact_every")))
+        return real(problem, **kw)
+
+    monkeypatch.setattr(node, "colgen_bound", spy)
+    X = np.random.default_rng(5).normal(size=(12, 2))  # a tree of several nodes
+    res = pcsos.solve(X, 3, size_min=3, size_max=5, workers=1, seed=0,
+                      bound_settings={"engine": "colgen", "child_exact_every": 4})
+    opt, _ = brute_force(X, 3, size_min=3, size_max=5)
+    assert res.status == "optimal" and res.objective == pytest.approx(opt, rel=1e-9)
+    assert res.lower_bound <= opt * (1 + 1e-9)
+    assert len(seen) > 1 and seen[0] == (True, None)
+    assert all(not root and every == 4 for root, every in seen[1:])
+
+
 def _bare_iterations(calls: list[str]) -> list[int]:
     """The iterations (heuristic pricings 'H', one each) after which no exact pricing 'E'
     ran, past the first masters that artificial columns hold."""

@@ -34,7 +34,6 @@ from scipy.sparse import csc_matrix
 from pcsos.bounds.colgen.aggregation import Aggregation
 from pcsos.bounds.colgen.master import IPM_TOL, Master, MasterError
 from pcsos.bounds.colgen.pricing import (
-    CIRCLES_MAX_D,
     EPS,
     PricingData,
     price_bound,
@@ -83,6 +82,14 @@ SERIOUS_GROWTH = 2.0
 #: 0.371 %) but stalled vertebral's k = 6 root (sizes 25..78) at 6.31 % from 26 s to 120 s,
 #: where every master solved it in 63 s (docs/benchmarks.md, "Cluster sizes")
 EXACT_EVERY = 1
+#: ... and below the root, where it searches over the cluster's mean, after every 3rd master
+#: (``mean_exact_every``): a child starts from its parent's duals, so its box is centred
+#: from the first master, and there the exact pricing took three quarters of a child's time
+#: (glass, sizes 17..54: 227 searches of 0.82 s in 16 children). Two workers, 600 s on
+#: glass: 0.145 % and 55 nodes, against 0.371 % and 47 after every master (2: 0.199 %, 54;
+#: 5: 0.200 %, 51; docs/benchmarks.md, "Cluster sizes"). The root keeps EXACT_EVERY: every
+#: 5th there stalled vertebral's k = 6 root (above)
+MEAN_EXACT_EVERY_CHILD = 3
 #: how HiGHS solves the master (pcsos.bounds.colgen.master.METHODS): its interior-point method
 #: without crossover, whose duals are central on the master's optimal face. One worker, one
 #: after the other (docs/benchmarks.md, "Large k, overlapping classes"): the 12 TSPLIB
@@ -317,7 +324,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  bound_target: float | None = None,
                  time_limit: float | Deadline | None = None, max_iter: int | None = None, seed=0,
                  aggregate: bool = False, box: float = BOX_SHARE,
-                 exact_every: int = EXACT_EVERY, master_method: str = MASTER_METHOD,
+                 exact_every: int = EXACT_EVERY, mean_exact_every: int | None = None,
+                 master_method: str = MASTER_METHOD,
                  duals: np.ndarray | None = None, cuts=None, sr_rounds: int = SR_ROUNDS,
                  branch_below: float | None = None, verbose: bool = False,
                  progress: Callable[[int, float], None] | None = None) -> ColGenResult:
@@ -335,7 +343,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     (module :mod:`.aggregation`; without labels there is none). ``box``: the dual box's
     half-width as a share of the mean |dual| at its centre (module doc; 0: off, the duals
     priced are then smoothed). ``exact_every``: the exact pricing runs after every this many
-    masters, and after any whose heuristic pricing finds no column.
+    masters, and after any whose heuristic pricing finds no column; ``mean_exact_every``:
+    where that pricing searches over the cluster's mean (with size bounds, or in more than
+    CIRCLES_MAX_D dimensions), this many instead (None: ``exact_every``; the tree passes
+    MEAN_EXACT_EVERY_CHILD below the root).
     ``master_method``: how HiGHS solves the master (:data:`~.master.METHODS`). ``duals``:
     duals (one per super-point) to bound before the first master, whose bound is then the
     one to beat and towards which the pricing is smoothed (e.g. the parent's).
@@ -354,6 +365,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     data = PricingData.from_problem(problem)
     s, k = problem.s, problem.k
     total = float(np.sum(data.q))
+    if mean_exact_every is not None and data.searches_mean:
+        exact_every = int(mean_exact_every)
     # the artificial columns' cost boxes the master's duals (each pi_i and sigma is at most
     # about it): at twice the incumbent's SSE, not at the data's whole scatter, the first
     # masters' degenerate duals stay of the optimum's size (fl417, k = 8, from the optimal
@@ -375,7 +388,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # row per super-point; their points must have no cannot-link partner (module subset_rows)
     sr = None
     free = np.diff(data.cl_ptr) == 0  # the points a cut may hold
-    if (agg.n == s and (data.sized or data.m.shape[1] > CIRCLES_MAX_D)
+    if (agg.n == s and data.searches_mean
             and (sr_rounds > 0 or (cuts is not None and len(cuts)))):
         start_cuts = np.zeros((0, 3), dtype=np.int64) if cuts is None else np.asarray(cuts)
         sr = SubsetRows(s, [t for t in start_cuts.reshape(-1, 3) if free[t].all()])

@@ -138,6 +138,12 @@ class PricingData:
         (lo, hi, _), *rest = self.classes
         return bool(rest) or lo > 1 or hi < int(self.counts.sum())
 
+    @property
+    def searches_mean(self) -> bool:
+        """Whether the exact pricing searches over the cluster's mean (:func:`price_sized`:
+        with sizes, or in more than CIRCLES_MAX_D dimensions), not over the disks."""
+        return self.sized or self.m.shape[1] > CIRCLES_MAX_D
+
     def size_class(self, col) -> int:
         """The index of the size class of the cluster ``col`` (-1: no class allows it)."""
         size = int(self.counts[np.asarray(col, dtype=np.int64)].sum())
