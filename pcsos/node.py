@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -667,6 +668,10 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
                        **options.bound_settings.colgen_options(),
                        mean_exact_every=(options.bound_settings.child_exact_every
                                          if start is not None else None),
+                       # the root runs alone: its exact pricing takes the idle workers' cores
+                       threads=(min(max(int(options.root_threads or 1),
+                                        int(options.workers or 1)), os.cpu_count() or 1)
+                                if ctx.is_root else 1),
                        verbose=options.bound_settings.verbose,
                        # the tree keeps a reported bound of a job it stops waiting for
                        progress=lambda it, bound: ctx.report("bound", iteration=it,

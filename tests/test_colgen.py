@@ -359,13 +359,14 @@ def test_the_knapsack_is_the_enumerated_least_set_that_obeys_the_range_and_pairs
         assert vals[col].sum() == pytest.approx(val, abs=1e-12)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("seed", range(6))
-def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed):
+def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed, threads):
     """price_sized's bound at random duals is at most the enumerated least reduced cost over
     the sets of a count range that obey the cannot-link pairs, close to it when complete,
     and every column it returns has the reduced cost it claims and obeys the pairs and
     sizes. Odd seeds weigh the points; must-link pairs make super-points of several
-    points."""
+    points. In three threads (slabs of the box sharing their best) the same holds."""
     rng = np.random.default_rng(300 + seed)
     X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes="exact")
     prob = _problem(X, k, ml, cl, kw)
@@ -382,7 +383,7 @@ def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed):
         hi = int(rng.integers(lo, n + 1))
         pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
         exact = _least_reduced_cost(X, w, groups, prob.cl, pi, (lo, hi))
-        res = pricing.price_sized(data, pi, lo, hi, tol=1e-9 * scale)
+        res = pricing.price_sized(data, pi, lo, hi, tol=1e-9 * scale, threads=threads)
         if not math.isfinite(exact):  # no set of super-points has such a count
             continue
         assert res.lower <= exact + 1e-9 * scale
@@ -989,7 +990,10 @@ def test_mean_exact_every_spaces_the_search_over_the_mean_only(monkeypatch):
 
 def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
     """The node passes ``child_exact_every`` as ``mean_exact_every`` to its children's LPs
-    and nothing to the root's, and the tree still finds the brute-force optimum."""
+    and nothing to the root's, the root's pricing gets the workers' threads and the
+    children's one, and the tree still finds the brute-force optimum."""
+    import os
+
     import pcsos
     from pcsos import node
 
@@ -998,17 +1002,47 @@ def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
 
     def spy(problem, **kw):
         seen.append((kw.get("branch_below") is None, kw.get("mean_exact_every")))
+        threads.append(kw.get("threads"))
         return real(problem, **kw)
+
+    threads = []
 
     monkeypatch.setattr(node, "colgen_bound", spy)
     X = np.random.default_rng(5).normal(size=(12, 2))  # a tree of several nodes
-    res = pcsos.solve(X, 3, size_min=3, size_max=5, workers=1, seed=0,
+    res = pcsos.solve(X, 3, size_min=3, size_max=5, workers=2, seed=0,
                       bound_settings={"engine": "colgen", "child_exact_every": 4})
     opt, _ = brute_force(X, 3, size_min=3, size_max=5)
     assert res.status == "optimal" and res.objective == pytest.approx(opt, rel=1e-9)
     assert res.lower_bound <= opt * (1 + 1e-9)
     assert len(seen) > 1 and seen[0] == (True, None)
     assert all(not root and every == 4 for root, every in seen[1:])
+    # the root runs alone: its pricing takes the workers' cores (at most the CPU count)
+    assert threads[0] == min(2, os.cpu_count() or 1) and set(threads[1:]) == {1}
+
+
+def test_slabs_share_the_budget_and_the_best_and_their_bound_stays_valid():
+    """Cut short by a budget that the threads' slabs share, the sized search still proves a
+    bound below the enumerated minimum and says it is capped; the kernel refuses a shared
+    array too short to hold (best, boxes)."""
+    from pcsos._kernels._pricing import sized_search
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(14, 3))
+    prob = Problem.from_instance(make_instance(X, 3, size_min=3, size_max=7))
+    data = PricingData.from_problem(prob)
+    groups = [np.array([i]) for i in range(prob.s)]
+    scale = float(np.sum(data.q)) / prob.s
+    pi = rng.uniform(0.5, 3.0, size=prob.s) * scale
+    exact = _least_reduced_cost(X, np.ones(len(X)), groups, prob.cl, pi, (3, 7))
+    full = pricing.price_sized(data, pi, 3, 7, tol=1e-9 * scale, threads=2)
+    cut = pricing.price_sized(data, pi, 3, 7, tol=1e-9 * scale, threads=2, max_boxes=40)
+    assert full.complete and full.lower == pytest.approx(exact, abs=1e-6 * scale)
+    assert cut.capped and not cut.complete and cut.lower <= exact + 1e-9 * scale
+    assert cut.boxes < full.boxes
+    m = np.ascontiguousarray(data.m)
+    with pytest.raises(ValueError, match="best, boxes"):
+        sized_search(m, data.e, data.counts, data.within - pi, m.min(axis=0), m.max(axis=0),
+                     3, 7, data.groups, math.inf, 1e-9, 100, None, np.zeros(1))
 
 
 def _bare_iterations(calls: list[str]) -> list[int]:

@@ -1031,7 +1031,7 @@ cdef double _eval_box(const double[:, ::1] m, const double[::1] e, const double[
 def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[::1] cnt,
                  const double[::1] base, const double[::1] lo0, const double[::1] hi0,
                  cnp.int64_t lo, cnp.int64_t hi, groups, double best, double tol,
-                 Py_ssize_t max_boxes, poll=None):
+                 Py_ssize_t max_boxes, poll=None, double[::1] shared=None):
     """The best-first search over boxes of the centre y of ``pricing.price_sized``, from the
     box [lo0, hi0], which must hold the mean of every cluster of count in [lo, hi]:
     ``(open_lb, best, boxes, complete, centres)``.
@@ -1046,7 +1046,12 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     is within ``tol`` of ``best``; ``centres``: the centres where ``best`` improved, in
     order. ``poll()``, called every 256 boxes split, stops the search when it returns true.
     ``groups``: the knapsack's (:func:`knapsack`; the cannot-link pairs' components). No
-    rounding margin is taken here (the caller's)."""
+    rounding margin is taken here (the caller's).
+
+    ``shared``: (best, boxes) of searches of other parts of the box in other threads: each
+    search prunes by the least best of all and writes its own better ones there, and
+    ``max_boxes`` counts the boxes of all. Unlocked: a write one thread loses only prunes
+    less (``best`` is always a cluster's value), and ``boxes`` is a budget, not a bound."""
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, j, a, axis, q, c, half, slot, h
     cdef Py_ssize_t cap = 1024, used = 1, nheap = 0, nfree = 0, boxes = 0, pops = 0
     cdef Py_ssize_t ncent = 0, ccap = 16
@@ -1063,6 +1068,14 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef double *y0 = <double *> malloc(d * sizeof(double))
     cdef double *cbuf = <double *> malloc(ccap * d * sizeof(double))
     cdef Py_ssize_t pair[2]
+    cdef double *sh = NULL
+    cdef Py_ssize_t counted = 0
+    if shared is not None:
+        if shared.shape[0] < 2:
+            raise ValueError("shared holds (best, boxes)")
+        sh = &shared[0]
+        if sh[0] < best:
+            best = sh[0]
     _knap_init(&K, cnt, lo, hi, groups, DP_LIMIT)
     try:
         # the search holds no GIL: the tree's workers are threads of one process, and each
@@ -1084,6 +1097,8 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     boxes += 1
                     if up < best:
                         best = up
+                        if sh != NULL and best < sh[0]:
+                            sh[0] = best
                         if ncent >= ccap:
                             ccap *= 2
                             cbuf = <double *> realloc(cbuf, ccap * d * sizeof(double))
@@ -1101,7 +1116,13 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     else:
                         freel[nfree] = slot
                         nfree += 1
-                if nheap == 0 or blb[heap[0]] >= best - tol or boxes >= max_boxes:
+                if sh != NULL:
+                    sh[1] += boxes - counted
+                    counted = boxes
+                    if sh[0] < best:
+                        best = sh[0]
+                if nheap == 0 or blb[heap[0]] >= best - tol or (
+                        (sh[1] if sh != NULL else boxes) >= max_boxes):
                     break
                 pops += 1
                 if polled and pops % 256 == 0:

@@ -75,7 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="wall-clock limit of the solve (the bound stays valid)")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS threads for the solve (default: 1 below s = 500 super-points, "
-                             "where more were slower, else as configured)")
+                             "where more were slower, else as configured); with --method "
+                             "colgen, threads of its exact pricing over the cluster's mean "
+                             "(default: 1)")
     parser.add_argument("--eig", choices=eig_methods(), default="auto",
                         help="eigensolver of the ADMM (default: auto)")
     add_bound_arguments(parser)
@@ -126,7 +128,8 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
     bs = bound_settings(args)
     return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
                         time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
-                        verbose=args.verbose, **bs.colgen_options())
+                        verbose=args.verbose, threads=args.threads or 1,
+                        **bs.colgen_options())
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:

@@ -91,7 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "otherwise idle machine)")
     alg.add_argument("--root-threads", type=int, default=None,
                      help="BLAS threads for the root node, which runs alone (default: "
-                          "--threads; more pays only on an otherwise idle machine)")
+                          "--threads; more pays only on an otherwise idle machine); the "
+                          "root's LP prices over the cluster's mean in max(this, "
+                          "--workers) threads")
     alg.add_argument("--order", choices=sorted(_ORDERS), default=_DEFAULTS.order,
                      help="visiting order (default: best-first, ties deeper first)")
     alg.add_argument("--branching", choices=RULES, default=_DEFAULTS.branching,

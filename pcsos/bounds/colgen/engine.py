@@ -327,7 +327,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                  exact_every: int = EXACT_EVERY, mean_exact_every: int | None = None,
                  master_method: str = MASTER_METHOD,
                  duals: np.ndarray | None = None, cuts=None, sr_rounds: int = SR_ROUNDS,
-                 branch_below: float | None = None, verbose: bool = False,
+                 branch_below: float | None = None, threads: int = 1, verbose: bool = False,
                  progress: Callable[[int, float], None] | None = None) -> ColGenResult:
     """The set-partitioning LP bound of ``problem`` (a node's super-point problem) by column
     generation, with a safe Lagrangian bound (module doc).
@@ -357,6 +357,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     start with ((t, 3) super-points, e.g. the parent's; module :mod:`.subset_rows`),
     ``sr_rounds``: rounds of them to separate once the LP is solved, at most SR_PER_ROUND
     each (neither applies where the exact pricing cannot carry them: SR_ROUNDS' doc).
+    ``threads``: the exact pricing's search over the mean runs in so many threads
+    (:func:`~.pricing.price_sized`; the tree gives the root, which runs alone, its workers).
     ``progress``: called with (iteration, bound) at each better bound, so that a caller that
     stops waiting for the result (a tree's time limit) still holds it.
     """
@@ -429,7 +431,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         nonlocal best, best_pi, center, boxes, budget, widened
         t = clock.elapsed()
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found,
-                         cuts=sr, rho=rho)
+                         cuts=sr, rho=rho, threads=threads)
         profile["exact_seconds"] += clock.elapsed() - t
         profile["exact_pricings"] += 1
         boxes += pr.boxes

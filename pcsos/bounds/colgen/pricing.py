@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -289,7 +290,8 @@ CIRCLES_MAX_D = 3
 
 def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int = 200000,
                 deadline: Deadline | None = None, start: float = 0.0,
-                cuts: SubsetRows | None = None, rho: np.ndarray | None = None
+                cuts: SubsetRows | None = None, rho: np.ndarray | None = None,
+                threads: int = 1
                 ) -> PricingResult:
     """Branch-and-bound over the centre y (module doc): a proven lower bound on
     min(0, least reduced cost), within ``tol`` of it when the search completes. Above
@@ -301,7 +303,8 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     reduced cost already found (an upper bound on the minimum, e.g. the heuristic's best),
     to prune from the outset. ``cuts``, ``rho``: subset-row cuts and their duals, whose
     charges the search over the mean carries (:func:`price_sized`); the search over the
-    disks leaves them out, a lower bound still (they only add).
+    disks leaves them out, a lower bound still (they only add). ``threads``: the search
+    over the mean's (:func:`price_sized`); the search over the disks runs in one.
     """
     pi = np.asarray(pi, dtype=np.float64)
     if data.m.shape[1] > CIRCLES_MAX_D:
@@ -309,7 +312,7 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
         # count) closes where this one does not
         pr = price_sized(data, pi, 1, int(data.counts.sum()), tol=tol,
                          max_boxes=SIZED_BOXES * max_boxes, deadline=deadline,
-                         start=min(0.0, float(start)), cuts=cuts, rho=rho)
+                         start=min(0.0, float(start)), cuts=cuts, rho=rho, threads=threads)
         return PricingResult(min(0.0, pr.lower), min(0.0, pr.best),
                              [c for c in pr.columns if c[0] < 0], pr.complete, pr.boxes,
                              capped=pr.capped)
@@ -494,12 +497,32 @@ def knapsack_groups(counts: np.ndarray, cl_ptr: np.ndarray, cl_idx: np.ndarray,
 SIZED_BOXES = 64
 #: centres of the search where its best improved whose clusters become columns (the last)
 SIZED_COLUMNS = 8
+#: with ``threads`` > 1 the sized search's box is cut into this many slabs per thread along
+#: its widest side, which the threads take in turn (a slab of little work frees its thread
+#: for the next), sharing the least value found and the budget of boxes
+SLABS_PER_THREAD = 4
+
+
+def _slabs(blo: np.ndarray, bhi: np.ndarray, parts: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The box [blo, bhi] cut into ``parts`` equal slabs along its widest side (their union
+    is the box: a mean on a shared face lies in both)."""
+    if parts <= 1:
+        return [(blo, bhi)]
+    ax = int(np.argmax(bhi - blo))
+    cuts = np.linspace(blo[ax], bhi[ax], parts + 1)
+    cuts[0], cuts[-1] = blo[ax], bhi[ax]
+    out = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        lo, hi = blo.copy(), bhi.copy()
+        lo[ax], hi[ax] = a, b
+        out.append((lo, hi))
+    return out
 
 
 def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
                 start: float = math.inf, cuts: SubsetRows | None = None,
-                rho: np.ndarray | None = None) -> PricingResult:
+                rho: np.ndarray | None = None, threads: int = 1) -> PricingResult:
     """Branch-and-bound over the centre y for the clusters of count in [``lo``, ``hi``]
     (module doc): a proven lower bound on their least reduced cost among the sets that
     obey the cannot-link pairs (:func:`knapsack_groups`), within ``tol`` of that minimum
@@ -507,7 +530,8 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     cost of such a cluster already found (its cuts' charges included). ``cuts``, ``rho``:
     subset-row cuts and their duals (<= 0): a cluster's reduced cost then adds -rho_T for
     each cut T of which it holds two points or three, and the knapsack carries that as a
-    group per cut with rho_T < 0 (:func:`knapsack_groups`).
+    group per cut with rho_T < 0 (:func:`knapsack_groups`). ``threads``: searches run side
+    by side on slabs of the box (SLABS_PER_THREAD; the search holds no GIL).
 
     The search (the compiled ``sized_search``) partitions a box that holds every such
     cluster's mean, and bounds the clusters whose mean lies in a box B (y0 its centre, r its
@@ -537,11 +561,28 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
         np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi))) + charges)
     slack += 2.0 * margin * float(np.sum(data.mag))
     poll = deadline.expired if deadline is not None else None
-    open_lb, best, boxes, complete, centres = sized_search(
-        m, data.e, data.counts, base, blo, bhi, int(lo), int(hi), groups, float(start),
-        float(tol), int(max_boxes), poll)
+    threads = max(int(threads), 1)
+    slabs = _slabs(blo, bhi, SLABS_PER_THREAD * threads if threads > 1 else 1)
+    shared = np.array([float(start), 0.0]) if len(slabs) > 1 else None
+
+    def search(slab):
+        return sized_search(m, data.e, data.counts, base, slab[0], slab[1], int(lo), int(hi),
+                            groups, float(start), float(tol), int(max_boxes), poll, shared)
+
+    if shared is None:
+        parts = [search(slabs[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            parts = list(pool.map(search, slabs))
+    # each part's open boxes and its best (the least of all once shared) bound its slab
+    open_lb = min(p[0] for p in parts)
+    best = min(p[1] for p in parts)
+    boxes = sum(p[2] for p in parts)
+    complete = open_lb >= best - tol
+    # the last centres of each part where its own best improved
+    centres = [y for p in parts for y in p[4][::-1][:SIZED_COLUMNS]]
     columns, seen = [], set()
-    for y in centres[::-1][:SIZED_COLUMNS]:
+    for y in centres:
         diff = m - y
         g = data.e * np.einsum("ij,ij->i", diff, diff) + base
         col = knapsack(g, data.counts, lo, hi, groups)[2]
@@ -561,8 +602,8 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
 
 def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
-                found=(), cuts: SubsetRows | None = None, rho: np.ndarray | None = None
-                ) -> PricingResult:
+                found=(), cuts: SubsetRows | None = None, rho: np.ndarray | None = None,
+                threads: int = 1) -> PricingResult:
     """The pricing term of the Lagrangian bound at ``pi``: without sizes k times
     :func:`price_exact`'s bound, with them the sum over size classes of their clusters
     times :func:`price_sized`'s bound in the class (docs/safe_bound.md; its searches get
@@ -572,7 +613,8 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     (:func:`price_sized`; the caller adds sum(rho) to the bound). The reduced costs of
     ``found`` are taken without the charges, at ``pi``, and the charges are added here: from
     a start below the true minimum a search would prune every box and return that start
-    less its tolerance, a valid bound but below the minimum, and no column."""
+    less its tolerance, a valid bound but below the minimum, and no column. ``threads``:
+    the searches over the mean run in so many threads (:func:`price_sized`)."""
     found = list(found)
     if cuts is not None and len(cuts) and found:
         extra = cuts.charge([c for _, c in found], rho)
@@ -580,7 +622,7 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     start = min((rc for rc, _ in found), default=0.0)
     if not data.sized:
         pr = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                         start=start, cuts=cuts, rho=rho)
+                         start=start, cuts=cuts, rho=rho, threads=threads)
         pr.term = (k * pr.lower,)
         return pr
     starts = [math.inf] * len(data.classes)
@@ -589,7 +631,8 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         if j >= 0:
             starts[j] = min(starts[j], rc)
     results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=SIZED_BOXES * max_boxes,
-                           deadline=deadline, start=st, cuts=cuts, rho=rho)
+                           deadline=deadline, start=st, cuts=cuts, rho=rho,
+                           threads=threads)
                for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
     columns = sorted(c for r in results for c in r.columns)
