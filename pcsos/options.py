@@ -53,7 +53,8 @@ class SolverOptions:
     threads, root_threads : int, optional
         BLAS threads per job, and for the root, which runs alone (None: 1, and
         ``threads``). The root's LP engine runs its exact pricing over the cluster's mean
-        in max(root_threads, workers) threads (at most the CPU count).
+        in max(root_threads, workers) threads (at most the CPU count; ``workers`` None: the
+        CPU count).
     heuristic : str, default 'ipc-kmeans'
         The upper-bound heuristic of every node, by registered name
         (:func:`pcsos.heuristics.available_heuristics`).

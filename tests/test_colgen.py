@@ -986,6 +986,8 @@ def test_mean_exact_every_spaces_the_search_over_the_mean_only(monkeypatch):
     for bad in (0, 2.5, False):
         with pytest.raises(InputError, match="child_exact_every"):
             BoundSettings(child_exact_every=bad).checked()
+        with pytest.raises(ValueError, match="mean_exact_every"):
+            colgen_bound(sized, mean_exact_every=bad)
 
 
 def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
@@ -1014,16 +1016,18 @@ def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
     opt, _ = brute_force(X, 3, size_min=3, size_max=5)
     assert res.status == "optimal" and res.objective == pytest.approx(opt, rel=1e-9)
     assert res.lower_bound <= opt * (1 + 1e-9)
+    # the root is processed first, alone
     assert len(seen) > 1 and seen[0] == (True, None)
-    assert all(not root and every == 4 for root, every in seen[1:])
+    assert all(every == 4 for _, every in seen[1:])
     # the root runs alone: its pricing takes the workers' cores (at most the CPU count)
     assert threads[0] == min(2, os.cpu_count() or 1) and set(threads[1:]) == {1}
 
 
 def test_slabs_share_the_budget_and_the_best_and_their_bound_stays_valid():
-    """Cut short by a budget that the threads' slabs share, the sized search still proves a
-    bound below the enumerated minimum and says it is capped; the kernel refuses a shared
-    array too short to hold (best, boxes)."""
+    """Cut short by a budget that the threads' slabs share, or by a deadline already past,
+    the sized search still proves a bound below the enumerated minimum (capped by the
+    budget); it returns at most SIZED_COLUMNS columns; the kernel refuses a shared array
+    too short to hold (best, boxes, stop)."""
     from pcsos._kernels._pricing import sized_search
 
     rng = np.random.default_rng(11)
@@ -1040,9 +1044,15 @@ def test_slabs_share_the_budget_and_the_best_and_their_bound_stays_valid():
     assert cut.capped and not cut.complete and cut.lower <= exact + 1e-9 * scale
     assert cut.boxes < full.boxes
     m = np.ascontiguousarray(data.m)
-    with pytest.raises(ValueError, match="best, boxes"):
+    with pytest.raises(ValueError, match="best, boxes, stop"):
         sized_search(m, data.e, data.counts, data.within - pi, m.min(axis=0), m.max(axis=0),
-                     3, 7, data.groups, math.inf, 1e-9, 100, None, np.zeros(1))
+                     3, 7, data.groups, math.inf, 1e-9, 100, None, np.zeros(2))
+    # a deadline already past: each slab bounds its box once, and the bound stays valid
+    late = pricing.price_sized(data, pi, 3, 7, tol=1e-9 * scale, threads=2,
+                               deadline=Deadline(0.0))
+    assert late.lower <= exact + 1e-9 * scale
+    assert late.boxes <= 2 * pricing.SLABS_PER_THREAD * 3
+    assert len(full.columns) <= pricing.SIZED_COLUMNS
 
 
 def _bare_iterations(calls: list[str]) -> list[int]:

@@ -1048,10 +1048,14 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     ``groups``: the knapsack's (:func:`knapsack`; the cannot-link pairs' components). No
     rounding margin is taken here (the caller's).
 
-    ``shared``: (best, boxes) of searches of other parts of the box in other threads: each
-    search prunes by the least best of all and writes its own better ones there, and
-    ``max_boxes`` counts the boxes of all. Unlocked: a write one thread loses only prunes
-    less (``best`` is always a cluster's value), and ``boxes`` is a budget, not a bound."""
+    ``shared``: (best, boxes, stop) of searches of other parts of the box in other threads:
+    each search prunes by the least best of all and writes its own better ones there,
+    ``max_boxes`` counts the boxes of all, and a search whose ``poll()`` fires sets stop,
+    which ends the others at their next box. Unlocked: a write one thread loses only prunes
+    less (``best`` is always a cluster's value), ``boxes`` is a budget, not a bound, and a
+    search that ends early keeps its open boxes in ``open_lb``."""
+    if shared is not None and shared.shape[0] < 3:
+        raise ValueError("shared holds (best, boxes, stop)")
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, j, a, axis, q, c, half, slot, h
     cdef Py_ssize_t cap = 1024, used = 1, nheap = 0, nfree = 0, boxes = 0, pops = 0
     cdef Py_ssize_t ncent = 0, ccap = 16
@@ -1071,8 +1075,6 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef double *sh = NULL
     cdef Py_ssize_t counted = 0
     if shared is not None:
-        if shared.shape[0] < 2:
-            raise ValueError("shared holds (best, boxes)")
         sh = &shared[0]
         if sh[0] < best:
             best = sh[0]
@@ -1122,13 +1124,16 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     if sh[0] < best:
                         best = sh[0]
                 if nheap == 0 or blb[heap[0]] >= best - tol or (
-                        (sh[1] if sh != NULL else boxes) >= max_boxes):
+                        (sh[1] if sh != NULL else boxes) >= max_boxes) or (
+                        sh != NULL and sh[2] != 0):
                     break
                 pops += 1
                 if polled and pops % 256 == 0:
                     with gil:
                         stop = bool(poll())
                     if stop:
+                        if sh != NULL:
+                            sh[2] = 1
                         break
                 q = heap[0]
                 axis = 0

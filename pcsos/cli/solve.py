@@ -93,7 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="BLAS threads for the root node, which runs alone (default: "
                           "--threads; more pays only on an otherwise idle machine); the "
                           "root's LP prices over the cluster's mean in max(this, "
-                          "--workers) threads")
+                          "--workers) threads, at most the CPU count")
     alg.add_argument("--order", choices=sorted(_ORDERS), default=_DEFAULTS.order,
                      help="visiting order (default: best-first, ties deeper first)")
     alg.add_argument("--branching", choices=RULES, default=_DEFAULTS.branching,

@@ -25,6 +25,7 @@ widens where it binds, and where it does not
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -86,8 +87,9 @@ EXACT_EVERY = 1
 #: (``mean_exact_every``): a child starts from its parent's duals, so its box is centred
 #: from the first master, and there the exact pricing took three quarters of a child's time
 #: (glass, sizes 17..54: 227 searches of 0.82 s in 16 children). Two workers, 600 s on
-#: glass: 0.145 % and 55 nodes, against 0.371 % and 47 after every master (2: 0.199 %, 54;
-#: 5: 0.200 %, 51; docs/benchmarks.md, "Cluster sizes"). The root keeps EXACT_EVERY: every
+#: glass: 0.145 % and 0.196 % in two runs (55 and 46 nodes), against 0.371 % and 47 after
+#: every master (2: 0.199 %, 54; 5: 0.200 %, 51; docs/benchmarks.md, "Cluster sizes").
+#: The root keeps EXACT_EVERY: every
 #: 5th there stalled vertebral's k = 6 root (above)
 MEAN_EXACT_EVERY_CHILD = 3
 #: how HiGHS solves the master (pcsos.bounds.colgen.master.METHODS): its interior-point method
@@ -367,6 +369,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     data = PricingData.from_problem(problem)
     s, k = problem.s, problem.k
     total = float(np.sum(data.q))
+    for name, every in (("exact_every", exact_every), ("mean_exact_every", mean_exact_every)):
+        if every is not None and (isinstance(every, bool)
+                                  or not isinstance(every, numbers.Integral) or every < 1):
+            raise ValueError(f"{name} must be a positive integer, got {every!r}")
     if mean_exact_every is not None and data.searches_mean:
         exact_every = int(mean_exact_every)
     # the artificial columns' cost boxes the master's duals (each pi_i and sigma is at most

@@ -563,11 +563,14 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     poll = deadline.expired if deadline is not None else None
     threads = max(int(threads), 1)
     slabs = _slabs(blo, bhi, SLABS_PER_THREAD * threads if threads > 1 else 1)
-    shared = np.array([float(start), 0.0]) if len(slabs) > 1 else None
+    shared = np.array([float(start), 0.0, 0.0]) if len(slabs) > 1 else None
 
     def search(slab):
+        # a slab begun after the deadline bounds its whole box once (a valid, weak bound)
+        stopped = shared is not None and deadline is not None and deadline.expired()
         return sized_search(m, data.e, data.counts, base, slab[0], slab[1], int(lo), int(hi),
-                            groups, float(start), float(tol), int(max_boxes), poll, shared)
+                            groups, float(start), float(tol), 0 if stopped else int(max_boxes),
+                            poll, shared)
 
     if shared is None:
         parts = [search(slabs[0])]
@@ -579,8 +582,10 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     best = min(p[1] for p in parts)
     boxes = sum(p[2] for p in parts)
     complete = open_lb >= best - tol
-    # the last centres of each part where its own best improved
-    centres = [y for p in parts for y in p[4][::-1][:SIZED_COLUMNS]]
+    # the last centres of each part where its own best improved (the best SIZED_COLUMNS
+    # of their clusters are kept, below)
+    per = max(2, -(-SIZED_COLUMNS // len(parts)))
+    centres = [y for p in parts for y in p[4][::-1][:per]]
     columns, seen = [], set()
     for y in centres:
         diff = m - y
@@ -595,7 +600,7 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
                     rc += float(cuts.charge([key], rho)[0])
                 columns.append((rc, key))
     lower = min(open_lb, best - tol) - slack
-    columns.sort()
+    columns = sorted(columns)[:SIZED_COLUMNS]
     return PricingResult(lower, min([best] + [rc for rc, _ in columns]), columns, complete,
                          boxes, capped=not complete and boxes >= max_boxes)
 
