@@ -999,15 +999,13 @@ def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
     import pcsos
     from pcsos import node
 
-    seen = []
+    seen = []  # (root, mean_exact_every, threads) per LP, in the order they start
     real = node.colgen_bound
 
     def spy(problem, **kw):
-        seen.append((kw.get("branch_below") is None, kw.get("mean_exact_every")))
-        threads.append(kw.get("threads"))
+        seen.append((kw.get("branch_below") is None, kw.get("mean_exact_every"),
+                     kw.get("threads")))
         return real(problem, **kw)
-
-    threads = []
 
     monkeypatch.setattr(node, "colgen_bound", spy)
     X = np.random.default_rng(5).normal(size=(12, 2))  # a tree of several nodes
@@ -1017,10 +1015,9 @@ def test_the_tree_spaces_the_exact_pricing_below_the_root_only(monkeypatch):
     assert res.status == "optimal" and res.objective == pytest.approx(opt, rel=1e-9)
     assert res.lower_bound <= opt * (1 + 1e-9)
     # the root is processed first, alone
-    assert len(seen) > 1 and seen[0] == (True, None)
-    assert all(every == 4 for _, every in seen[1:])
     # the root runs alone: its pricing takes the workers' cores (at most the CPU count)
-    assert threads[0] == min(2, os.cpu_count() or 1) and set(threads[1:]) == {1}
+    assert len(seen) > 1 and seen[0] == (True, None, min(2, os.cpu_count() or 1))
+    assert all(every == 4 and threads == 1 for _, every, threads in seen[1:])
 
 
 def test_slabs_share_the_budget_and_the_best_and_their_bound_stays_valid():

@@ -17,9 +17,9 @@ from typing import Any
 from pcsos.bounds.arrays import DEVICES, get_backend
 from pcsos.bounds.colgen.engine import (
     BOX_SHARE,
+    CHILD_EXACT_EVERY,
     EXACT_EVERY,
     MASTER_METHOD,
-    MEAN_EXACT_EVERY_CHILD,
     SR_ROUNDS,
 )
 from pcsos.bounds.colgen.master import METHODS as MASTER_METHODS
@@ -154,7 +154,7 @@ class BoundSettings:
     aggregate: bool = False
     box: float = BOX_SHARE
     exact_every: int = EXACT_EVERY
-    child_exact_every: int = MEAN_EXACT_EVERY_CHILD
+    child_exact_every: int = CHILD_EXACT_EVERY
     master_method: str = MASTER_METHOD
     sr_rounds: int = SR_ROUNDS
     verbose: bool = False

@@ -89,9 +89,8 @@ EXACT_EVERY = 1
 #: (glass, sizes 17..54: 227 searches of 0.82 s in 16 children). Two workers, 600 s on
 #: glass: 0.145 % and 0.196 % in two runs (55 and 46 nodes), against 0.371 % and 47 after
 #: every master (2: 0.199 %, 54; 5: 0.200 %, 51; docs/benchmarks.md, "Cluster sizes").
-#: The root keeps EXACT_EVERY: every
-#: 5th there stalled vertebral's k = 6 root (above)
-MEAN_EXACT_EVERY_CHILD = 3
+#: The root keeps EXACT_EVERY: every 5th there stalled vertebral's k = 6 root (above)
+CHILD_EXACT_EVERY = 3
 #: how HiGHS solves the master (pcsos.bounds.colgen.master.METHODS): its interior-point method
 #: without crossover, whose duals are central on the master's optimal face. One worker, one
 #: after the other (docs/benchmarks.md, "Large k, overlapping classes"): the 12 TSPLIB
@@ -348,7 +347,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     masters, and after any whose heuristic pricing finds no column; ``mean_exact_every``:
     where that pricing searches over the cluster's mean (with size bounds, or in more than
     CIRCLES_MAX_D dimensions), this many instead (None: ``exact_every``; the tree passes
-    MEAN_EXACT_EVERY_CHILD below the root).
+    CHILD_EXACT_EVERY below the root).
     ``master_method``: how HiGHS solves the master (:data:`~.master.METHODS`). ``duals``:
     duals (one per super-point) to bound before the first master, whose bound is then the
     one to beat and towards which the pricing is smoothed (e.g. the parent's).

@@ -505,12 +505,12 @@ SLABS_PER_THREAD = 4
 
 def _slabs(blo: np.ndarray, bhi: np.ndarray, parts: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """The box [blo, bhi] cut into ``parts`` equal slabs along its widest side (their union
-    is the box: a mean on a shared face lies in both)."""
+    is the box: linspace's ends are blo and bhi exactly, neighbours share each cut, and a
+    mean on a shared face lies in both)."""
     if parts <= 1:
         return [(blo, bhi)]
     ax = int(np.argmax(bhi - blo))
     cuts = np.linspace(blo[ax], bhi[ax], parts + 1)
-    cuts[0], cuts[-1] = blo[ax], bhi[ax]
     out = []
     for a, b in zip(cuts[:-1], cuts[1:]):
         lo, hi = blo.copy(), bhi.copy()
