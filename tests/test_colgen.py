@@ -359,6 +359,28 @@ def test_the_knapsack_is_the_enumerated_least_set_that_obeys_the_range_and_pairs
         assert vals[col].sum() == pytest.approx(val, abs=1e-12)
 
 
+def test_the_selection_from_a_guessed_pivot_sums_the_t_smallest_whatever_the_guess():
+    """sum_smallest (the sized search's selection, its first pivot a neighbouring box's
+    threshold) sums the t smallest and returns the t-th, for guesses below, above, between
+    and at the values, with ties, and with none."""
+    from pcsos._kernels._pricing import sum_smallest
+
+    rng = np.random.default_rng(23)
+    for trial in range(2000):
+        n = int(rng.integers(2, 40))
+        v = (rng.integers(-5, 6, size=n).astype(np.float64) if trial % 2
+             else rng.normal(size=n))
+        t = int(rng.integers(1, n))
+        ordered = np.sort(v)
+        for hint in (math.nan, -1e9, 1e9, float(rng.choice(v)), float(rng.normal()),
+                     float(ordered[t - 1]), float(ordered[t])):
+            total, kth = sum_smallest(v.copy(), t, hint)
+            assert total == pytest.approx(ordered[:t].sum(), abs=1e-12)
+            assert kth == ordered[t - 1]
+    with pytest.raises(ValueError):
+        sum_smallest(np.zeros(3), 3)
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("seed", range(6))
 def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed, threads):

@@ -16,7 +16,7 @@ s, every entry -1 on entry and on return.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, fabs
+from libc.math cimport INFINITY, NAN, fabs
 from libc.stdlib cimport free, malloc, qsort, realloc
 
 cnp.import_array()
@@ -631,6 +631,42 @@ cdef double _sum_smallest(double *v, Py_ssize_t n, Py_ssize_t t) noexcept nogil:
     return total
 
 
+cdef double _sum_smallest_near(double *v, Py_ssize_t n, Py_ssize_t t, double hint,
+                               double *kth) noexcept nogil:
+    """:func:`_sum_smallest` (0 < t < n), its first pivot the value ``hint`` (a guess of the
+    t-th smallest, e.g. a neighbouring box's: then one side of that first split is small;
+    NaN: none); ``kth`` gets the t-th smallest, the hint of the next."""
+    cdef Py_ssize_t i = 0, j = n - 1, c
+    cdef double tmp, total = 0.0, top = -INFINITY
+    if hint == hint:
+        while True:
+            while i <= j and v[i] <= hint:
+                i += 1
+            while i <= j and v[j] > hint:
+                j -= 1
+            if i >= j:
+                break
+            tmp = v[i]
+            v[i] = v[j]
+            v[j] = tmp
+            i += 1
+            j -= 1
+        c = i  # v[0:c] <= hint < v[c:n]
+        if c > t:
+            _sum_smallest(v, c, t)
+        elif c < t:
+            if t - c < n - c:
+                _sum_smallest(v + c, n - c, t - c)
+    else:
+        _sum_smallest(v, n, t)
+    for i in range(t):
+        total += v[i]
+        if v[i] > top:
+            top = v[i]
+    kth[0] = top
+    return total
+
+
 cdef struct Knap:
     # the items of one point outside every group (unit), and the groups: each offers options
     # (sets of items, at most one taken), the items of several points one option each, a
@@ -655,6 +691,8 @@ cdef struct Knap:
     double *obuf               # per option: its value in the last knapsack (dp only)
     Py_ssize_t *units          # hi + 1: the unit items that complete each count (-1: none)
     Ratio *rbuf                # nitems + 1
+    double hint                # a guess of the unit items' t-th smallest (NaN: none)
+    double kth                 # the last unit selection's t-th smallest (0: none made)
 
 
 cdef inline Py_ssize_t _unit_count(Knap *K, Py_ssize_t c, Py_ssize_t neg) noexcept nogil:
@@ -688,6 +726,7 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
     cdef double sneg = 0.0, x, best, val, part
     cdef cnp.int64_t fill, ci
     exact[0] = 1
+    K.kth = 0.0
     if K.lo <= 1 and K.hi >= K.total and K.ngroups:
         # the range binds nothing but a set's being non-empty: each unit item and each
         # group's best option enter when negative; with none, the least of them alone
@@ -738,7 +777,7 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
             for j in range(nu):
                 val += K.ubuf[j]
             return val
-        return _sum_smallest(K.ubuf, nu, t)
+        return _sum_smallest_near(K.ubuf, nu, t, K.hint, &K.kth)
     if K.dp:
         for c in range(K.hi + 1):
             K.table[c] = INFINITY
@@ -811,7 +850,7 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
             for j in range(nu):
                 val += K.ubuf[j]
         else:
-            val = _sum_smallest(K.ubuf, nu, t1)
+            val = _sum_smallest_near(K.ubuf, nu, t1, K.hint, &K.kth)
         w = t2 - t1
         if 0 < w < nu - t1:
             _sum_smallest(K.ubuf + t1, nu - t1, w)
@@ -904,6 +943,8 @@ cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.in
     K.units = <Py_ssize_t *> malloc(((hi + 1) if K.dp else 1) * sizeof(Py_ssize_t))
     K.obuf = <double *> malloc(((nopt + 1) if K.dp else 1) * sizeof(double))
     K.rbuf = <Ratio *> malloc((s + 1) * sizeof(Ratio))
+    K.hint = NAN
+    K.kth = NAN
 
 
 cdef void _knap_free(Knap *K):
@@ -913,6 +954,17 @@ cdef void _knap_free(Knap *K):
     free(K.units)
     free(K.obuf)
     free(K.rbuf)
+
+
+def sum_smallest(double[::1] v, Py_ssize_t t, double hint=NAN):
+    """``(sum, kth)``: the sum of the ``t`` smallest of ``v`` (0 < t < len(v); reordered) and
+    the t-th smallest, by the selection the sized search uses with ``hint`` as its first
+    pivot (NaN: none)."""
+    if not 0 < t < v.shape[0]:
+        raise ValueError("0 < t < len(v)")
+    cdef double kth = 0.0
+    cdef double total = _sum_smallest_near(&v[0], v.shape[0], t, hint, &kth)
+    return total, kth
 
 
 def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.int64_t hi,
@@ -998,31 +1050,56 @@ def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cn
         _knap_free(&K)
 
 
-cdef double _eval_box(const double[:, ::1] m, const double[::1] e, const double[::1] base,
-                      const double *lo, const double *hi, Knap *K, double *vc, double *vg,
-                      double *y0, double *up, double prune) noexcept nogil:
-    """The box [lo, hi]'s bound (sized_search's doc); ``up`` gets the exact knapsack of
-    g_i(y0) (INFINITY where the knapsack is not exact, or where the bound is at least
-    ``prune``: the box is pruned, and its centre's cluster could gain less than the
-    search's tolerance)."""
+cdef void _dist_full(const double[:, ::1] m, const double *y0, double *dist) noexcept nogil:
+    """dist[i] = ||m_i - y0||^2."""
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, a
-    cdef double r2 = 0.0, w, dc, diff, lb
-    cdef bint ex
-    for a in range(d):
-        y0[a] = 0.5 * (lo[a] + hi[a])
-        w = 0.5 * (hi[a] - lo[a])
-        r2 += w * w
+    cdef double dc, diff
     for i in range(s):
         dc = 0.0
         for a in range(d):
             diff = m[i, a] - y0[a]
             dc += diff * diff
-        vg[i] = e[i] * dc + base[i]
+        dist[i] = dc
+
+
+cdef void _dist_shift(const double[:, ::1] m, const double *dpar, Py_ssize_t axis, double yax,
+                      double delta, double *dist) noexcept nogil:
+    """dist[i] = ||m_i - (y + delta u)||^2 from dpar[i] = ||m_i - y||^2 (u the unit vector of
+    ``axis``, yax = y[axis]): dpar[i] - 2 delta (m_i[axis] - yax) + delta^2."""
+    cdef Py_ssize_t s = m.shape[0], i
+    cdef double dd = delta * delta, t2 = 2.0 * delta
+    for i in range(s):
+        dist[i] = dpar[i] - t2 * (m[i, axis] - yax) + dd
+
+
+cdef double _eval_box(const double[::1] e, const double[::1] base, const double *dist,
+                      const double *y0, Py_ssize_t d, const double *lo, const double *hi,
+                      Knap *K, double *vc, double *vg, double *up,
+                      double prune, double *hint) noexcept nogil:
+    """The box [lo, hi]'s bound (sized_search's doc) about a point ``y0`` of it, ``dist`` the
+    points' squared distances to y0; ``up`` gets the exact knapsack of g_i(y0) (INFINITY
+    where the knapsack is not exact, or where the bound is at least ``prune``: the box is
+    pruned, and its centre's cluster could gain less than the search's tolerance).
+    ``hint``: guesses of the two knapsacks' thresholds (:func:`_sum_smallest_near`), which
+    get this box's."""
+    cdef Py_ssize_t s = e.shape[0], i, a
+    cdef double r2 = 0.0, w, lb
+    cdef bint ex
+    for a in range(d):
+        # the box's farthest corner from y0, whatever y0's rounding
+        w = _dmax(y0[a] - lo[a], hi[a] - y0[a])
+        r2 += w * w
+    for i in range(s):
+        vg[i] = e[i] * dist[i] + base[i]
         vc[i] = vg[i] - e[i] * r2
+    K.hint = hint[0]
     lb = _knap(K, vc, &ex)
+    hint[0] = K.kth
     up[0] = INFINITY
     if lb < prune:
+        K.hint = hint[1]
         up[0] = _knap(K, vg, &ex)
+        hint[1] = K.kth
         if not ex:
             up[0] = INFINITY
     return lb
@@ -1037,9 +1114,13 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     ``(open_lb, best, boxes, complete, centres)``.
 
     A box B bounds the clusters whose mean lies in it (each lies in a box of the partition)
-    by the knapsack (:func:`_knap`) of g_i(y0) - e_i r^2 over the points (y0 B's centre, r
-    its half diagonal): for such a cluster T, rc(T) = g_T(mean) = g_T(y0) - e_T ||mean -
-    y0||^2 >= g_T(y0) - e_T r^2.
+    by the knapsack (:func:`_knap`) of g_i(y0) - e_i r^2 over the points (y0 B's centre as
+    computed, r its distance to B's farthest corner): for such a cluster T, rc(T) =
+    g_T(mean) = g_T(y0) - e_T ||mean - y0||^2 >= g_T(y0) - e_T r^2. A split box's halves
+    take their squared distances ||m_i - y0||^2 from the parent's centre's, in one pass
+    over the points each (:func:`_dist_shift`; three roundings more than from scratch,
+    which the caller's margin covers), and their knapsacks' selections start from the
+    parent's thresholds.
     The exact knapsack of g_i(y0) is the sum of g_i(y0) over a cluster of the range, at
     least its reduced cost: an upper bound on the minimum (``best``, from the one given).
     ``open_lb``: the least bound of the boxes left open (INFINITY if none); ``complete``: it
@@ -1065,11 +1146,18 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef double *blo = <double *> malloc(cap * d * sizeof(double))
     cdef double *bhi = <double *> malloc(cap * d * sizeof(double))
     cdef double *blb = <double *> malloc(cap * sizeof(double))
+    # per box the thresholds of its two knapsacks, the first guesses of its halves'
+    cdef double *bth = <double *> malloc(2 * cap * sizeof(double))
+    cdef double hints[4]
     cdef Py_ssize_t *heap = <Py_ssize_t *> malloc(cap * sizeof(Py_ssize_t))
     cdef Py_ssize_t *freel = <Py_ssize_t *> malloc(cap * sizeof(Py_ssize_t))
     cdef double *vc = <double *> malloc((s + 1) * sizeof(double))
     cdef double *vg = <double *> malloc((s + 1) * sizeof(double))
+    cdef double *dpar = <double *> malloc((s + 1) * sizeof(double))
+    cdef double *dch = <double *> malloc(2 * (s + 1) * sizeof(double))
+    cdef double *ych = <double *> malloc((2 * d + 1) * sizeof(double))
     cdef double *y0 = <double *> malloc(d * sizeof(double))
+    cdef double *yc = NULL
     cdef double *cbuf = <double *> malloc(ccap * d * sizeof(double))
     cdef Py_ssize_t pair[2]
     cdef double *sh = NULL
@@ -1088,14 +1176,22 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                 bhi[a] = hi0[a]
             pair[0] = 0
             pair[1] = -1
+            for a in range(d):
+                ych[a] = 0.5 * (blo[a] + bhi[a])
+            _dist_full(m, ych, dch)
+            hints[0] = NAN
+            hints[1] = NAN
             while True:
                 # evaluate the new boxes in ``pair``: keep those that may hold a better one
                 for h in range(2):
                     slot = pair[h]
                     if slot < 0:
                         continue
-                    lb = _eval_box(m, e, base, &blo[slot * d], &bhi[slot * d], &K, vc, vg,
-                                   y0, &up, best - tol)
+                    yc = &ych[h * d]
+                    lb = _eval_box(e, base, &dch[h * s], yc, d, &blo[slot * d],
+                                   &bhi[slot * d], &K, vc, vg, &up, best - tol, &hints[2 * h])
+                    bth[2 * slot] = hints[2 * h]
+                    bth[2 * slot + 1] = hints[2 * h + 1]
                     boxes += 1
                     if up < best:
                         best = up
@@ -1105,7 +1201,7 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                             ccap *= 2
                             cbuf = <double *> realloc(cbuf, ccap * d * sizeof(double))
                         for a in range(d):
-                            cbuf[ncent * d + a] = y0[a]
+                            cbuf[ncent * d + a] = yc[a]
                         ncent += 1
                     if lb < best - tol:
                         blb[slot] = lb
@@ -1171,11 +1267,31 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         blo = <double *> realloc(blo, cap * d * sizeof(double))
                         bhi = <double *> realloc(bhi, cap * d * sizeof(double))
                         blb = <double *> realloc(blb, cap * sizeof(double))
+                        bth = <double *> realloc(bth, 2 * cap * sizeof(double))
                         heap = <Py_ssize_t *> realloc(heap, cap * sizeof(Py_ssize_t))
                         freel = <Py_ssize_t *> realloc(freel, cap * sizeof(Py_ssize_t))
                     c = used
                     used += 1
-                mid = 0.5 * (blo[q * d + axis] + bhi[q * d + axis])
+                # the halves' distances from the parent's: one pass over the points and
+                # dimensions per split, not one per half
+                for a in range(d):
+                    y0[a] = 0.5 * (blo[q * d + a] + bhi[q * d + a])
+                    ych[a] = y0[a]
+                    ych[d + a] = y0[a]
+                _dist_full(m, y0, dpar)
+                x = 0.25 * (bhi[q * d + axis] - blo[q * d + axis])
+                # a half's r^2 is 3 x^2 less than its parent's, and its first knapsack's
+                # values rise by about that: the thresholds guess the halves' (a guess is only
+                # a first pivot, whatever it is the sums are exact)
+                hints[0] = bth[2 * q] + 3.0 * x * x
+                hints[1] = bth[2 * q + 1]
+                hints[2] = hints[0]
+                hints[3] = hints[1]
+                ych[axis] = y0[axis] - x
+                ych[d + axis] = y0[axis] + x
+                _dist_shift(m, dpar, axis, y0[axis], -x, dch)
+                _dist_shift(m, dpar, axis, y0[axis], x, &dch[s])
+                mid = y0[axis]
                 for a in range(d):
                     blo[c * d + a] = blo[q * d + a]
                     bhi[c * d + a] = bhi[q * d + a]
@@ -1190,10 +1306,14 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
         free(blo)
         free(bhi)
         free(blb)
+        free(bth)
         free(heap)
         free(freel)
         free(vc)
         free(vg)
+        free(dpar)
+        free(dch)
+        free(ych)
         free(y0)
         free(cbuf)
         _knap_free(&K)

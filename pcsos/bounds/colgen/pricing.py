@@ -491,7 +491,7 @@ def knapsack_groups(counts: np.ndarray, cl_ptr: np.ndarray, cl_idx: np.ndarray,
 
 
 #: boxes of the sized search per box of :func:`price_bound`'s budget: a box there is one
-#: pass over the points and two knapsacks (about 3.5 us on glass, s = 214, d = 9), where one
+#: pass over the points and two knapsacks (about 1.7 us on glass, s = 214, d = 9), where one
 #: of :func:`price_exact` costs tens of microseconds (0.3-0.55 s per 7 000-10 600 boxes on
 #: the overlapping n = 2 000, k = 20 root)
 SIZED_BOXES = 64
