@@ -361,8 +361,9 @@ def test_the_knapsack_is_the_enumerated_least_set_that_obeys_the_range_and_pairs
 
 def test_the_selection_from_a_guessed_pivot_sums_the_t_smallest_whatever_the_guess():
     """sum_smallest (the sized search's selection, its first pivot a neighbouring box's
-    threshold) sums the t smallest and returns the t-th, for guesses below, above, between
-    and at the values, with ties, and with none."""
+    threshold) sums the t smallest and returns the t-th, leaving them in front of a
+    permutation of the values, for guesses below, above, between and at the values, with
+    ties, and with none."""
     from pcsos._kernels._pricing import sum_smallest
 
     rng = np.random.default_rng(23)
@@ -372,11 +373,16 @@ def test_the_selection_from_a_guessed_pivot_sums_the_t_smallest_whatever_the_gue
              else rng.normal(size=n))
         t = int(rng.integers(1, n))
         ordered = np.sort(v)
-        for hint in (math.nan, -1e9, 1e9, float(rng.choice(v)), float(rng.normal()),
-                     float(ordered[t - 1]), float(ordered[t])):
-            total, kth = sum_smallest(v.copy(), t, hint)
+        for hint in (math.nan, -math.inf, -1e9, 1e9, math.inf, float(rng.choice(v)),
+                     float(rng.normal()), float(ordered[t - 1]), float(ordered[t])):
+            w = v.copy()
+            total, kth = sum_smallest(w, t, hint)
             assert total == pytest.approx(ordered[:t].sum(), abs=1e-12)
             assert kth == ordered[t - 1]
+            # the table's window reads on past the t smallest: w stays a permutation of
+            # v with them in front
+            assert np.array_equal(np.sort(w), ordered)
+            assert np.array_equal(np.sort(w[:t]), ordered[:t])
     with pytest.raises(ValueError):
         sum_smallest(np.zeros(3), 3)
 
