@@ -692,7 +692,7 @@ cdef struct Knap:
     Py_ssize_t *units          # hi + 1: the unit items that complete each count (-1: none)
     Ratio *rbuf                # nitems + 1
     double hint                # a guess of the unit items' t-th smallest (NaN: none)
-    double kth                 # the last unit selection's t-th smallest (0: none made)
+    double kth                 # the last unit selection's t-th smallest (0: none; NaN at first)
 
 
 cdef inline Py_ssize_t _unit_count(Knap *K, Py_ssize_t c, Py_ssize_t neg) noexcept nogil:
