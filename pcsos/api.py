@@ -39,7 +39,7 @@ from pcsos.branching import PseudoCosts
 from pcsos.checkpoint import read_checkpoint, write_checkpoint
 from pcsos.clock import Deadline
 from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
-from pcsos.errors import InfeasibleError, InputError
+from pcsos.errors import InfeasibleError, InputError, is_integer
 from pcsos.feasibility import check_problem
 from pcsos.io import INT_MAX, _json_line, _load_json, _quote, _read_text, jsonable, write_json
 from pcsos.log import ProgressPrinter
@@ -219,9 +219,6 @@ class Result:
             shown = _quote(repr(d[key]), quote=False)
             return InputError(f"{key!r} must be {what}, got {shown}", source=name, line=line)
 
-        def is_int(v) -> bool:
-            return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
         names = {f.name for f in fields(cls)}
         missing = {"labels", "objective", "lower_bound", "gap", "status", "message"} - set(d)
         if missing:
@@ -241,19 +238,19 @@ class Result:
                 raise bad(key, "a number or null")
             d[key] = none if v is None else float(v)
         for key in ("nodes", "root_size", "n", "k"):
-            if key in d and not (is_int(d[key]) and 0 <= d[key] <= INT_MAX):
+            if key in d and not (is_integer(d[key]) and 0 <= d[key] <= INT_MAX):
                 raise bad(key, "a non-negative integer")
         if d["labels"] is not None:
             lab = d["labels"]
             if not (isinstance(lab, (list, tuple, np.ndarray))
-                    and all(is_int(v) and 0 <= v <= INT_MAX for v in lab)):
+                    and all(is_integer(v) and 0 <= v <= INT_MAX for v in lab)):
                 raise bad("labels", "null or a list of non-negative integers")
             d["labels"] = np.asarray(lab, dtype=np.int64).reshape(-1)
         if "infeasible_pairs" in d:
             pairs = d["infeasible_pairs"]
             if not (isinstance(pairs, (list, tuple))
                     and all(isinstance(p, (list, tuple)) and len(p) == 2
-                            and all(is_int(v) for v in p) for p in pairs)):
+                            and all(is_integer(v) for v in p) for p in pairs)):
                 raise bad("infeasible_pairs", "a list of [i, j] pairs")
             d["infeasible_pairs"] = [tuple(p) for p in pairs]
         if "log" in d and not (isinstance(d["log"], list)

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
+
+
+def is_integer(v) -> bool:
+    """Whether ``v`` is an integer, Python's or numpy's, and not a bool: the test behind every
+    option's and setting's "must be an integer" :class:`InputError`. (The data's integers,
+    k, sizes and pair indices, may come from a float array: pcsos.problem checks their
+    values.)"""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 class PcsosError(Exception):

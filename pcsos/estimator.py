@@ -17,7 +17,7 @@ import inspect
 import numpy as np
 
 from pcsos.api import solve
-from pcsos.errors import InfeasibleError, InputError
+from pcsos.errors import InfeasibleError, InputError, is_integer
 from pcsos.options import ABS_TOL, SolverOptions
 
 __all__ = ["PCSOSClustering"]
@@ -70,8 +70,7 @@ def _seed(random_state) -> int | None:
         return int(random_state.integers(2**31 - 1))
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(2**31 - 1))
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(
-            random_state, (int, np.integer)) or random_state < 0:
+    if not is_integer(random_state) or random_state < 0:
         raise InputError("random_state must be None, a non-negative int, a numpy Generator "
                          f"or a RandomState, got {random_state!r}", source="random_state")
     return int(random_state)

@@ -655,20 +655,25 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
     if math.isfinite(upper):
         # stop once the bound prunes the node (a hair inside the tree's pruning test)
         target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
-    res = colgen_bound(problem, columns=start.columns() if start is not None else (),
-                       duals=start.duals if start is not None else None,
-                       cuts=start.cuts if start is not None else None,
+    # two tests on purpose: a node with a parent's start (its columns and duals: its box is
+    # centred from the first master) may stop to branch and prices exactly less often; the
+    # root, which runs alone, takes every worker's core. A node without a start below the
+    # root (its parent's bound was not the LP's) is a root of its subtree for the first,
+    # and one of several nodes running for the second
+    inherited = start is not None
+    res = colgen_bound(problem, columns=start.columns() if inherited else (),
+                       duals=start.duals if inherited else None,
+                       cuts=start.cuts if inherited else None,
                        # below the child's pruning target its LP cannot prune it: branch
                        # (the root's LP runs to the end: its bound and columns serve all)
-                       branch_below=target if start is not None else None,
+                       branch_below=target if inherited else None,
                        labels=_super_labels(problem, labels),
                        upper_bound=upper, bound_target=target,
                        time_limit=ctx.deadline, seed=_seed(options, ctx),
                        max_iter=options.bound_settings.max_iter,
                        **options.bound_settings.colgen_options(),
                        mean_exact_every=(options.bound_settings.child_exact_every
-                                         if start is not None else None),
-                       # the root runs alone: its exact pricing takes the idle workers' cores
+                                         if inherited else None),
                        threads=(min(max(int(options.root_threads or 1),
                                         int(options.workers or 1)), os.cpu_count() or 1)
                                 if ctx.is_root else 1),

@@ -14,13 +14,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS, CuttingPlaneSettings
-from pcsos.errors import InputError
+from pcsos.errors import InputError, is_integer
 from pcsos.heuristics import get_heuristic
 from pcsos.tree import ORDERS
 
@@ -173,8 +171,7 @@ class SolverOptions:
         bound = BoundSettings.make(self.bound_settings, source="bound_settings")
         if bound.device == "cuda":
             get_backend("cuda")  # at the edge: BackendUnavailableError without torch or GPU
-        if self.seed is not None and (isinstance(self.seed, bool) or not (
-                isinstance(self.seed, (int, np.integer)) and self.seed >= 0)):
+        if self.seed is not None and not (is_integer(self.seed) and self.seed >= 0):
             raise InputError(f"seed must be a non-negative integer, got {self.seed!r}",
                              source="seed")
         v = self.heuristic_options
@@ -206,12 +203,7 @@ class SolverOptions:
 def _check_positive_int(name: str, v) -> None:
     if v is None:
         return
-    ok = not isinstance(v, bool)
-    try:
-        ok = ok and float(v).is_integer() and v >= 1
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+    if not (is_integer(v) and v >= 1):
         raise InputError(f"{name} must be a positive integer, got {v!r}", source=name)
 
 

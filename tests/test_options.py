@@ -34,6 +34,9 @@ def test_unknown_option_names_the_known_ones():
     ({"abs_tol": -1}, "abs_tol must be a number >= 0"),
     ({"max_nodes": 0}, "max_nodes must be a positive integer"),
     ({"workers": 2.5}, "workers must be a positive integer"),
+    ({"workers": 2.0}, "workers must be a positive integer"),
+    ({"bound_settings": {"max_iter": True}}, "max_iter must be a positive integer"),
+    ({"bound_settings": {"max_iter": 5.0}}, "max_iter must be a positive integer"),
     ({"threads": "2"}, "threads must be a positive integer"),
     ({"time_limit": 0}, "time_limit must be > 0"),
     ({"heuristic_time_limit": -1}, "heuristic_time_limit must be > 0"),
@@ -53,6 +56,16 @@ def test_each_bad_option_is_an_input_error_naming_it(change, needle):
         SolverOptions.make(**change).checked()
     # a bound setting is named inside its option: 'bound_settings.backend'
     assert err.value.source.split(".")[0] == next(iter(change))
+
+
+def test_numpy_integers_are_integers_in_every_option_and_setting():
+    # one test (pcsos.errors.is_integer) behind every "must be an integer": an index or a
+    # count read from a numpy array passes where the same Python int does
+    opts = SolverOptions.make(workers=np.int64(2), max_nodes=np.int32(7), seed=np.uint8(3),
+                              bound_settings={"max_iter": np.int64(50),
+                                              "child_exact_every": np.int16(2)}).checked()
+    assert (opts.workers, opts.max_nodes, opts.seed) == (2, 7, 3)
+    assert (opts.bound_settings.max_iter, opts.bound_settings.child_exact_every) == (50, 2)
 
 
 def test_checked_makes_the_loop_stop_where_the_tree_prunes():

@@ -26,7 +26,7 @@ from pcsos.bounds.colgen.master import METHODS as MASTER_METHODS
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.model import SDP_TOL
 from pcsos.bounds.safe import POLISH_EVALS
-from pcsos.errors import InputError
+from pcsos.errors import InputError, is_integer
 
 __all__ = ["BoundSettings", "BACKENDS", "ENGINES"]
 
@@ -230,9 +230,6 @@ class BoundSettings:
             return InputError(f"{name} must be {what}, got {getattr(self, name)!r}",
                               source=f"{source}.{name}")
 
-        def is_int(v) -> bool:
-            return isinstance(v, int) and not isinstance(v, bool)
-
         if self.engine not in ENGINES:
             raise bad("engine", f"one of {', '.join(ENGINES)}")
         if self.backend not in BACKENDS:
@@ -240,11 +237,11 @@ class BoundSettings:
         if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
                                               and math.isfinite(self.tol) and self.tol > 0):
             raise bad("tol", "a positive number")
-        if self.max_iter is not None and not (is_int(self.max_iter) and self.max_iter > 0):
+        if self.max_iter is not None and not (is_integer(self.max_iter) and self.max_iter > 0):
             raise bad("max_iter", "a positive integer or None")
         if self.eig not in eig_methods():
             raise bad("eig", f"one of {', '.join(eig_methods())}")
-        if not (is_int(self.polish) and self.polish >= 0):
+        if not (is_integer(self.polish) and self.polish >= 0):
             raise bad("polish", "a non-negative integer")
         if isinstance(self.device, str):
             if self.device not in DEVICES:
@@ -254,7 +251,7 @@ class BoundSettings:
         if self.device != "cpu" and self.backend != "admm":
             raise InputError(f"device={self.device!r} needs backend='admm'; {self.backend} "
                              "runs on the CPU only", source=f"{source}.device")
-        if self.anderson is not None and not (is_int(self.anderson) and self.anderson >= 0):
+        if self.anderson is not None and not (is_integer(self.anderson) and self.anderson >= 0):
             raise bad("anderson", "a non-negative integer or None")
         if self.sigma_ratio is not None and (isinstance(self.sigma_ratio, bool) or not (
                 isinstance(self.sigma_ratio, (int, float)) and self.sigma_ratio > 1)):
@@ -263,11 +260,11 @@ class BoundSettings:
                                               and 0 <= self.box < math.inf):
             raise bad("box", "a finite number >= 0")
         for name in ("exact_every", "child_exact_every"):
-            if not (is_int(getattr(self, name)) and getattr(self, name) > 0):
+            if not (is_integer(getattr(self, name)) and getattr(self, name) > 0):
                 raise bad(name, "a positive integer")
         if self.master_method not in MASTER_METHODS:
             raise bad("master_method", f"one of {', '.join(MASTER_METHODS)}")
-        if not (is_int(self.sr_rounds) and self.sr_rounds >= 0):
+        if not (is_integer(self.sr_rounds) and self.sr_rounds >= 0):
             raise bad("sr_rounds", "a non-negative integer")
         for name in ("aggregate", "verbose"):
             if not isinstance(getattr(self, name), bool):

@@ -25,7 +25,6 @@ widens where it binds, and where it does not
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,6 +41,7 @@ from pcsos.bounds.colgen.pricing import (
 )
 from pcsos.bounds.colgen.subset_rows import SubsetRows
 from pcsos.clock import Deadline
+from pcsos.errors import is_integer
 from pcsos.milp import Milp, adapter
 from pcsos.problem import Problem
 
@@ -369,8 +369,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     s, k = problem.s, problem.k
     total = float(np.sum(data.q))
     for name, every in (("exact_every", exact_every), ("mean_exact_every", mean_exact_every)):
-        if every is not None and (isinstance(every, bool)
-                                  or not isinstance(every, numbers.Integral) or every < 1):
+        if every is not None and not (is_integer(every) and every >= 1):
             raise ValueError(f"{name} must be a positive integer, got {every!r}")
     if mean_exact_every is not None and data.searches_mean:
         exact_every = int(mean_exact_every)
