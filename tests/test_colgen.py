@@ -423,6 +423,47 @@ def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed, threads)
             assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
 
 
+@pytest.mark.parametrize("sizes", [False, True])
+@pytest.mark.parametrize("seed", range(5))
+def test_a_pricing_told_what_is_enough_proves_that_much_or_finds_the_minimum(seed, sizes):
+    """price_bound with ``enough`` (what a node's bound needs to reach its target), against
+    the least reduced cost m enumerated (min(0, m) without sizes, the search over the
+    disks; with a size range, the search over the mean): where k m is above enough, its
+    term is at least enough and at most k m, with no column, and not complete; where k m is
+    below, it is complete where the pricing without it is, with the same term to the
+    tolerance and columns of the reduced cost they claim."""
+    rng = np.random.default_rng(700 + seed)
+    X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes=sizes)
+    prob = _problem(X, k, ml, cl, kw)
+    if prob is None:
+        pytest.skip("an infeasible draw")
+    data = PricingData.from_problem(prob)
+    assert data.sized == sizes and len(data.classes) <= 1
+    count = data.classes[0][:2] if sizes else None
+    w = prob.point_weights
+    groups = [np.flatnonzero(prob.point_labels == i) for i in range(prob.s)]
+    scale = float(np.sum(data.q)) / prob.s + 1e-12
+    tol = 1e-9 * scale
+    for _ in range(4):
+        pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
+        exact = _least_reduced_cost(X, w, groups, prob.cl, pi, count)
+        m = exact if sizes else min(0.0, exact)
+        full = pricing.price_bound(data, pi, k, tol=tol)
+        for delta in (0.3 * scale, 1e-3 * scale):
+            enough = k * (m - delta)
+            res = pricing.price_bound(data, pi, k, tol=tol, enough=enough)
+            assert not res.complete and res.columns == []
+            assert enough <= sum(res.term) <= k * (m + 1e-9 * scale)
+        res = pricing.price_bound(data, pi, k, tol=tol, enough=k * (m + 0.3 * scale))
+        assert res.complete == full.complete
+        assert sum(res.term) <= k * (m + 1e-9 * scale)
+        if res.complete:
+            assert sum(res.term) == pytest.approx(sum(full.term), abs=3 * k * tol)
+        for rc, col in res.columns:
+            idx = np.asarray(col)
+            assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_with_exact_sizes_the_bound_is_the_lp_with_a_row_per_size_value(seed):
     """With exact sizes the master has one row per size value: its bound matches the LP

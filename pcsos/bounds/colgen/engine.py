@@ -434,8 +434,17 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     def prove(pi: np.ndarray, found, tol: float):
         nonlocal best, best_pi, center, boxes, budget, widened
         t = clock.elapsed()
+        # with a target, the pricing proves only what the bound needs to reach it (it stops
+        # there): a node pruned at its target keeps no column or bound of that pricing
+        enough = (bound_target - math.fsum(pi)
+                  if bound_target is not None and sr is None else None)
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found,
-                         cuts=sr, rho=rho, threads=threads)
+                         cuts=sr, rho=rho, threads=threads, enough=enough)
+        if (enough is not None and not pr.complete and not pr.columns and not pr.capped
+                and _bound(pi, pr.term) < bound_target and not clock.expired()):
+            # short of the target by the bound's rounding alone: price to the minimum
+            pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock,
+                             found=found, threads=threads)
         profile["exact_seconds"] += clock.elapsed() - t
         profile["exact_pricings"] += 1
         boxes += pr.boxes
@@ -462,6 +471,10 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     box_weight = 0.0
     want_vertex = False  # the next master ends at a vertex (master_method 'ipm')
     for it in range(1, max_iter + 1):
+        if bound_target is not None and best >= bound_target:
+            # (the duals it started from may prune the node: then no master runs)
+            status, message = "target", "the bound reached the target"
+            break
         if len(master.columns) > RETIRE_ABOVE and pi_lp is not None:
             _retire(master, pi_lp, lam, RETIRE_TO, incumbent)
         if box > 0 and agg.n == s and center is not None and box_at is not center:
@@ -493,9 +506,6 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         scale = max(scale, 1e-12 * total, 1e-300)
         rc_tol = 1e-9 * scale / k
         p_tol = PRICING_TOL * scale / k
-        if bound_target is not None and best >= bound_target:
-            status, message = "target", "the bound reached the target"
-            break
         if (branch_below is not None and clean and lp_value < branch_below
                 and best_pi is not None and (sr is None or sr_round >= sr_rounds)):
             # the restricted master's value bounds the LP's from above: the LP cannot reach
@@ -533,6 +543,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         if (it % exact_every == 0 and not artificial) or not add:
             was = best
             pr = prove(pi, found, p_tol)
+            if bound_target is not None and best >= bound_target:
+                status, message = "target", "the bound reached the target"
+                break
             if best > was and box_weight > 1e-9 and delta is not None and data.sized:
                 # with sizes, a better bound at duals the box held back: the LP's lie
                 # further out, so the next box reaches further (SERIOUS_GROWTH)
@@ -629,10 +642,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     if master.boxed and box_weight > 1e-9 and status != "failed":
         # the box bound the last master: its value and solution are not the restricted LP's
         lam, lp_value, art_weight = np.zeros(0), math.inf, math.inf
-        if status != "time_limit":
+        if status not in ("time_limit", "target"):
             # solve the restricted LP itself for its solution (freeing the box may take the
             # simplex many pivots: n = 2 000, k = 20, 17-35 s past a 150 s limit, for which
-            # a time limit has no room, so none is reported there)
+            # a time limit has no room, so none is reported there; a node pruned at its
+            # target needs no solution)
             master.set_box(None)
             try:
                 alpha_lp, sigma, lam, lp_value = solve_master()

@@ -608,7 +608,7 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
 def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
                 found=(), cuts: SubsetRows | None = None, rho: np.ndarray | None = None,
-                threads: int = 1) -> PricingResult:
+                threads: int = 1, enough: float | None = None) -> PricingResult:
     """The pricing term of the Lagrangian bound at ``pi``: without sizes k times
     :func:`price_exact`'s bound, with them the sum over size classes of their clusters
     times :func:`price_sized`'s bound in the class (docs/safe_bound.md; its searches get
@@ -619,16 +619,28 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     ``found`` are taken without the charges, at ``pi``, and the charges are added here: from
     a start below the true minimum a search would prune every box and return that start
     less its tolerance, a valid bound but below the minimum, and no column. ``threads``:
-    the searches over the mean run in so many threads (:func:`price_sized`)."""
+    the searches over the mean run in so many threads (:func:`price_sized`). ``enough``: a
+    term that suffices (what a node's bound needs to reach its pruning target), with one
+    size class or none: the search then proves only that the term is at least it, where it
+    is, and that result is not ``complete`` (no minimum, and no column, came out of it).
+    """
     found = list(found)
     if cuts is not None and len(cuts) and found:
         extra = cuts.charge([c for _, c in found], rho)
         found = [(rc + x, c) for (rc, c), x in zip(found, extra)]
     start = min((rc for rc, _ in found), default=0.0)
+    # a search from a start prunes every box that cannot hold a cluster below it, and
+    # returns at least that start less its tolerance where none is below: from a start of
+    # enough / k plus two tolerances, a term of at least enough (docs/safe_bound.md). Where
+    # a cluster lies below that start the search goes on to the minimum as from any start
+    cap = math.inf
+    if enough is not None and math.isfinite(enough) and len(data.classes) <= 1:
+        cap = enough / k + 2.0 * tol
     if not data.sized:
         pr = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
-                         start=start, cuts=cuts, rho=rho, threads=threads)
+                         start=min(start, cap), cuts=cuts, rho=rho, threads=threads)
         pr.term = (k * pr.lower,)
+        pr.complete = pr.complete and pr.best < cap
         return pr
     starts = [math.inf] * len(data.classes)
     for rc, c in found:
@@ -636,12 +648,13 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         if j >= 0:
             starts[j] = min(starts[j], rc)
     results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=SIZED_BOXES * max_boxes,
-                           deadline=deadline, start=st, cuts=cuts, rho=rho,
+                           deadline=deadline, start=min(st, cap), cuts=cuts, rho=rho,
                            threads=threads)
                for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
     columns = sorted(c for r in results for c in r.columns)
     return PricingResult(min(lowers), min(r.best for r in results), columns,
-                         all(r.complete for r in results), sum(r.boxes for r in results),
+                         all(r.complete and r.best < cap for r in results),
+                         sum(r.boxes for r in results),
                          tuple(n * v for (_, _, n), v in zip(data.classes, lowers)),
                          any(r.capped for r in results))
