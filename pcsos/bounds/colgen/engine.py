@@ -336,7 +336,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     ``columns``: clusters to start from (super-point tuples, e.g. the parent's, restricted to
     this node); ``labels``: a clustering of the super-points whose clusters start the master
     too; ``upper_bound``: the incumbent SSE (it scales the tolerances); ``bound_target``:
-    stop with status 'target' once the bound reaches it; ``time_limit`` (seconds or a
+    stop with status 'target' once the bound reaches it (the exact pricing proves no more
+    than it needs: docs/safe_bound.md); ``time_limit`` (seconds or a
     :class:`~pcsos.clock.Deadline`, its stop signal polled every iteration) ends the run
     with status 'time_limit', and
     ``max_iter`` with 'max_iter'; the bound is valid at any stop. ``seed``: the random

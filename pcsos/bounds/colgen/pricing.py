@@ -300,11 +300,13 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
 
     Stops after ``max_boxes`` boxes or when ``deadline`` (a :class:`~pcsos.clock.Deadline`)
     has expired (polled every 64 boxes); the bound is valid at any stop. ``start``: a
-    reduced cost already found (an upper bound on the minimum, e.g. the heuristic's best),
-    to prune from the outset. ``cuts``, ``rho``: subset-row cuts and their duals, whose
-    charges the search over the mean carries (:func:`price_sized`); the search over the
-    disks leaves them out, a lower bound still (they only add). ``threads``: the search
-    over the mean's (:func:`price_sized`); the search over the disks runs in one.
+    value to prune from at the outset, e.g. a reduced cost already found (the heuristic's
+    best); from any start the bound is valid, and the search completes to the minimum
+    where a cluster lies below it (:func:`price_bound`'s ``enough``). ``cuts``, ``rho``:
+    subset-row cuts and their duals, whose charges the search over the mean carries
+    (:func:`price_sized`); the search over the disks leaves them out, a lower bound still
+    (they only add). ``threads``: the search over the mean's (:func:`price_sized`); the
+    search over the disks runs in one.
     """
     pi = np.asarray(pi, dtype=np.float64)
     if data.m.shape[1] > CIRCLES_MAX_D:
@@ -526,12 +528,13 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     """Branch-and-bound over the centre y for the clusters of count in [``lo``, ``hi``]
     (module doc): a proven lower bound on their least reduced cost among the sets that
     obey the cannot-link pairs (:func:`knapsack_groups`), within ``tol`` of that minimum
-    when the search completes. Stops as :func:`price_exact` does; ``start``: a reduced
-    cost of such a cluster already found (its cuts' charges included). ``cuts``, ``rho``:
-    subset-row cuts and their duals (<= 0): a cluster's reduced cost then adds -rho_T for
-    each cut T of which it holds two points or three, and the knapsack carries that as a
-    group per cut with rho_T < 0 (:func:`knapsack_groups`). ``threads``: searches run side
-    by side on slabs of the box (SLABS_PER_THREAD; the search holds no GIL).
+    when the search completes. Stops as :func:`price_exact` does; ``start``: a value to
+    prune from, as :func:`price_exact`'s (a reduced cost found: its cuts' charges
+    included). ``cuts``, ``rho``: subset-row cuts and their duals (<= 0): a cluster's
+    reduced cost then adds -rho_T for each cut T of which it holds two points or three,
+    and the knapsack carries that as a group per cut with rho_T < 0
+    (:func:`knapsack_groups`). ``threads``: searches run side by side on slabs of the box
+    (SLABS_PER_THREAD; the search holds no GIL).
 
     The search (the compiled ``sized_search``) partitions a box that holds every such
     cluster's mean, and bounds the clusters whose mean lies in a box B (y0 its centre, r its
