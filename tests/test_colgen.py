@@ -429,8 +429,8 @@ def test_a_pricing_told_what_is_enough_proves_that_much_or_finds_the_minimum(see
     """price_bound with ``enough`` (what a node's bound needs to reach its target), against
     the least reduced cost m enumerated (min(0, m) without sizes, the search over the
     disks; with a size range, the search over the mean): where k m is above enough, its
-    term is at least enough and at most k m, with no column, and not complete; where k m is
-    below, it is complete where the pricing without it is, with the same term to the
+    term is at least enough and at most k m, with no column, and it says it sufficed (not
+    complete); where k m is below, it is complete where the pricing without it is, with the same term to the
     tolerance and columns of the reduced cost they claim."""
     rng = np.random.default_rng(700 + seed)
     X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes=sizes)
@@ -452,10 +452,10 @@ def test_a_pricing_told_what_is_enough_proves_that_much_or_finds_the_minimum(see
         for delta in (0.3 * scale, 1e-3 * scale):
             enough = k * (m - delta)
             res = pricing.price_bound(data, pi, k, tol=tol, enough=enough)
-            assert not res.complete and res.columns == []
+            assert res.sufficed and not res.complete and res.columns == []
             assert enough <= sum(res.term) <= k * (m + 1e-9 * scale)
         res = pricing.price_bound(data, pi, k, tol=tol, enough=k * (m + 0.3 * scale))
-        assert res.complete == full.complete
+        assert not res.sufficed and res.complete == full.complete
         assert sum(res.term) <= k * (m + 1e-9 * scale)
         if res.complete:
             assert sum(res.term) == pytest.approx(sum(full.term), abs=3 * k * tol)

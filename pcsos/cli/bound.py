@@ -159,7 +159,8 @@ def run_colgen(args: argparse.Namespace, problem: Problem, inst, info,
     print(f"method:          colgen, status {res.status} ({res.message})", file=out)
     print(f"LP value:        {res.lp_value:.10g}  (the restricted master's; not a bound)"
           if math.isfinite(res.lp_value) else
-          "LP value:        unknown (stopped with the dual box binding its master)", file=out)
+          "LP value:        unknown (stopped at the target, or with the dual box binding its "
+          "master)", file=out)
     print(f"safe bound:      {res.lower_bound:.10g}  (Lagrangian, from the exact pricing)",
           file=out)
     print(f"columns:         {len(res.columns)}, pricing boxes {res.pricing_boxes}",

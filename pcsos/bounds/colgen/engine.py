@@ -435,15 +435,15 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     def prove(pi: np.ndarray, found, tol: float):
         nonlocal best, best_pi, center, boxes, budget, widened
         t = clock.elapsed()
-        # with a target, the pricing proves only what the bound needs to reach it (it stops
-        # there): a node pruned at its target keeps no column or bound of that pricing
+        # with a target, the pricing proves only what the bound needs to reach it: where it
+        # does, the node stops at its target with that bound and no column of this pricing
         enough = (bound_target - math.fsum(pi)
                   if bound_target is not None and sr is None else None)
         pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock, found=found,
                          cuts=sr, rho=rho, threads=threads, enough=enough)
-        if (enough is not None and not pr.complete and not pr.columns and not pr.capped
-                and _bound(pi, pr.term) < bound_target and not clock.expired()):
+        if pr.sufficed and _bound(pi, pr.term) < bound_target and not clock.expired():
             # short of the target by the bound's rounding alone: price to the minimum
+            boxes += pr.boxes
             pr = price_bound(data, pi, k, tol=tol, max_boxes=budget, deadline=clock,
                              found=found, threads=threads)
         profile["exact_seconds"] += clock.elapsed() - t

@@ -236,7 +236,11 @@ class PricingResult:
     ended (``lower`` is then within its tolerance of the relaxed minimum); ``boxes``: boxes
     evaluated; ``term``: (:func:`price_bound`) what the Lagrangian bound adds to sum(pi),
     a sum of clusters times lower bounds, one per size class, as terms to add; ``capped``:
-    a search stopped at its box budget (not by its deadline nor complete)."""
+    a search stopped at its box budget (not by its deadline nor complete); ``sufficed``:
+    (:func:`price_bound` with ``enough``) the searches ended and none met a cluster below
+    the start that ``enough`` set: the term is then at least ``enough`` up to its rounding,
+    and the result is not ``complete``, which says that the minimum is within the
+    tolerance."""
 
     lower: float
     best: float
@@ -245,6 +249,7 @@ class PricingResult:
     boxes: int
     term: tuple = ()
     capped: bool = False
+    sufficed: bool = False
 
 
 #: a box whose circles crossing it are at most this many is bounded exactly, one convex
@@ -625,7 +630,7 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     the searches over the mean run in so many threads (:func:`price_sized`). ``enough``: a
     term that suffices (what a node's bound needs to reach its pruning target), with one
     size class or none: the search then proves only that the term is at least it, where it
-    is, and that result is not ``complete`` (no minimum, and no column, came out of it).
+    is (``sufficed``; no minimum, and no column, came out of it).
     """
     found = list(found)
     if cuts is not None and len(cuts) and found:
@@ -643,7 +648,8 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         pr = price_exact(data, pi, tol=tol, max_boxes=max_boxes, deadline=deadline,
                          start=min(start, cap), cuts=cuts, rho=rho, threads=threads)
         pr.term = (k * pr.lower,)
-        pr.complete = pr.complete and pr.best < cap
+        pr.sufficed = pr.complete and pr.best >= cap
+        pr.complete = pr.complete and not pr.sufficed
         return pr
     starts = [math.inf] * len(data.classes)
     for rc, c in found:
@@ -656,8 +662,10 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
     columns = sorted(c for r in results for c in r.columns)
+    # (a finite cap means one class)
+    sufficed = all(r.complete for r in results) and min(r.best for r in results) >= cap
     return PricingResult(min(lowers), min(r.best for r in results), columns,
-                         all(r.complete and r.best < cap for r in results),
+                         all(r.complete for r in results) and not sufficed,
                          sum(r.boxes for r in results),
                          tuple(n * v for (_, _, n), v in zip(data.classes, lowers)),
-                         any(r.capped for r in results))
+                         any(r.capped for r in results), sufficed)
