@@ -430,8 +430,8 @@ def test_a_pricing_told_what_is_enough_proves_that_much_or_finds_the_minimum(see
     the least reduced cost m enumerated (min(0, m) without sizes, the search over the
     disks; with a size range, the search over the mean): where k m is above enough, its
     term is at least enough and at most k m, with no column, and it says it sufficed (not
-    complete); where k m is below, it is complete where the pricing without it is, with the same term to the
-    tolerance and columns of the reduced cost they claim."""
+    complete); where k m is below, it is complete where the pricing without it is, with the
+    same term to the tolerance and columns of the reduced cost they claim."""
     rng = np.random.default_rng(700 + seed)
     X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes=sizes)
     prob = _problem(X, k, ml, cl, kw)
