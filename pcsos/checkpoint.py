@@ -41,7 +41,7 @@ from pcsos.bounds.colgen import ColumnStart
 from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.branching import PseudoCosts
-from pcsos.errors import InputError
+from pcsos.errors import InputError, is_integer
 from pcsos.io import open_input
 from pcsos.node import NodeData
 from pcsos.problem import Instance, Problem
@@ -261,12 +261,12 @@ def _check_state(state, instance: Instance) -> TreeState:
         if not isinstance(getattr(state, name), list):
             raise _Corrupt(f"malformed {name} nodes")
         for row in getattr(state, name):
-            if not (isinstance(row, tuple) and len(row) == 5 and all(_is_int(x) for x in row[:3])
+            if not (isinstance(row, tuple) and len(row) == 5 and all(is_integer(x) for x in row[:3])
                     and isinstance(row[4], NodeData)):
                 raise _Corrupt(f"a malformed {name} node")
             _check_node(row[4], instance)
             rows[name].append((*row[:3], _number(row[3], "node bound"), row[4]))
-    if not all(_is_int(getattr(state, name)) for name in ("processed", "next_id")):
+    if not all(is_integer(getattr(state, name)) for name in ("processed", "next_id")):
         raise _Corrupt("non-integer counts")
     if state.solution is not None:
         _check_labels(state.solution, instance, "incumbent")
@@ -280,10 +280,6 @@ def _check_state(state, instance: Instance) -> TreeState:
     return dataclasses.replace(
         state, **rows, **{name: _number(getattr(state, name), name) for name in (
             "incumbent", "closed", "seconds", "root_bound", "root_objective")})
-
-
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _number(x, what: str) -> float:
@@ -307,10 +303,10 @@ def _check_node(node: NodeData, instance: Instance) -> None:
         _check_labels(node.hint, instance, "hint")
     if not (isinstance(node.kind, str) and node.kind in ("root", "ml", "cl")
             and isinstance(node.pair, tuple) and len(node.pair) == 2
-            and all(_is_int(x) for x in node.pair)):
+            and all(is_integer(x) for x in node.pair)):
         raise _Corrupt("a node of an unknown kind")
     pts, change = node.points, node.change
-    if not (isinstance(pts, tuple) and len(pts) == 2 and all(_is_int(x) for x in pts)
+    if not (isinstance(pts, tuple) and len(pts) == 2 and all(is_integer(x) for x in pts)
             and isinstance(change, (int, float)) and not isinstance(change, bool)
             and (math.isnan(change) or 0.0 <= change <= 1.0)
             # no points, no record: the root, and children of files before pseudo-costs

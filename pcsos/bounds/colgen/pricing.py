@@ -662,10 +662,9 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
     columns = sorted(c for r in results for c in r.columns)
-    # (a finite cap means one class)
-    sufficed = all(r.complete for r in results) and min(r.best for r in results) >= cap
-    return PricingResult(min(lowers), min(r.best for r in results), columns,
-                         all(r.complete for r in results) and not sufficed,
+    best, ended = min(r.best for r in results), all(r.complete for r in results)
+    sufficed = ended and best >= cap  # (a finite cap means one class)
+    return PricingResult(min(lowers), best, columns, ended and not sufficed,
                          sum(r.boxes for r in results),
                          tuple(n * v for (_, _, n), v in zip(data.classes, lowers)),
                          any(r.capped for r in results), sufficed)
