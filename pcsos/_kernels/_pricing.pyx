@@ -16,7 +16,7 @@ s, every entry -1 on entry and on return.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, NAN, fabs
+from libc.math cimport INFINITY, NAN, fabs, sqrt
 from libc.stdlib cimport free, malloc, qsort, realloc
 
 cnp.import_array()
@@ -907,6 +907,21 @@ cdef double _knap(Knap *K, const double *v, bint *exact, cnp.int32_t *choice=NUL
 #: the sized search's table over counts is used while the groups' options times (hi + 1)
 #: are at most this; above, the fractional knapsack bounds (valid, but it may not close)
 DP_LIMIT = 1 << 18
+#: the sized search drops a box's dominated unit items (the dominance test in sized_search)
+#: with this relative slack, far above the rounding of the values it compares, ...
+cdef double FILTER_SLACK = 1e-9
+#: ... each time a box's r^2 is at most this share of the r^2 of the box that last did. At
+#: glass 17..54's root LP duals (benchmarks/bench_sized_search.py) the boxes took 85-110 of
+#: 214 points (1 to 0.03), and the search took 1.05 s at 0.5, 0.96 s at 0.25, 1.03 s at 0.1
+#: and 1.47 s at every split, against 1.25-1.45 s without dropping
+cdef double REFINE_SHRINK = 0.25
+
+
+cdef extern from *:
+    """
+    static inline int pcsos_ctz(unsigned long long x) { return __builtin_ctzll(x); }
+    """
+    int _ctz "pcsos_ctz"(unsigned long long x) noexcept nogil
 
 
 cdef void _knap_init(Knap *K, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cnp.int64_t hi,
@@ -1050,11 +1065,13 @@ def knapsack(const double[::1] v, const cnp.int64_t[::1] cnt, cnp.int64_t lo, cn
         _knap_free(&K)
 
 
-cdef void _dist_full(const double[:, ::1] m, const double *y0, double *dist) noexcept nogil:
-    """dist[i] = ||m_i - y0||^2."""
-    cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, a
+cdef void _dist_full(const double[:, ::1] m, const double *y0, double *dist,
+                     const cnp.int64_t *idx, Py_ssize_t nidx) noexcept nogil:
+    """dist[i] = ||m_i - y0||^2 for the points i of ``idx``."""
+    cdef Py_ssize_t d = m.shape[1], i, a, j
     cdef double dc, diff
-    for i in range(s):
+    for j in range(nidx):
+        i = idx[j]
         dc = 0.0
         for a in range(d):
             diff = m[i, a] - y0[a]
@@ -1063,33 +1080,38 @@ cdef void _dist_full(const double[:, ::1] m, const double *y0, double *dist) noe
 
 
 cdef void _dist_shift(const double[:, ::1] m, const double *dpar, Py_ssize_t axis, double yax,
-                      double delta, double *dist) noexcept nogil:
+                      double delta, double *dist, const cnp.int64_t *idx,
+                      Py_ssize_t nidx) noexcept nogil:
     """dist[i] = ||m_i - (y + delta u)||^2 from dpar[i] = ||m_i - y||^2 (u the unit vector of
-    ``axis``, yax = y[axis]): dpar[i] - 2 delta (m_i[axis] - yax) + delta^2."""
-    cdef Py_ssize_t s = m.shape[0], i
+    ``axis``, yax = y[axis]) for the points i of ``idx``: dpar[i] - 2 delta (m_i[axis] - yax)
+    + delta^2."""
+    cdef Py_ssize_t i, j
     cdef double dd = delta * delta, t2 = 2.0 * delta
-    for i in range(s):
+    for j in range(nidx):
+        i = idx[j]
         dist[i] = dpar[i] - t2 * (m[i, axis] - yax) + dd
 
 
 cdef double _eval_box(const double[::1] e, const double[::1] base, const double *dist,
                       const double *y0, Py_ssize_t d, const double *lo, const double *hi,
                       Knap *K, double *vc, double *vg, double *up,
-                      double prune, double *hint) noexcept nogil:
+                      double prune, double *hint, const cnp.int64_t *idx,
+                      Py_ssize_t nidx) noexcept nogil:
     """The box [lo, hi]'s bound (sized_search's doc) about a point ``y0`` of it, ``dist`` the
     points' squared distances to y0; ``up`` gets the exact knapsack of g_i(y0) (INFINITY
     where the knapsack is not exact, or where the bound is at least ``prune``: the box is
     pruned, and its centre's cluster could gain less than the search's tolerance).
     ``hint``: guesses of the two knapsacks' thresholds (:func:`_sum_smallest_near`), which
     get this box's."""
-    cdef Py_ssize_t s = e.shape[0], i, a
+    cdef Py_ssize_t s = e.shape[0], i, a, j
     cdef double r2 = 0.0, w, lb
     cdef bint ex
     for a in range(d):
         # the box's farthest corner from y0, whatever y0's rounding
         w = _dmax(y0[a] - lo[a], hi[a] - y0[a])
         r2 += w * w
-    for i in range(s):
+    for j in range(nidx):
+        i = idx[j]
         vg[i] = e[i] * dist[i] + base[i]
         vc[i] = vg[i] - e[i] * r2
     K.hint = hint[0]
@@ -1162,11 +1184,47 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef Py_ssize_t pair[2]
     cdef double *sh = NULL
     cdef Py_ssize_t counted = 0
+    # the unit items each box may still take (a bit per point), the list of those and the
+    # other items, and scratch for the dominance test
+    cdef Py_ssize_t W = (s + 63) >> 6, nua = 0, nnu = 0, nidx = 0, H = hi
+    cdef unsigned long long *amask = <unsigned long long *> malloc(cap * W * sizeof(unsigned long long))
+    cdef cnp.int64_t *idx = <cnp.int64_t *> malloc((s + 1) * sizeof(cnp.int64_t))
+    cdef cnp.int64_t *nonunit = <cnp.int64_t *> malloc((s + 1) * sizeof(cnp.int64_t))
+    cdef char *isunit = <char *> malloc((s + 1) * sizeof(char))
+    cdef double *ubound = <double *> malloc((s + 1) * sizeof(double))
+    cdef double *lbound = <double *> malloc((s + 1) * sizeof(double))
+    # per box the r^2 of the box it last dropped items at
+    cdef double *bref = <double *> malloc(cap * sizeof(double))
+    cdef double r2q, rq, Dq, Mq, theta, gq
+    cdef unsigned long long bits
+    cdef Py_ssize_t kept
+    cdef bint filt
+    cdef const cnp.int64_t[::1] unit0 = groups[0]
     if shared is not None:
         sh = &shared[0]
         if sh[0] < best:
             best = sh[0]
     _knap_init(&K, cnt, lo, hi, groups, DP_LIMIT)
+    filt = (K.ngroups == 0 or K.dp) and 0 < H < K.nunit
+    for i in range(s):
+        isunit[i] = 0
+    for j in range(K.nunit):
+        isunit[unit0[j]] = 1
+    for i in range(s):
+        if not isunit[i]:
+            nonunit[nnu] = i
+            nnu += 1
+    for j in range(W):
+        amask[j] = 0
+    for j in range(K.nunit):
+        i = unit0[j]
+        amask[i >> 6] |= 1ULL << (i & 63)
+        idx[j] = i
+    nua = K.nunit
+    for j in range(nnu):
+        idx[nua + j] = nonunit[j]
+    nidx = nua + nnu
+    bref[0] = INFINITY
     try:
         # the search holds no GIL: the tree's workers are threads of one process, and each
         # runs its own pricing (the GIL is taken only to call ``poll``)
@@ -1178,7 +1236,7 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
             pair[1] = -1
             for a in range(d):
                 ych[a] = 0.5 * (blo[a] + bhi[a])
-            _dist_full(m, ych, dch)
+            _dist_full(m, ych, dch, idx, nidx)
             hints[0] = NAN
             hints[1] = NAN
             while True:
@@ -1189,7 +1247,8 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         continue
                     yc = &ych[h * d]
                     lb = _eval_box(e, base, &dch[h * s], yc, d, &blo[slot * d],
-                                   &bhi[slot * d], &K, vc, vg, &up, best - tol, &hints[2 * h])
+                                   &bhi[slot * d], &K, vc, vg, &up, best - tol, &hints[2 * h],
+                                   idx, nidx)
                     bth[2 * slot] = hints[2 * h]
                     bth[2 * slot + 1] = hints[2 * h + 1]
                     boxes += 1
@@ -1268,17 +1327,71 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         bhi = <double *> realloc(bhi, cap * d * sizeof(double))
                         blb = <double *> realloc(blb, cap * sizeof(double))
                         bth = <double *> realloc(bth, 2 * cap * sizeof(double))
+                        amask = <unsigned long long *> realloc(amask, cap * W * sizeof(unsigned long long))
+                        bref = <double *> realloc(bref, cap * sizeof(double))
                         heap = <Py_ssize_t *> realloc(heap, cap * sizeof(Py_ssize_t))
                         freel = <Py_ssize_t *> realloc(freel, cap * sizeof(Py_ssize_t))
                     c = used
                     used += 1
                 # the halves' distances from the parent's: one pass over the points and
                 # dimensions per split, not one per half
+                r2q = 0.0
                 for a in range(d):
                     y0[a] = 0.5 * (blo[q * d + a] + bhi[q * d + a])
                     ych[a] = y0[a]
                     ych[d + a] = y0[a]
-                _dist_full(m, y0, dpar)
+                    w = _dmax(y0[a] - blo[q * d + a], bhi[q * d + a] - y0[a])
+                    r2q += w * w
+                # the items q may still take
+                nua = 0
+                for j in range(W):
+                    bits = amask[q * W + j]
+                    while bits:
+                        i = (j << 6) + _ctz(bits)
+                        bits &= bits - 1
+                        idx[nua] = i
+                        nua += 1
+                for j in range(nnu):
+                    idx[nua + j] = nonunit[j]
+                nidx = nua + nnu
+                _dist_full(m, y0, dpar, idx, nidx)
+                if filt and nua > H and r2q <= REFINE_SHRINK * bref[q]:
+                    bref[q] = r2q
+                    # a unit item i whose value in every box inside q is above the values
+                    # there of H = hi other unit items is in no least set of any of them (a
+                    # set of at most hi points holding i misses one of those, which would
+                    # do better): q and its descendants drop it
+                    rq = sqrt(r2q)
+                    for j in range(nua):
+                        i = idx[j]
+                        Dq = sqrt(dpar[i])
+                        gq = e[i] * (Dq + rq) * (Dq + rq)
+                        Mq = FILTER_SLACK * (gq + fabs(base[i]) + e[i] * r2q)
+                        ubound[j] = gq + base[i] + Mq
+                        gq = _dmax(Dq - rq, 0.0)
+                        lbound[j] = e[i] * gq * gq + base[i] - e[i] * r2q - Mq
+                    for j in range(nua):
+                        vc[j] = ubound[j]
+                    _sum_smallest(vc, nua, H)
+                    theta = -INFINITY
+                    for j in range(H):
+                        if vc[j] > theta:
+                            theta = vc[j]
+                    kept = 0
+                    for j in range(nua):
+                        i = idx[j]
+                        if lbound[j] > theta:
+                            amask[q * W + (i >> 6)] &= ~(1ULL << (i & 63))
+                        else:
+                            idx[kept] = i
+                            kept += 1
+                    if kept < nua:
+                        nua = kept
+                        for j in range(nnu):
+                            idx[nua + j] = nonunit[j]
+                        nidx = nua + nnu
+                K.unit = idx
+                K.nunit = nua
                 x = 0.25 * (bhi[q * d + axis] - blo[q * d + axis])
                 # a half's r^2 is 3 x^2 less than its parent's, and its first knapsack's
                 # values rise by about that: the thresholds guess the halves' (a guess is only
@@ -1289,12 +1402,15 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                 hints[3] = hints[1]
                 ych[axis] = y0[axis] - x
                 ych[d + axis] = y0[axis] + x
-                _dist_shift(m, dpar, axis, y0[axis], -x, dch)
-                _dist_shift(m, dpar, axis, y0[axis], x, &dch[s])
+                _dist_shift(m, dpar, axis, y0[axis], -x, dch, idx, nidx)
+                _dist_shift(m, dpar, axis, y0[axis], x, &dch[s], idx, nidx)
                 mid = y0[axis]
                 for a in range(d):
                     blo[c * d + a] = blo[q * d + a]
                     bhi[c * d + a] = bhi[q * d + a]
+                for j in range(W):
+                    amask[c * W + j] = amask[q * W + j]
+                bref[c] = bref[q]
                 bhi[c * d + axis] = mid
                 blo[q * d + axis] = mid
                 pair[0] = c
@@ -1316,4 +1432,11 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
         free(ych)
         free(y0)
         free(cbuf)
+        free(amask)
+        free(idx)
+        free(nonunit)
+        free(isunit)
+        free(ubound)
+        free(lbound)
+        free(bref)
         _knap_free(&K)
