@@ -911,9 +911,10 @@ DP_LIMIT = 1 << 18
 #: with this relative slack, far above the rounding of the values it compares, ...
 cdef double FILTER_SLACK = 1e-9
 #: ... each time a box's r^2 is at most this share of the r^2 of the box that last did. At
-#: glass 17..54's root LP duals (benchmarks/bench_sized_search.py) the boxes took 85-110 of
-#: 214 points (1 to 0.03), and the search took 1.05 s at 0.5, 0.96 s at 0.25, 1.03 s at 0.1
-#: and 1.47 s at every split, against 1.25-1.45 s without dropping
+#: glass 17..54's root LP duals (benchmarks/bench_sized_search.py), by the first rule of
+#: sized_search's test alone, the boxes took 85-110 of 214 points (1 to 0.03), and the search
+#: took 1.05 s at 0.5, 0.96 s at 0.25, 1.03 s at 0.1 and 1.47 s at every split, against
+#: 1.25-1.45 s without dropping; by both rules 0.95 s at 0.5, 0.89 s at 0.25, 0.91 s at 0.1
 cdef double REFINE_SHRINK = 0.25
 
 
@@ -1195,7 +1196,8 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef double *lbound = <double *> malloc((s + 1) * sizeof(double))
     # per box the r^2 of the box it last dropped items at
     cdef double *bref = <double *> malloc(cap * sizeof(double))
-    cdef double r2q, rq, Dq, Mq, theta, gq
+    cdef double r2q, rq, Dq, Mq, theta, gq, tlo
+    cdef Py_ssize_t L
     cdef unsigned long long bits
     cdef Py_ssize_t kept
     cdef bint filt
@@ -1205,7 +1207,10 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
         if sh[0] < best:
             best = sh[0]
     _knap_init(&K, cnt, lo, hi, groups, DP_LIMIT)
-    filt = (K.ngroups == 0 or K.dp) and 0 < H < K.nunit
+    L = K.lo if K.lo > 0 else 0
+    if H < L:
+        H = L
+    filt = (K.ngroups == 0 or K.dp) and L < K.nunit
     for i in range(s):
         isunit[i] = 0
     for j in range(K.nunit):
@@ -1355,12 +1360,15 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     idx[nua + j] = nonunit[j]
                 nidx = nua + nnu
                 _dist_full(m, y0, dpar, idx, nidx)
-                if filt and nua > H and r2q <= REFINE_SHRINK * bref[q]:
+                if filt and nua > L and r2q <= REFINE_SHRINK * bref[q]:
                     bref[q] = r2q
-                    # a unit item i whose value in every box inside q is above the values
-                    # there of H = hi other unit items is in no least set of any of them (a
-                    # set of at most hi points holding i misses one of those, which would
-                    # do better): q and its descendants drop it
+                    # a unit item i is in no least set of any box inside q (of either
+                    # knapsack) where its value there is above the values there of H = hi
+                    # other unit items (a set of at most hi points holding i misses one of
+                    # them, and taking it in i's place does better), or is positive and
+                    # above those of L = lo others (a set holding i of more than lo points
+                    # does better without it, and one of at most lo misses one of them):
+                    # q and its descendants drop it (docs/safe_bound.md)
                     rq = sqrt(r2q)
                     for j in range(nua):
                         i = idx[j]
@@ -1372,15 +1380,26 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         lbound[j] = e[i] * gq * gq + base[i] - e[i] * r2q - Mq
                     for j in range(nua):
                         vc[j] = ubound[j]
-                    _sum_smallest(vc, nua, H)
-                    theta = -INFINITY
-                    for j in range(H):
-                        if vc[j] > theta:
-                            theta = vc[j]
+                    theta = INFINITY
+                    if 0 < H < nua:
+                        _sum_smallest(vc, nua, H)
+                        theta = -INFINITY
+                        for j in range(H):
+                            if vc[j] > theta:
+                                theta = vc[j]
+                    # the L smallest lie among the H smallest (L <= H)
+                    tlo = -INFINITY
+                    if L > 0:
+                        if L < (H if H < nua else nua):
+                            _sum_smallest(vc, H if H < nua else nua, L)
+                        for j in range(L):
+                            if vc[j] > tlo:
+                                tlo = vc[j]
+                    tlo = _dmax(tlo, 0.0)
                     kept = 0
                     for j in range(nua):
                         i = idx[j]
-                        if lbound[j] > theta:
+                        if lbound[j] > theta or lbound[j] > tlo:
                             amask[q * W + (i >> 6)] &= ~(1ULL << (i & 63))
                         else:
                             idx[kept] = i
