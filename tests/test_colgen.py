@@ -387,6 +387,20 @@ def test_the_selection_from_a_guessed_pivot_sums_the_t_smallest_whatever_the_gue
         sum_smallest(np.zeros(3), 3)
 
 
+def _pricing_draw(rng, seed: int, sizes):
+    """A drawn node for the pricing tests (odd seeds weigh the points): its problem, its
+    pricing data, its points' weights, each super-point's points, and a scale of its duals;
+    skips an infeasible draw."""
+    X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes=sizes)
+    prob = _problem(X, k, ml, cl, kw)
+    if prob is None:
+        pytest.skip("an infeasible draw")
+    data = PricingData.from_problem(prob)
+    groups = [np.flatnonzero(prob.point_labels == i) for i in range(prob.s)]
+    scale = float(np.sum(data.q)) / prob.s + 1e-12
+    return X, k, prob, data, prob.point_weights, groups, scale
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("seed", range(6))
 def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed, threads):
@@ -396,15 +410,8 @@ def test_sized_pricing_bounds_the_least_reduced_cost_of_its_class(seed, threads)
     sizes. Odd seeds weigh the points; must-link pairs make super-points of several
     points. In three threads (slabs of the box sharing their best) the same holds."""
     rng = np.random.default_rng(300 + seed)
-    X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes="exact")
-    prob = _problem(X, k, ml, cl, kw)
-    if prob is None:
-        pytest.skip("an infeasible draw")
-    data = PricingData.from_problem(prob)
+    X, k, prob, data, w, groups, scale = _pricing_draw(rng, seed, "exact")
     assert data.sized and sum(n for _, _, n in data.classes) == k
-    w = prob.point_weights
-    groups = [np.flatnonzero(prob.point_labels == i) for i in range(prob.s)]
-    scale = float(np.sum(data.q)) / prob.s + 1e-12
     n = len(X)
     for _ in range(4):
         lo = int(rng.integers(1, n + 1))
@@ -433,16 +440,9 @@ def test_a_pricing_told_what_is_enough_proves_that_much_or_finds_the_minimum(see
     complete); where k m is below, it is complete where the pricing without it is, with the
     same term to the tolerance and columns of the reduced cost they claim."""
     rng = np.random.default_rng(700 + seed)
-    X, k, ml, cl, kw = _draw(rng, weights=seed % 2 == 1, sizes=sizes)
-    prob = _problem(X, k, ml, cl, kw)
-    if prob is None:
-        pytest.skip("an infeasible draw")
-    data = PricingData.from_problem(prob)
+    X, k, prob, data, w, groups, scale = _pricing_draw(rng, seed, sizes)
     assert data.sized == sizes and len(data.classes) <= 1
     count = data.classes[0][:2] if sizes else None
-    w = prob.point_weights
-    groups = [np.flatnonzero(prob.point_labels == i) for i in range(prob.s)]
-    scale = float(np.sum(data.q)) / prob.s + 1e-12
     tol = 1e-9 * scale
     for _ in range(4):
         pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
@@ -462,6 +462,39 @@ def test_a_pricing_told_what_is_enough_proves_that_much_or_finds_the_minimum(see
         for rc, col in res.columns:
             idx = np.asarray(col)
             assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_sized_pricing_told_where_to_stop_ends_at_a_cluster_below_it(seed):
+    """price_bound with ``stop_below`` (one size class), against the least reduced cost m
+    enumerated: asked to stop above m, it either ends complete or says it stopped, with a
+    column of reduced cost below the value asked, and its term still at most k m; asked to
+    stop below m, it is the pricing without it (complete alike, the same term)."""
+    rng = np.random.default_rng(900 + seed)
+    X, k, prob, data, w, groups, scale = _pricing_draw(rng, seed, True)
+    assert data.sized and len(data.classes) == 1
+    tol = 1e-9 * scale
+    stops = 0
+    for _ in range(6):
+        pi = rng.uniform(-0.5, 3.0, size=prob.s) * scale
+        m = _least_reduced_cost(X, w, groups, prob.cl, pi, data.classes[0][:2])
+        full = pricing.price_bound(data, pi, k, tol=tol)
+        for stop in (m + 0.5 * scale, m + 1e-3 * scale):
+            res = pricing.price_bound(data, pi, k, tol=tol, stop_below=stop)
+            assert sum(res.term) <= k * (m + 1e-9 * scale)
+            assert res.stopped != res.complete
+            if res.stopped:
+                stops += 1
+                assert min(rc for rc, _ in res.columns) < stop
+            for rc, col in res.columns:
+                idx = np.asarray(col)
+                assert data.allowed(idx)
+                assert rc == pytest.approx(data.cost(idx) - pi[idx].sum(), abs=1e-9 * scale)
+        res = pricing.price_bound(data, pi, k, tol=tol, stop_below=m - 1e-3 * scale)
+        assert not res.stopped and res.complete == full.complete
+        if res.complete:
+            assert sum(res.term) == pytest.approx(sum(full.term), abs=3 * k * tol)
+    assert stops > 0
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -1131,7 +1131,8 @@ cdef double _eval_box(const double[::1] e, const double[::1] base, const double 
 def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[::1] cnt,
                  const double[::1] base, const double[::1] lo0, const double[::1] hi0,
                  cnp.int64_t lo, cnp.int64_t hi, groups, double best, double tol,
-                 Py_ssize_t max_boxes, poll=None, double[::1] shared=None):
+                 Py_ssize_t max_boxes, poll=None, double[::1] shared=None,
+                 double stop_at=-INFINITY):
     """The best-first search over boxes of the centre y of ``pricing.price_sized``, from the
     box [lo0, hi0], which must hold the mean of every cluster of count in [lo, hi]:
     ``(open_lb, best, boxes, complete, centres)``.
@@ -1157,7 +1158,10 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     ``max_boxes`` counts the boxes of all, and a search whose ``poll()`` fires sets stop,
     which ends the others at their next box. Unlocked: a write one thread loses only prunes
     less (``best`` is always a cluster's value), ``boxes`` is a budget, not a bound, and a
-    search that ends early keeps its open boxes in ``open_lb``."""
+    search that ends early keeps its open boxes in ``open_lb``.
+
+    ``stop_at``: the search ends as soon as its best is below it (and, shared, ends the
+    others): a caller that needs only such a set, not the minimum."""
     if shared is not None and shared.shape[0] < 3:
         raise ValueError("shared holds (best, boxes, stop)")
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, j, a, axis, q, c, half, slot, h
@@ -1283,6 +1287,12 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     counted = boxes
                     if sh[0] < best:
                         best = sh[0]
+                if best < stop_at:
+                    # a set below stop_at is all the caller needs: end here, and end the
+                    # searches of the other parts too
+                    if sh != NULL:
+                        sh[2] = 1
+                    break
                 if nheap == 0 or blb[heap[0]] >= best - tol or (
                         (sh[1] if sh != NULL else boxes) >= max_boxes) or (
                         sh != NULL and sh[2] != 0):

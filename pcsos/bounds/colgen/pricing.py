@@ -240,7 +240,9 @@ class PricingResult:
     (:func:`price_bound` with ``enough``) the searches ended and none met a cluster below
     the start that ``enough`` set: the term is then at least ``enough`` up to its rounding,
     and the result is not ``complete``, which says that the minimum is within the
-    tolerance."""
+    tolerance; ``stopped``: (``stop``, ``stop_below``) the search ended at a cluster below
+    the value asked, before the minimum (not ``complete``): one of its columns, or the
+    start it was given (``found``'s least)."""
 
     lower: float
     best: float
@@ -250,6 +252,7 @@ class PricingResult:
     term: tuple = ()
     capped: bool = False
     sufficed: bool = False
+    stopped: bool = False
 
 
 #: a box whose circles crossing it are at most this many is bounded exactly, one convex
@@ -529,7 +532,8 @@ def _slabs(blo: np.ndarray, bhi: np.ndarray, parts: int) -> list[tuple[np.ndarra
 def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
                 start: float = math.inf, cuts: SubsetRows | None = None,
-                rho: np.ndarray | None = None, threads: int = 1) -> PricingResult:
+                rho: np.ndarray | None = None, threads: int = 1,
+                stop: float = -math.inf) -> PricingResult:
     """Branch-and-bound over the centre y for the clusters of count in [``lo``, ``hi``]
     (module doc): a proven lower bound on their least reduced cost among the sets that
     obey the cannot-link pairs (:func:`knapsack_groups`), within ``tol`` of that minimum
@@ -539,7 +543,9 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
     reduced cost then adds -rho_T for each cut T of which it holds two points or three,
     and the knapsack carries that as a group per cut with rho_T < 0
     (:func:`knapsack_groups`). ``threads``: searches run side by side on slabs of the box
-    (SLABS_PER_THREAD; the search holds no GIL).
+    (SLABS_PER_THREAD; the search holds no GIL). ``stop``: end as soon as a cluster of
+    reduced cost below it is found (``stopped``; the bound is then valid but not the
+    minimum's).
 
     The search (the compiled ``sized_search``) partitions a box that holds every such
     cluster's mean, and bounds the clusters whose mean lies in a box B (y0 its centre, r its
@@ -569,6 +575,9 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
         np.sum(2 * data.mag + 2 * data.e * far + np.abs(pi))) + charges)
     slack += 2.0 * margin * float(np.sum(data.mag))
     poll = deadline.expired if deadline is not None else None
+    # a search's best is a set's value, at least its reduced cost less the slack: below
+    # stop - slack, that set's reduced cost is below stop
+    stop_at = float(stop) - slack if math.isfinite(stop) else -math.inf
     threads = max(int(threads), 1)
     slabs = _slabs(blo, bhi, SLABS_PER_THREAD * threads if threads > 1 else 1)
     shared = np.array([float(start), 0.0, 0.0]) if len(slabs) > 1 else None
@@ -578,7 +587,7 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
         stopped = shared is not None and deadline is not None and deadline.expired()
         return sized_search(m, data.e, data.counts, base, slab[0], slab[1], int(lo), int(hi),
                             groups, float(start), float(tol), 0 if stopped else int(max_boxes),
-                            poll, shared)
+                            poll, shared, stop_at)
 
     if shared is None:
         parts = [search(slabs[0])]
@@ -609,14 +618,17 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
                 columns.append((rc, key))
     lower = min(open_lb, best - tol) - slack
     columns = sorted(columns)[:SIZED_COLUMNS]
+    stopped = not complete and best < stop_at
     return PricingResult(lower, min([best] + [rc for rc, _ in columns]), columns, complete,
-                         boxes, capped=not complete and boxes >= max_boxes)
+                         boxes, capped=not complete and not stopped and boxes >= max_boxes,
+                         stopped=stopped)
 
 
 def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
                 max_boxes: int = 200000, deadline: Deadline | None = None,
                 found=(), cuts: SubsetRows | None = None, rho: np.ndarray | None = None,
-                threads: int = 1, enough: float | None = None) -> PricingResult:
+                threads: int = 1, enough: float | None = None,
+                stop_below: float | None = None) -> PricingResult:
     """The pricing term of the Lagrangian bound at ``pi``: without sizes k times
     :func:`price_exact`'s bound, with them the sum over size classes of their clusters
     times :func:`price_sized`'s bound in the class (docs/safe_bound.md; its searches get
@@ -630,7 +642,9 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     the searches over the mean run in so many threads (:func:`price_sized`). ``enough``: a
     term that suffices (what a node's bound needs to reach its pruning target), with one
     size class or none: the search then proves only that the term is at least it, where it
-    is (``sufficed``; no minimum, and no column, came out of it).
+    is (``sufficed``; no minimum, and no column, came out of it). ``stop_below``: with
+    sizes and one class, the search ends at a cluster of reduced cost below it
+    (:func:`price_sized`'s ``stop``; ``stopped``), where the caller needs only columns.
     """
     found = list(found)
     if cuts is not None and len(cuts) and found:
@@ -656,9 +670,12 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
         j = data.size_class(c)
         if j >= 0:
             starts[j] = min(starts[j], rc)
+    # (at most the cap: a start from enough is no cluster, and must not stop a search)
+    stop = (min(stop_below, cap) if stop_below is not None and len(data.classes) == 1
+            else -math.inf)
     results = [price_sized(data, pi, lo, hi, tol=tol, max_boxes=SIZED_BOXES * max_boxes,
                            deadline=deadline, start=min(st, cap), cuts=cuts, rho=rho,
-                           threads=threads)
+                           threads=threads, stop=stop)
                for (lo, hi, _), st in zip(data.classes, starts)]
     lowers = [r.lower for r in results]
     columns = sorted(c for r in results for c in r.columns)
@@ -667,4 +684,5 @@ def price_bound(data: PricingData, pi: np.ndarray, k: int, *, tol: float,
     return PricingResult(min(lowers), best, columns, ended and not sufficed,
                          sum(r.boxes for r in results),
                          tuple(n * v for (_, _, n), v in zip(data.classes, lowers)),
-                         any(r.capped for r in results), sufficed)
+                         any(r.capped for r in results), sufficed,
+                         any(r.stopped for r in results))
