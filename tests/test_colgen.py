@@ -1247,3 +1247,40 @@ def test_retiring_columns_never_takes_the_protected_ones_nor_those_in_use():
     m2.add(cols, [float(len(c)) for c in cols])
     engine._retire(m2, pi, np.zeros(len(cols)), keep=s)
     assert set(m2.columns) == set(cols[:s])
+
+
+def _sized_draw_from_nothing(seed: int) -> Problem:
+    """A sized draw of 32-37 points (the ninth of a stream), which the engine bounds from
+    no clustering at all (no labels, no columns)."""
+    rng = np.random.default_rng(seed)
+    prob = None
+    for _ in range(9):
+        n, k, d = int(rng.integers(15, 45)), int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10) + rng.uniform(-50, 50)
+        cl = []
+        for _ in range(int(rng.integers(0, 6))):
+            i, j = rng.choice(n, 2, replace=False)
+            cl.append((int(i), int(j)))
+        lo = max(1, n // k - int(rng.integers(0, 3)))
+        hi = -(-n // k) + int(rng.integers(0, 3))
+        try:
+            prob = Problem.from_instance(make_instance(X, k, [], cl, size_min=lo, size_max=hi))
+        except InfeasibleError:
+            prob = None
+    assert prob is not None
+    return prob
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_smoothed_duals_that_misprice_are_priced_again_before_a_stall(seed, monkeypatch):
+    """From no clustering, while artificial columns hold the master, a pricing at smoothed
+    duals that finds nothing is repeated at the master's own duals: the LP solves, to the
+    bound of the engine without smoothing (these draws used to end 'stalled' at bounds
+    below -45 000)."""
+    prob = _sized_draw_from_nothing(seed)
+    res = colgen_bound(prob, time_limit=120)
+    monkeypatch.setattr(engine, "SMOOTHING", 0.0)
+    plain = colgen_bound(prob, time_limit=120)
+    assert plain.status == "solved"
+    assert res.status == "solved"
+    assert res.lower_bound == pytest.approx(plain.lower_bound, rel=1e-6)
