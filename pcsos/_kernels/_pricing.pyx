@@ -1104,7 +1104,7 @@ cdef double _eval_box(const double[::1] e, const double[::1] base, const double 
     pruned, and its centre's cluster could gain less than the search's tolerance).
     ``hint``: guesses of the two knapsacks' thresholds (:func:`_sum_smallest_near`), which
     get this box's."""
-    cdef Py_ssize_t s = e.shape[0], i, a, j
+    cdef Py_ssize_t i, a, j
     cdef double r2 = 0.0, w, lb
     cdef bint ex
     for a in range(d):
@@ -1195,8 +1195,6 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     cdef unsigned long long *amask = <unsigned long long *> malloc(cap * W * sizeof(unsigned long long))
     cdef cnp.int64_t *idx = <cnp.int64_t *> malloc((s + 1) * sizeof(cnp.int64_t))
     cdef cnp.int64_t *nonunit = <cnp.int64_t *> malloc((s + 1) * sizeof(cnp.int64_t))
-    cdef char *isunit = <char *> malloc((s + 1) * sizeof(char))
-    cdef double *ubound = <double *> malloc((s + 1) * sizeof(double))
     cdef double *lbound = <double *> malloc((s + 1) * sizeof(double))
     # per box the r^2 of the box it last dropped items at
     cdef double *bref = <double *> malloc(cap * sizeof(double))
@@ -1215,14 +1213,6 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     if H < L:
         H = L
     filt = (K.ngroups == 0 or K.dp) and L < K.nunit
-    for i in range(s):
-        isunit[i] = 0
-    for j in range(K.nunit):
-        isunit[unit0[j]] = 1
-    for i in range(s):
-        if not isunit[i]:
-            nonunit[nnu] = i
-            nnu += 1
     for j in range(W):
         amask[j] = 0
     for j in range(K.nunit):
@@ -1230,6 +1220,10 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
         amask[i >> 6] |= 1ULL << (i & 63)
         idx[j] = i
     nua = K.nunit
+    for i in range(s):
+        if not (amask[i >> 6] >> (i & 63)) & 1:
+            nonunit[nnu] = i
+            nnu += 1
     for j in range(nnu):
         idx[nua + j] = nonunit[j]
     nidx = nua + nnu
@@ -1357,7 +1351,7 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     ych[d + a] = y0[a]
                     w = _dmax(y0[a] - blo[q * d + a], bhi[q * d + a] - y0[a])
                     r2q += w * w
-                # the items q may still take
+                # the unit items q may still take (the others follow once it has tested them)
                 nua = 0
                 for j in range(W):
                     bits = amask[q * W + j]
@@ -1366,10 +1360,7 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         bits &= bits - 1
                         idx[nua] = i
                         nua += 1
-                for j in range(nnu):
-                    idx[nua + j] = nonunit[j]
-                nidx = nua + nnu
-                _dist_full(m, y0, dpar, idx, nidx)
+                _dist_full(m, y0, dpar, idx, nua)
                 if filt and nua > L and r2q <= REFINE_SHRINK * bref[q]:
                     bref[q] = r2q
                     # a unit item i is in no least set of any box inside q (of either
@@ -1385,11 +1376,10 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         Dq = sqrt(dpar[i])
                         gq = e[i] * (Dq + rq) * (Dq + rq)
                         Mq = FILTER_SLACK * (gq + fabs(base[i]) + e[i] * r2q)
-                        ubound[j] = gq + base[i] + Mq
+                        # the upper bounds go to scratch (vc): the selections reorder them
+                        vc[j] = gq + base[i] + Mq
                         gq = _dmax(Dq - rq, 0.0)
                         lbound[j] = e[i] * gq * gq + base[i] - e[i] * r2q - Mq
-                    for j in range(nua):
-                        vc[j] = ubound[j]
                     theta = INFINITY
                     if 0 < H < nua:
                         _sum_smallest(vc, nua, H)
@@ -1414,11 +1404,11 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                         else:
                             idx[kept] = i
                             kept += 1
-                    if kept < nua:
-                        nua = kept
-                        for j in range(nnu):
-                            idx[nua + j] = nonunit[j]
-                        nidx = nua + nnu
+                    nua = kept
+                for j in range(nnu):
+                    idx[nua + j] = nonunit[j]
+                nidx = nua + nnu
+                _dist_full(m, y0, dpar, &idx[nua], nnu)
                 K.unit = idx
                 K.nunit = nua
                 x = 0.25 * (bhi[q * d + axis] - blo[q * d + axis])
@@ -1464,8 +1454,6 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
         free(amask)
         free(idx)
         free(nonunit)
-        free(isunit)
-        free(ubound)
         free(lbound)
         free(bref)
         _knap_free(&K)

@@ -561,10 +561,11 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         if (it % exact_every == 0 and not artificial) or not add:
             was = best
             pr = prove(pi, found, p_tol, None if smooth else sigma)
-            if pr.stopped and not add and not _improving(data, pr.columns, pi_lp, sigma, rc_tol,
-                                                         master.index, sr, rho):
+            more = _improving(data, pr.columns, pi_lp, sigma, rc_tol, master.index, sr, rho)
+            if pr.stopped and not add and not more:
                 # stopped at a cluster that does not price out after all: to the minimum
                 pr = prove(pi, found, p_tol)
+                more = _improving(data, pr.columns, pi_lp, sigma, rc_tol, master.index, sr, rho)
             if bound_target is not None and best >= bound_target:
                 status, message = "target", "the bound reached the target"
                 break
@@ -573,8 +574,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
                 # further out, so the next box reaches further (SERIOUS_GROWTH)
                 delta *= SERIOUS_GROWTH
             have = {c for c, _ in add}
-            add += [c for c in _improving(data, pr.columns, pi_lp, sigma, rc_tol,
-                                          master.index, sr, rho) if c[0] not in have]
+            add += [c for c in more if c[0] not in have]
             if verbose:
                 print(f"colgen it {it:5d} cols {len(master.columns):6d} lp {lp_value:.10g} "
                       f"bound {best:.10g} ({clock.elapsed():.1f} s)", flush=True)
