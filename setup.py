@@ -18,7 +18,7 @@ def _kernel(name: str) -> Extension:
 
 setup(
     ext_modules=cythonize(
-        [_kernel("_separation"), _kernel("_pricing"), _kernel("_lp")],
+        [_kernel("_separation"), _kernel("_pricing")],
         language_level="3",
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
     ),

@@ -91,21 +91,13 @@ EXACT_EVERY = 1
 #: every master (2: 0.199 %, 54; 5: 0.200 %, 51; docs/benchmarks.md, "Cluster sizes").
 #: The root keeps EXACT_EVERY: every 5th there stalled vertebral's k = 6 root (above)
 CHILD_EXACT_EVERY = 3
-#: how the master is solved (pcsos.bounds.colgen.master.METHODS): an interior-point method
+#: how HiGHS solves the master (pcsos.bounds.colgen.master.METHODS): its interior-point method
 #: without crossover, whose duals are central on the master's optimal face. One worker, one
 #: after the other (docs/benchmarks.md, "Large k, overlapping classes"): the 12 TSPLIB
 #: solves of k = 4-10 took 210 s against the primal simplex's 547 s with the same nodes, the
 #: six root LPs of k = 4 and 10 1.4-22x less time, and the overlapping n = 2 000, k = 20
 #: root stood higher at every time to 1 200 s
 MASTER_METHOD = "ipm"
-#: with cluster sizes, the interior-point master is pcsos's own (module ipm), not HiGHS's:
-#: on glass with sizes 17..54 (215 rows, about 2 400 columns of 17-54 points) 0.12-0.13 s a
-#: master against 0.25-0.26 s, and a 4-level dive of 8 children run twice in two threads
-#: 73.6 s against 85.5 s; glass's tree optimal in 447.4 s and 557.0 s (two runs). Without
-#: sizes HiGHS's is the faster: fl417, k = 4 (418 rows, clusters of about 100 points, whose
-#: normal equations cost the square of that) 48 ms a master against 14 ms, the TSPLIB
-#: solves of k = 4-10 slower on fl417 and ali535 (docs/benchmarks.md, "Cluster sizes")
-OWN_IPM = True
 #: relative tolerance of the exact pricing: L loses at most this share of the LP's value
 PRICING_TOL = 1e-7
 #: constraint aggregation splits the partition by the best column when the best compatible
@@ -721,7 +713,7 @@ def _build(agg: Aggregation, data: PricingData, big: float, columns: list[tuple]
     # dual sigma <= 0, which an interior solution's central duals need (with k = s, sigma
     # is free on the optimal face, and its centre put it above zero, the bound far below)
     master = Master(agg.n, [n for _, _, n in data.classes], big, method,
-                    at_most=not data.sized, own=OWN_IPM and data.sized)
+                    at_most=not data.sized)
     keep = [j for j, r in enumerate(rows) if r is not None]
     if cuts is not None and len(cuts):
         master.add_cuts([[] for _ in range(len(cuts))])

@@ -31,18 +31,14 @@ from __future__ import annotations
 
 import highspy
 import numpy as np
-import scipy.sparse as sp
 
-from pcsos.bounds.colgen.ipm import solve_lp
 from pcsos.milp import _quiet_highs
 
 __all__ = ["Master", "MasterError", "METHODS"]
 
-#: how the master is solved: 'simplex' (HiGHS's primal simplex, warm-started from the last
-#: basis) or 'ipm' (an interior-point method without crossover, from scratch each time: a
-#: central solution of the master's optimal face, whose duals are central too; HiGHS's, or
-#: with ``own`` pcsos's, module :mod:`.ipm`, HiGHS's where that one does not converge or cut
-#: rows are held)
+#: how HiGHS solves the master: 'simplex' (primal simplex, warm-started from the last basis)
+#: or 'ipm' (its interior-point method without crossover, from scratch each time: a central
+#: solution of the master's optimal face, whose duals are central too)
 METHODS = ("simplex", "ipm")
 #: the interior-point method's optimality tolerance (HiGHS's default, 1e-8, took more
 #: iterations for duals the pricing does not need that close)
@@ -62,15 +58,12 @@ class Master:
     at most k clusters, not exactly k (the same LP value: splitting a cluster never raises
     its SSE, so a solution of fewer clusters' weight splits into one of k). Its dual is then
     at most zero, so at the LP's optimal duals the Lagrangian bound, which takes the least
-    reduced cost only where it is below zero, is the LP's value (docs/safe_bound.md).
-    ``own``: under 'ipm', pcsos's interior-point method rather than HiGHS's."""
+    reduced cost only where it is below zero, is the LP's value (docs/safe_bound.md)."""
 
-    def __init__(self, s: int, k, big: float, method: str = "simplex", at_most: bool = False,
-                 own: bool = False):
+    def __init__(self, s: int, k, big: float, method: str = "simplex", at_most: bool = False):
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
         self.method = method
-        self.own = bool(own) and method == "ipm"
         per_class = np.atleast_1d(np.asarray(k, dtype=np.float64))
         r = len(per_class)
         self.s, self.k, self.r = s, int(per_class.sum()), r
@@ -111,16 +104,6 @@ class Master:
                   box_idx, box_vals)
         self.n_artificial = n_art
         self.n_art = n_art + 2 * s  # generated column j sits at j + n_art
-        # the LP as the own interior-point method reads it (HiGHS's copy comes back as
-        # Python lists, 14 ms for glass's master): row bounds, the fixed columns' entries,
-        # and each generated column's rows
-        self._row_lower = np.asarray(lower, dtype=np.float64)
-        self._row_upper = np.asarray(target, dtype=np.float64)
-        self._fixed_rows = np.concatenate([idx, box_idx]).astype(np.int64)
-        self._fixed_vals = np.concatenate([vals, box_vals])
-        self._box_costs = np.full(2 * s, float(big))
-        self._col_rows: list[np.ndarray] = []
-        self._x = None  # the own method's last solution (None: HiGHS's holds it)
         self.big = float(big)
         self.boxed = False
         #: simplex, interior-point and crossover iterations over every solve so far
@@ -175,11 +158,10 @@ class Master:
         self.h.addCols(len(new), np.array([v for _, v, _, _, _ in new]), np.zeros(len(new)),
                        np.full(len(new), highspy.kHighsInf), len(idx),
                        np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), vals)
-        for (c, v, _, _, _), a, b in zip(new, starts, starts[1:] + [len(idx)]):
+        for c, v, _, _, _ in new:
             self.index[c] = len(self.columns)
             self.columns.append(c)
             self.costs.append(float(v))
-            self._col_rows.append(np.array(idx[a:b], dtype=np.int64))
         return len(new)
 
     def set_big(self, big: float) -> None:
@@ -199,7 +181,6 @@ class Master:
             c = np.asarray(center, dtype=np.float64)
             costs = np.concatenate([c + delta, -(c - delta)])
         self.boxed = center is not None
-        self._box_costs = np.asarray(costs, dtype=np.float64).copy()
         self.h.changeColsCost(2 * s, np.arange(self.n_artificial, self.n_art, dtype=np.int32),
                               costs)
 
@@ -214,7 +195,6 @@ class Master:
         keep[drop] = False
         self.columns = [c for c, kp in zip(self.columns, keep) if kp]
         self.costs = [v for v, kp in zip(self.costs, keep) if kp]
-        self._col_rows = [r for r, kp in zip(self._col_rows, keep) if kp]
         self.index = {c: j for j, c in enumerate(self.columns)}
 
     def _run(self) -> highspy.HighsModelStatus:
@@ -237,11 +217,6 @@ class Master:
                 return self.solve()
             finally:
                 h.setOptionValue("run_crossover", "off")
-        self._x = None
-        if self.own and not self.n_cuts:
-            own = self._solve_own()
-            if own is not None:
-                return own
         status = self._run()
         if self.boxed and status in (highspy.HighsModelStatus.kUnbounded,
                                      highspy.HighsModelStatus.kUnboundedOrInfeasible):
@@ -272,38 +247,10 @@ class Master:
         return (y[:self.s].copy(), y[self.s:self.s + self.r].copy(), lam,
                 float(h.getInfo().objective_function_value))
 
-    def _solve_own(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
-        """:meth:`solve` by the own interior-point method (module :mod:`.ipm`), from the
-        master's mirror of its LP; None where it does not converge."""
-        rows = [self._fixed_rows] + self._col_rows
-        lens = np.fromiter((len(r) for r in rows[1:]), dtype=np.int64, count=len(rows) - 1)
-        n_fixed = len(self._fixed_rows)
-        indptr = np.concatenate([np.arange(n_fixed + 1, dtype=np.int64),
-                                 n_fixed + np.cumsum(lens)])
-        values = np.concatenate([self._fixed_vals, np.ones(int(lens.sum()))])
-        A = sp.csc_matrix((values, np.concatenate(rows), indptr),
-                          shape=(self.s + self.r, n_fixed + len(lens)))
-        cost = np.concatenate([np.full(self.n_artificial, self.big), self._box_costs,
-                               np.asarray(self.costs, dtype=np.float64)])
-        sol = solve_lp(A, self._row_lower, self._row_upper, cost, tol=IPM_TOL)
-        if sol is None:
-            return None
-        self.pivots += sol.iterations
-        self.basic = False
-        x = sol.x.copy()
-        x[x < IPM_ZERO] = 0.0
-        self._x = x
-        self.cut_duals = np.zeros(0)
-        y = sol.y
-        return (y[:self.s].copy(), y[self.s:self.s + self.r].copy(), x[self.n_art:].copy(),
-                sol.objective)
-
     def _values(self) -> np.ndarray:
         """The last solution's column values; of an interior one (not :attr:`basic`) those
         below IPM_ZERO are zero (the engine reads a zero weight as a column out of the
         solution)."""
-        if self._x is not None:
-            return self._x.copy()
         x = np.array(self.h.getSolution().col_value, dtype=np.float64)
         if not self.basic:
             x[x < IPM_ZERO] = 0.0
