@@ -153,6 +153,38 @@ def test_bench_colgen_root_starts_every_configuration_from_one_clustering(tmp_pa
     assert all(r["profile"]["exact_pricings"] == len(r["history"]) for r in rows)
 
 
+def test_bench_lp_nodes_replays_the_same_nodes_under_each_configuration(tmp_path,
+                                                                       monkeypatch):
+    # the nodes are built once and replayed per configuration: two runs of the defaults
+    # process the same nodes the same way (the masters and bounds are deterministic), and
+    # each row's totals are its nodes' sums
+    import json
+    import sys
+
+    import numpy as np
+
+    bench = _script("bench_lp_nodes", monkeypatch)
+    # the configurations' processes find replay() by the module's name
+    monkeypatch.setitem(sys.modules, "bench_lp_nodes", bench)
+    # sizes 7..9 leave this draw's root LP 0.3 % below its optimum: the root branches
+    X = np.random.default_rng(1).normal(size=(24, 2))
+    data = tmp_path / "toy.txt"
+    data.write_text("24 2\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
+    out = tmp_path / "rows.jsonl"
+    assert bench.main(["--data", str(data), "--k", "3", "--size-min", "7", "--size-max", "9",
+                       "--heuristic-time", "1", "--nodes", "2", "--config", "", "",
+                       "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["data"], r["n"], r["k"], r["config"]) for r in rows] == [("toy", 24, 3, "")] * 2
+    assert len(rows[0]["nodes"]) == 2  # the root branched, and two nodes below it ran
+    strip = [[(kind, status, masters, bound) for kind, _, status, masters, bound in r["nodes"]]
+             for r in rows]
+    assert strip[0] == strip[1]
+    for r in rows:
+        assert r["masters"] == sum(node[3] for node in r["nodes"])
+        assert r["seconds"] == pytest.approx(sum(node[1] for node in r["nodes"]), abs=1e-2)
+
+
 def test_bench_solve_branching_rule_closes_on_a_clustering_and_picks_the_open_pair(
         tmp_path, monkeypatch):
     # the branching study's alternative rule must leave the node's closing test as it is
