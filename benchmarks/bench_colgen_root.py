@@ -107,8 +107,9 @@ def start(spec: dict) -> dict:
     return {"upper_bound": h.objective, "labels": h.super_labels.tolist()}
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def instance_arguments(ap: argparse.ArgumentParser, heuristic: str) -> None:
+    """The options that name the instance (:func:`load`) and the heuristic of its starting
+    clustering (:func:`start`; ``heuristic`` by default)."""
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--data", help="a TSPLIB name (../shared/instances/tsplib), a dataset "
                       "of ../shared/instances or a path")
@@ -117,10 +118,15 @@ def main(argv=None) -> int:
     ap.add_argument("--k", type=int, help="clusters (required but with --data's datasets)")
     ap.add_argument("--size-min", type=int)
     ap.add_argument("--size-max", type=int)
-    ap.add_argument("--heuristic", default="ipc-kmeans", help="the starting clustering's")
+    ap.add_argument("--heuristic", default=heuristic, help="the starting clustering's")
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--d", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0, help="the generator's and IPC-k-means' seed")
+    ap.add_argument("--seed", type=int, default=0, help="the generator's and the heuristic's")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    instance_arguments(ap, "ipc-kmeans")
     ap.add_argument("--config", nargs="+", default=[""],
                     help="bound settings per configuration: NAME=VALUE[,NAME=VALUE...]")
     ap.add_argument("--heuristic-time", type=float, default=30.0)

@@ -31,8 +31,7 @@ import shlex
 import sys
 import time
 
-from bench_colgen_root import ONE_THREAD, load, sizes_of, start
-from bench_scale import GENERATORS
+from bench_colgen_root import ONE_THREAD, instance_arguments, load, sizes_of, start
 from instances import RESULTS, append_jsonl, code_version, utc_now
 
 
@@ -114,18 +113,7 @@ def replay(job) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--data", help="a TSPLIB name (../shared/instances/tsplib), a dataset "
-                      "of ../shared/instances or a path")
-    what.add_argument("--gen", choices=sorted(GENERATORS), help="a generator of bench_scale")
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--k", type=int, help="clusters (required but with --data's datasets)")
-    ap.add_argument("--size-min", type=int)
-    ap.add_argument("--size-max", type=int)
-    ap.add_argument("--pairs", type=int, default=0)
-    ap.add_argument("--d", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0, help="the generator's and heuristic's seed")
-    ap.add_argument("--heuristic", default="s-mdeclust", help="the incumbent's")
+    instance_arguments(ap, "s-mdeclust")
     ap.add_argument("--heuristic-time", type=float, default=10.0)
     ap.add_argument("--nodes", type=int, default=16, help="nodes below the root to replay")
     ap.add_argument("--config", nargs="+", default=["", ""],
