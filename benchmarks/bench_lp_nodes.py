@@ -65,7 +65,7 @@ def _summary(node, out, seconds: float) -> list:
 
 
 def build(spec: dict, count: int):
-    """(root row, nodes, pseudo-cost history, the instance's name and n) under the
+    """(root row, nodes, pseudo-cost history, the instance's name, n and k) under the
     defaults: the root, then ``count`` nodes breadth first (each processed, so that its
     children exist)."""
     from threadpoolctl import threadpool_limits
@@ -91,7 +91,7 @@ def build(spec: dict, count: int):
         if o.learned is not None:
             history.record(o.learned)
         queue += [c for c, _ in o.children]
-    return _summary(root, out, seconds), nodes, history, {"data": name, "n": len(X)}
+    return _summary(root, out, seconds), nodes, history, {"data": name, "n": len(X), "k": k}
 
 
 def replay(job) -> dict:
@@ -143,8 +143,8 @@ def main(argv=None) -> int:
         results = pool.map(replay, jobs, chunksize=1)
     version = code_version()
     for res in results:
-        row = {"run": args.run, **named, **{key: spec[key] for key in ("gen", "k", "pairs",
-                                                                       "size_min", "size_max")},
+        row = {"run": args.run, **named, **{key: spec[key] for key in ("gen", "pairs", "size_min",
+                                                                       "size_max")},
                "upper_bound": spec["upper_bound"], "root": root, "build_seconds": built,
                **res, "parallel": min(args.parallel, len(jobs)), "code_version": version,
                "command": command, "date": utc_now()}

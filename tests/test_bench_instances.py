@@ -169,9 +169,10 @@ def test_bench_lp_nodes_replays_the_same_nodes_under_each_configuration(tmp_path
     # sizes 7..9 leave this draw's root LP 0.3 % below its optimum: the root branches
     X = np.random.default_rng(1).normal(size=(24, 2))
     data = tmp_path / "toy.txt"
-    data.write_text("24 2\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
+    # (k from the file's header: the rows name the instance's k, not the flag's)
+    data.write_text("24 2 3\n" + "".join(f"{a:.17g} {b:.17g}\n" for a, b in X))
     out = tmp_path / "rows.jsonl"
-    assert bench.main(["--data", str(data), "--k", "3", "--size-min", "7", "--size-max", "9",
+    assert bench.main(["--data", str(data), "--size-min", "7", "--size-max", "9",
                        "--heuristic-time", "1", "--nodes", "2", "--config", "", "",
                        "--out", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
