@@ -87,3 +87,38 @@ def violated_triangles(Z: np.ndarray, top: int):
     ok = (i != j) & (i != h) & (j < h) & (V > 1e-6)
     order = np.argsort(-V[ok])[:top]
     return CutSet.triangles(i[ok][order], j[ok][order], h[ok][order])
+
+
+def exact_spectrum_matrix(rng, lam):
+    """A dense symmetric matrix whose eigenvalues are exactly ``lam`` (pairs a +- b as 2 x 2
+    blocks [[a, b], [b, a]] with a, b representable so that a +- b are exact, then a
+    symmetric permutation): no rounding in its spectrum, unlike U diag(lam) U^T."""
+    lam = np.sort(np.asarray(lam, dtype=float))
+    n = len(lam)
+    A = np.zeros((n, n))
+    idx = rng.permutation(n)
+    i = 0
+    while i + 1 < n:
+        lo, hi = lam[i], lam[i + 1]
+        a, b = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        if a - b == lo and a + b == hi:
+            A[idx[i], idx[i]] = A[idx[i + 1], idx[i + 1]] = a
+            A[idx[i], idx[i + 1]] = A[idx[i + 1], idx[i]] = b
+        else:
+            A[idx[i], idx[i]], A[idx[i + 1], idx[i + 1]] = lo, hi
+        i += 2
+    if i < n:
+        A[idx[i], idx[i]] = lam[i]
+    return A
+
+
+def spectra(rng, s, k):
+    """Named spectra of s eigenvalues that are hard for an eigenvalue certificate of the k
+    smallest: gapped, clustered at zero, tiny, continuous, wide and all equal."""
+    yield "gapped", np.concatenate([-rng.random(k + 2), 1 + rng.random(s - k - 2)])
+    yield "zero cluster", np.concatenate([np.zeros(3 * k), rng.random(s - 3 * k) * 50])
+    yield "tiny negative cluster", np.concatenate([-1e-4 * rng.random(40),
+                                                   1e-4 * rng.random(s - 40) + 1e-6])
+    yield "continuum", np.sort(rng.normal(size=s))
+    yield "wide", np.concatenate([[-1e3], rng.random(s - 1) * 1e3])
+    yield "equal", np.full(s, -2.0 ** -20)

@@ -9,12 +9,19 @@ array-api-strict (a test extra) carries the device code path.
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import needs_clarabel, random_instance, violated_triangles
+from conftest import (
+    exact_spectrum_matrix,
+    needs_clarabel,
+    random_instance,
+    spectra,
+    violated_triangles,
+)
 
 import pcsos.bounds.eig as eigmod
 from pcsos.bounds import SDPModel, solve_sdp
@@ -164,6 +171,82 @@ def test_safe_bound_eigenvalues_on_the_device_path(seed):
         assert dev == pytest.approx(host, rel=1e-10, abs=1e-9)
         lb, *_ = polished_bound(model, y, y_cl, u, N, backend=be)
         assert host - 1e-9 * abs(host) <= lb <= opt + 1e-12 * abs(opt)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_eigenvalue_certificate_on_the_device_path(seed):
+    """The Ky Fan certificate (LOBPCG steps, deflation, Cholesky) run on the strict
+    namespace: never above the exact sum of the k smallest eigenvalues on matrices whose
+    spectrum is exact, and where it goes through on the host it goes through here too,
+    within the steps' rounding of the host's value."""
+    from pcsos.bounds.safe import ky_fan_certificate
+
+    rng = np.random.default_rng(1100 + seed)
+    be = get_backend(xps)
+    s, proved = 160, 0
+    for k in (1, 3):
+        for name, lam in spectra(rng, s, k):
+            A = exact_spectrum_matrix(rng, lam)
+            exact = math.fsum(np.sort(lam)[:k])
+            host_info, dev_info = {}, {}
+            host = ky_fan_certificate(A, k, None, info=host_info)
+            dev = ky_fan_certificate(A, k, None, info=dev_info, backend=be)
+            if dev is not None:
+                assert dev <= exact, (name, k, dev_info)
+            if host is not None:
+                assert dev is not None, (name, k, dev_info)
+                assert dev == pytest.approx(host, rel=1e-8, abs=1e-8 * np.linalg.norm(A))
+                proved += 1
+    assert proved >= 4
+
+
+def test_shifted_cholesky_reads_the_upper_triangle_on_every_backend():
+    """The factorisation the certificate's proof is about is that of the upper triangle's
+    symmetric matrix: a lower triangle that would make H indefinite is ignored on numpy and
+    on the strict namespace alike; an indefinite upper triangle fails on both."""
+    from pcsos.bounds.safe import _shifted_cholesky
+
+    rng = np.random.default_rng(12)
+    B = rng.normal(size=(30, 30))
+    pd = B @ B.T + 30 * np.eye(30)
+    junk = np.triu(pd) + np.tril(-1e3 * np.ones((30, 30)), -1)
+    indefinite = pd.copy()
+    indefinite[0, 1] = indefinite[1, 0] = 1e3
+    for be in (get_backend("cpu"), get_backend(xps)):
+        for H, c, ok in ((junk, 1.0, True), (indefinite, 1.0, False), (pd, 1e4, False)):
+            diag, got = _shifted_cholesky(be, be.asarray(H.copy()), c)
+            assert got is ok, (be.name, c)
+            assert np.array_equal(diag, np.diag(H) - c)
+
+
+def test_safe_bound_certificate_on_the_device_path(monkeypatch):
+    """Past ITERATIVE_MIN_S (lowered here) the safe bound takes the certificate, not the
+    dense eigensolver, on the strict namespace as on the host: at any duals at most the
+    dense bound's value without its margin, and the host's certified bound to rounding."""
+    import pcsos.bounds.safe as safemod
+
+    _, _, _, model = _model(1200, 60, 2, 2, 2)
+    r = solve_sdp(model, max_iter=40, tol=1e-14, polish=0)
+    dense = safemod.safe_lower_bound(model, r.y, r.y_cl, r.u, r.N)
+    used = []
+    certificate = safemod.ky_fan_certificate
+
+    def spy(*args, **kwargs):
+        info = {}
+        out = certificate(*args, **kwargs, info=info)
+        used.append(info.get("ok"))
+        return out
+
+    monkeypatch.setattr(safemod, "ITERATIVE_MIN_S", 40)
+    monkeypatch.setattr(safemod, "ky_fan_certificate", spy)
+    host = safemod.safe_lower_bound(model, r.y, r.y_cl, r.u, r.N, start=r.Z[:, :4])
+    dev = safemod.safe_lower_bound(model, r.y, r.y_cl, r.u, r.N, start=r.Z[:, :4],
+                                   backend=get_backend(xps))
+    assert used == [True, True]
+    slack = 1e-9 * max(1.0, abs(dense))
+    assert dev <= dense + slack and host <= dense + slack
+    assert dev == pytest.approx(host, rel=1e-9)
+    assert dev >= dense - 1e-5 * max(1.0, abs(dense))
 
 
 # ---------------------------------------------------------------------------- errors

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 from bruteforce import brute_force
-from conftest import random_instance
+from conftest import exact_spectrum_matrix, random_instance, spectra
 
 import pcsos.bounds.eig as eigmod
 import pcsos.bounds.safe as safemod
@@ -231,46 +231,13 @@ def test_admm_with_krylov_matches_full():
 
 
 # --------------------------------------------------------------------------- certificate
-def _exact_spectrum_matrix(rng, lam):
-    """A dense symmetric matrix whose eigenvalues are exactly ``lam`` (pairs a +- b as 2 x 2
-    blocks [[a, b], [b, a]] with a, b representable so that a +- b are exact, then a
-    symmetric permutation): no rounding in its spectrum, unlike U diag(lam) U^T."""
-    lam = np.sort(np.asarray(lam, dtype=float))
-    n = len(lam)
-    A = np.zeros((n, n))
-    idx = rng.permutation(n)
-    i = 0
-    while i + 1 < n:
-        lo, hi = lam[i], lam[i + 1]
-        a, b = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        if a - b == lo and a + b == hi:
-            A[idx[i], idx[i]] = A[idx[i + 1], idx[i + 1]] = a
-            A[idx[i], idx[i + 1]] = A[idx[i + 1], idx[i]] = b
-        else:
-            A[idx[i], idx[i]], A[idx[i + 1], idx[i + 1]] = lo, hi
-        i += 2
-    if i < n:
-        A[idx[i], idx[i]] = lam[i]
-    return A
-
-
-def _spectra(rng, s, k):
-    yield "gapped", np.concatenate([-rng.random(k + 2), 1 + rng.random(s - k - 2)])
-    yield "zero cluster", np.concatenate([np.zeros(3 * k), rng.random(s - 3 * k) * 50])
-    yield "tiny negative cluster", np.concatenate([-1e-4 * rng.random(40),
-                                                   1e-4 * rng.random(s - 40) + 1e-6])
-    yield "continuum", np.sort(rng.normal(size=s))
-    yield "wide", np.concatenate([[-1e3], rng.random(s - 1) * 1e3])
-    yield "equal", np.full(s, -2.0 ** -20)
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_certificate_never_above_the_exact_eigenvalue_sum(seed):
     rng = np.random.default_rng(300 + seed)
     s = 160
     for k in (1, 3, 7):
-        for name, lam in _spectra(rng, s, k):
-            A = _exact_spectrum_matrix(rng, lam)
+        for name, lam in spectra(rng, s, k):
+            A = exact_spectrum_matrix(rng, lam)
             exact = math.fsum(np.sort(lam)[:k])
             for start in (None, np.linalg.eigh(A)[1][:, :k + 2]):
                 info = {}
@@ -311,7 +278,7 @@ def test_certificate_runs_more_steps_until_its_loss_fits_the_budget(monkeypatch)
     rng = np.random.default_rng(44)
     s, k = 300, 8
     lam = np.concatenate([-1 - 0.05 * rng.random(k), np.linspace(-0.9, 30, s - k)])
-    A = _exact_spectrum_matrix(rng, lam)
+    A = exact_spectrum_matrix(rng, lam)
     exact = math.fsum(np.sort(lam)[:k])
     one = {}
     loose = ky_fan_certificate(A, k, None, info=one)  # no budget: one chunk
@@ -329,9 +296,9 @@ def test_certificate_runs_more_steps_until_its_loss_fits_the_budget(monkeypatch)
 
 def test_certificate_refuses_without_budget_or_room():
     rng = np.random.default_rng(41)
-    A = _exact_spectrum_matrix(rng, np.linspace(-1, 1, 40))
+    A = exact_spectrum_matrix(rng, np.linspace(-1, 1, 40))
     assert ky_fan_certificate(A, 3) is None  # 4 (k + 8) > s: no room for the block
-    A = _exact_spectrum_matrix(rng, np.sort(rng.normal(size=200)))
+    A = exact_spectrum_matrix(rng, np.sort(rng.normal(size=200)))
     assert ky_fan_certificate(A, 3, None, budget=0.0) is None
 
 

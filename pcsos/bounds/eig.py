@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -361,32 +362,37 @@ def _col_norms(be: ArrayBackend, R) -> np.ndarray:
     return be.to_numpy(be.xp.linalg.vector_norm(R, axis=0))
 
 
-def top_pairs(W: np.ndarray, X0: np.ndarray, tol: float,
-              maxiter: int = KRYLOV_MAXITER) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def top_pairs(W, X0, tol: float, maxiter: int = KRYLOV_MAXITER,
+              be: ArrayBackend | None = None) -> tuple[np.ndarray, Any, np.ndarray]:
     """Approximate top ``p = X0.shape[1]`` eigenpairs of the symmetric W by block LOBPCG from
-    X0: Ritz values (descending), orthonormal Ritz vectors and their residual norms, after
-    every residual is at most ``tol`` or ``maxiter`` steps (no accuracy is promised: callers
-    that need one check the residuals, or certify the result otherwise)."""
+    X0: Ritz values (descending, on the host), orthonormal Ritz vectors (on W's device) and
+    their residual norms (on the host), after every residual is at most ``tol`` or
+    ``maxiter`` steps (no accuracy is promised: callers that need one check the residuals,
+    or certify the result otherwise). ``be``: where W and X0 live (default numpy)."""
+    be = be if be is not None else _NUMPY
     p = X0.shape[1]
-    X, _ = sla.qr(X0, mode="economic", check_finite=False)
-    theta, X, AX = _rayleigh_ritz(X, W @ X, p)
+    X = _qr(be, X0)
+    theta, X, AX = _rayleigh_ritz(X, W @ X, p, be)
     P = None
     for it in range(maxiter + 1):
         R = AX - X * theta
-        rho = np.linalg.norm(R, axis=0)
+        rho = _col_norms(be, R)
         active = rho > tol
         if it == maxiter or not active.any():
             break
-        Z = R[:, active] if P is None else np.hstack([R[:, active], P[:, active]])
-        Q2 = _orth_against(X, Z)
+        idx = np.flatnonzero(active)
+        Z = _cols(be, R, idx) if P is None else _hstack(be, [_cols(be, R, idx),
+                                                              _cols(be, P, idx)])
+        Q2 = _orth_against(X, Z, be)
         if Q2.shape[1] == 0:
             break
         AQ2 = W @ Q2
         m = X.shape[1]
-        theta, Y = _ritz(np.hstack([X, Q2]), np.hstack([AX, AQ2]), p)
-        X, AX = X @ Y[:m] + Q2 @ Y[m:], AX @ Y[:m] + AQ2 @ Y[m:]
-        P = Q2 @ Y[m:]
-    return theta, X, rho
+        theta, Y = _ritz(_hstack(be, [X, Q2]), _hstack(be, [AX, AQ2]), p, be)
+        Y1, Y2 = Y[:m, :], Y[m:, :]
+        X, AX = X @ Y1 + Q2 @ Y2, AX @ Y1 + AQ2 @ Y2
+        P = Q2 @ Y2
+    return be.to_numpy(theta), X, rho
 
 
 def _orth_against(X, Z, be: ArrayBackend | None = None):

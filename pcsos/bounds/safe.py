@@ -19,12 +19,14 @@ import numpy as np
 import scipy.linalg as sla
 
 from pcsos.bounds import eig as eigmod
+from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.model import SDPModel
 
 __all__ = ["safe_lower_bound", "dual_slack", "ky_fan_certificate", "polish_duals", "polished_bound"]
 
 EPS = float(np.finfo(np.float64).eps)
 TINY = float(np.finfo(np.float64).tiny)
+_HOST = get_backend("cpu")
 # from this s on the bound avoids the dense eigensolver (ky_fan_certificate): below it the
 # dense path is cheap and gives bit-identical bounds to earlier versions
 ITERATIVE_MIN_S = 2000
@@ -140,7 +142,8 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
     ``2 k (t + 8) eps ||T'||_F`` for forming S' and ``4 eps`` times the certificate's terms
     instead of the eigensolver term. Where the certificate fails the dense path is used.
     ``backend`` (an :class:`~pcsos.bounds.arrays.ArrayBackend`): where the dense path's
-    eigenvalues are computed (default: the host); the rest is computed on the host.
+    eigenvalues, or the certificate's steps and factorisation, are computed (default: the
+    host); S' and the sums of the margin are formed on the host.
 
     The result is never below 0: every feasible Z has ``<W W^T, Z> <= c0`` (with M as above,
     ``<W W^T, Z> = <D^-1/2 W W^T D^-1/2, M> <= tr(D^-1/2 W W^T D^-1/2) = sum ||w_i||^2 / e_i
@@ -168,7 +171,7 @@ def safe_lower_bound(model: SDPModel, y, y_cl=None, u=None, N=None, *,
     form = (t_max + 8) * EPS * float(np.linalg.norm(T))
     if s >= ITERATIVE_MIN_S and CERT_ROOM * (k + CERT_MARGIN) <= s:
         budget = CERT_LOSS * math.fsum([abs(model.c0), *np.abs(b * y), *np.abs(l * u)])
-        cert = ky_fan_certificate(S, k, start, budget)
+        cert = ky_fan_certificate(S, k, start, budget, backend=backend)
         if cert is not None:
             if not math.isfinite(cert):
                 return -math.inf
@@ -283,7 +286,8 @@ def _gamma(n: int) -> float:
 
 
 def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
-                       budget: float = math.inf, *, info: dict | None = None) -> float | None:
+                       budget: float = math.inf, *, info: dict | None = None,
+                       backend=None) -> float | None:
     """A proven lower bound on the sum of the k smallest eigenvalues of the symmetric
     matrix given by the upper triangle of S (docs/safe_bound.md, "Without a dense
     eigensolver"), or None when the certificate does not go through within ``budget`` (its
@@ -304,8 +308,12 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
     ``budget`` (or ``CERT_MAX_STEPS``, or ``CERT_WORK``), the block doubled after a chunk
     whose Ritz values all lie in one cluster (``CERT_GAP``); the proof holds whatever the
     steps gave.
-    ``info`` (a dict) receives what was done.
+    ``info`` (a dict) receives what was done. ``backend`` (an
+    :class:`~pcsos.bounds.arrays.ArrayBackend`, default the host): where the s x s and
+    s x p work runs (the steps, Q, H and its Cholesky factorisation); the norms, traces and
+    Ritz values that the proof adds up are summed on the host.
     """
+    be = backend if backend is not None else _HOST
     s = S.shape[0]
     normS = float(np.linalg.norm(S))
     if not math.isfinite(normS):
@@ -320,19 +328,18 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
     X0 = rng.standard_normal((s, p))
     if r:
         X0[:, :r] = start
-    Su = np.triu(S) + np.triu(S, 1).T  # the matrix that the Cholesky reads
+    X0 = be.asarray(X0)
+    Su = be.asarray(np.triu(S) + np.triu(S, 1).T)  # the matrix that the Cholesky reads
     trS = float(np.trace(S))
     steps = work = 0
     while True:
         # LOBPCG in chunks of CERT_STEPS, until the estimated loss fits the budget (a
         # restart drops the search directions, a small price for the test in between)
-        th, V, rho = eigmod.top_pairs(-Su, X0, CERT_RTOL * normS, CERT_STEPS)
+        th, V, rho = eigmod.top_pairs(-Su, X0, CERT_RTOL * normS, CERT_STEPS, be)
         steps += CERT_STEPS
         work += CERT_STEPS * p
         theta = -th  # ascending, V in the same order
-        Rv = Su @ V - V * theta
-        rho2 = np.einsum("ij,ij->j", Rv, Rv)
-        del Rv
+        rho2 = _col_squares(be, Su @ V - V * be.asarray(theta))
         c = float(theta[k - 1])
         spread = float(theta[-1]) - c
         fp = 4.0 * _gamma(s + 1) * (abs(trS) + s * abs(c) + math.fsum(np.abs(c - theta))) \
@@ -345,14 +352,17 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
         if spread < CERT_GAP * normS / math.sqrt(s) and CERT_ROOM * 2 * p <= s:
             # every Ritz value lies in one cluster about theta_k: no residual makes the
             # coupling small against that spread; a wider block may reach past the cluster
-            X0 = np.hstack([V, rng.standard_normal((s, p))])
+            X0 = be.asarray(np.hstack([be.to_numpy(V), rng.standard_normal((s, p))]))
             p *= 2
         if work + CERT_STEPS * p > CERT_WORK * s:
             break
+    # on the host the caller's S is H's base (the factorisation reads its upper triangle),
+    # which spares an s x s copy while the tries run
+    base = S if be.is_numpy else Su
     del Su
     # the Gram matrix of the Ritz vectors: eigenvalues of Q are at most (1 + eta) those of G
-    vn = np.einsum("ij,ij->j", V, V)
-    Gm = V.T @ V
+    vn = _col_squares(be, V)
+    Gm = be.to_numpy(V.T @ V)
     Gm.flat[:: p + 1] -= 1.0
     eta = float(np.linalg.norm(Gm)) + _gamma(s) * math.fsum(vn)
     gs = _gamma(s + 1)
@@ -361,22 +371,13 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
         if not k * tau <= budget:
             break
         g = np.maximum(c - theta, 0.0) + tau
-        Q = (V * g) @ V.T
-        normQ = float(np.linalg.norm(Q))
-        H = S + Q
+        Q = (V * be.asarray(g)) @ V.T
+        normQ = be.norm(Q)
+        H = base + Q
         del Q
-        H.flat[:: s + 1] -= c
-        diag = np.diag(H)
-        trH = math.fsum(diag)
-        ok = bool(np.all(diag > 0))  # Rump's theorem assumes a positive diagonal
-        if ok:
-            try:
-                R = sla.cholesky(H, lower=False, overwrite_a=True, check_finite=False)
-                ok = bool(np.isfinite(R).all())
-                del R
-            except np.linalg.LinAlgError:
-                ok = False
+        diag, ok = _shifted_cholesky(be, H, c)
         del H
+        trH = math.fsum(diag)
         tries.append(tau)
         if not ok:
             tau *= 100.0
@@ -400,6 +401,41 @@ def ky_fan_certificate(S: np.ndarray, k: int, start: np.ndarray | None = None,
         info.update(ok=False, p=p, tries=tries, c=c, res=math.sqrt(rho2.sum()), spread=spread,
                     steps=steps)
     return None
+
+
+def _col_squares(be, X) -> np.ndarray:
+    """The squared column norms of X, on the host."""
+    if be.is_numpy:
+        return np.einsum("ij,ij->j", X, X)
+    return be.to_numpy(be.xp.sum(X * X, axis=0))
+
+
+def _shifted_cholesky(be, H, c: float) -> tuple[np.ndarray, bool]:
+    """``(diag, ok)`` for H - c I, H overwritten: its diagonal (on the host) and whether the
+    floating-point Cholesky factorisation of the symmetric matrix given by its upper
+    triangle runs to completion with a positive diagonal (Rump's theorem assumes one).
+
+    Off numpy that matrix is formed explicitly (no namespace promises which triangle its
+    factorisation reads). Rump's bound holds for any order of the inner products, so a
+    blocked factorisation on a device proves what LAPACK's does."""
+    H = be.add_diag(H, -c, eye=None if be.in_place else be.xp.eye(H.shape[0],
+                                                                   dtype=H.dtype))
+    if be.is_numpy:
+        diag = np.diag(H).copy()
+    else:
+        xp = be.xp
+        H = xp.triu(H) + xp.triu(H, k=1).T
+        diag = be.to_numpy(xp.linalg.diagonal(H))
+    if not np.all(diag > 0):
+        return diag, False
+    try:
+        if be.is_numpy:
+            R = sla.cholesky(H, lower=False, overwrite_a=True, check_finite=False)
+            return diag, bool(np.isfinite(R).all())
+        R = be.xp.linalg.cholesky(H)
+        return diag, bool(be.xp.all(be.xp.isfinite(R)))
+    except Exception:  # noqa: BLE001 - numpy's or the device library's "not positive definite"
+        return diag, False
 
 
 def _coupling_shift(rho2: np.ndarray, d: np.ndarray, m: float, floor: float) -> float:
