@@ -107,9 +107,11 @@ def start(spec: dict) -> dict:
     return {"upper_bound": h.objective, "labels": h.super_labels.tolist()}
 
 
-def instance_arguments(ap: argparse.ArgumentParser, heuristic: str) -> None:
+def instance_arguments(ap: argparse.ArgumentParser, heuristic: str,
+                       heuristic_time: float) -> None:
     """The options that name the instance (:func:`load`) and the heuristic of its starting
-    clustering (:func:`start`; ``heuristic`` by default)."""
+    clustering (:func:`start`; ``heuristic`` for ``heuristic_time`` seconds by default);
+    :func:`instance_spec` reads them back."""
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--data", help="a TSPLIB name (../shared/instances/tsplib), a dataset "
                       "of ../shared/instances or a path")
@@ -122,23 +124,29 @@ def instance_arguments(ap: argparse.ArgumentParser, heuristic: str) -> None:
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--d", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0, help="the generator's and the heuristic's")
+    ap.add_argument("--heuristic-time", type=float, default=heuristic_time)
+
+
+def instance_spec(ap: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The spec (:func:`load`, :func:`start`) of the options of :func:`instance_arguments`;
+    argparse's error where a generator is given no k."""
+    if args.k is None and not args.data:
+        ap.error("--gen needs --k")
+    return {key: getattr(args, key) for key in ("data", "gen", "n", "k", "pairs", "d", "seed",
+                                                "heuristic", "heuristic_time", "size_min",
+                                                "size_max")}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    instance_arguments(ap, "ipc-kmeans")
+    instance_arguments(ap, "ipc-kmeans", 30.0)
     ap.add_argument("--config", nargs="+", default=[""],
                     help="bound settings per configuration: NAME=VALUE[,NAME=VALUE...]")
-    ap.add_argument("--heuristic-time", type=float, default=30.0)
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--run", default="root", help="a name for this run's rows")
     ap.add_argument("--out", type=Path, default=RESULTS / "colgen_root.jsonl")
     args = ap.parse_args(argv)
-    if args.k is None and not args.data:
-        ap.error("--gen needs --k")
-    spec = {key: getattr(args, key) for key in ("data", "gen", "n", "k", "pairs", "d", "seed",
-                                                "heuristic", "heuristic_time", "time_limit",
-                                                "size_min", "size_max")}
+    spec = {**instance_spec(ap, args), "time_limit": args.time_limit}
     os.environ.update(ONE_THREAD)  # the children inherit it
     first = child_row([sys.executable, __file__, "_start", json.dumps(spec)], spec)
     if "labels" not in first:

@@ -31,7 +31,14 @@ import shlex
 import sys
 import time
 
-from bench_colgen_root import ONE_THREAD, instance_arguments, load, sizes_of, start
+from bench_colgen_root import (
+    ONE_THREAD,
+    instance_arguments,
+    instance_spec,
+    load,
+    sizes_of,
+    start,
+)
 from instances import RESULTS, append_jsonl, code_version, utc_now
 
 
@@ -113,8 +120,7 @@ def replay(job) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    instance_arguments(ap, "s-mdeclust")
-    ap.add_argument("--heuristic-time", type=float, default=10.0)
+    instance_arguments(ap, "s-mdeclust", 10.0)
     ap.add_argument("--nodes", type=int, default=16, help="nodes below the root to replay")
     ap.add_argument("--config", nargs="+", default=["", ""],
                     help="bound settings per configuration: NAME=VALUE[,NAME=VALUE...]")
@@ -122,14 +128,10 @@ def main(argv=None) -> int:
     ap.add_argument("--run", default="nodes", help="a name for this run's rows")
     ap.add_argument("--out", default=RESULTS / "bench_lp_nodes.jsonl")
     args = ap.parse_args(argv)
-    if args.k is None and not args.data:
-        ap.error("--gen needs --k")
+    spec = instance_spec(ap, args)
     if args.nodes < 1 or args.parallel < 1:
         ap.error("--nodes and --parallel must be positive")
     os.environ.update(ONE_THREAD)
-    spec = {key: getattr(args, key) for key in ("data", "gen", "n", "k", "pairs", "d", "seed",
-                                                "heuristic", "heuristic_time", "size_min",
-                                                "size_max")}
     spec.update(start(spec))
     t = time.perf_counter()
     root, nodes, history, named = build(spec, args.nodes)
