@@ -42,6 +42,16 @@ def _torch_or_skip():
     return pytest.importorskip("torch", reason="torch not installed (pip install 'pcsos[gpu]')")
 
 
+def _namespace(name: str):
+    """The array namespace a device-path test runs on: array-api-strict, or torch on its CPU
+    (the CUDA code path; skips without torch and array-api-compat)."""
+    if name == "strict":
+        return xps
+    torch = _torch_or_skip()
+    pytest.importorskip("array_api_compat", reason="needs array-api-compat (pcsos[gpu])")
+    return torch
+
+
 def _model(seed, n, k, n_ml=0, n_cl=0, d=2):
     rng = np.random.default_rng(seed)
     while True:
@@ -174,7 +184,8 @@ def test_safe_bound_eigenvalues_on_the_device_path(seed):
 
 
 @pytest.mark.parametrize("seed", range(2))
-def test_eigenvalue_certificate_on_the_device_path(seed):
+@pytest.mark.parametrize("xp", ["strict", "torch"])
+def test_eigenvalue_certificate_on_the_device_path(seed, xp):
     """The Ky Fan certificate (LOBPCG steps, deflation, Cholesky) run on the strict
     namespace: never above the exact sum of the k smallest eigenvalues on matrices whose
     spectrum is exact, and where it goes through on the host it goes through here too,
@@ -182,7 +193,7 @@ def test_eigenvalue_certificate_on_the_device_path(seed):
     from pcsos.bounds.safe import ky_fan_certificate
 
     rng = np.random.default_rng(1100 + seed)
-    be = get_backend(xps)
+    be = get_backend(_namespace(xp))
     s, proved = 160, 0
     for k in (1, 3):
         for name, lam in spectra(rng, s, k):
@@ -200,7 +211,8 @@ def test_eigenvalue_certificate_on_the_device_path(seed):
     assert proved >= 4
 
 
-def test_shifted_cholesky_reads_the_upper_triangle_on_every_backend():
+@pytest.mark.parametrize("xp", ["strict", "torch"])
+def test_shifted_cholesky_reads_the_upper_triangle_on_every_backend(xp):
     """The factorisation the certificate's proof is about is that of the upper triangle's
     symmetric matrix: a lower triangle that would make H indefinite is ignored on numpy and
     on the strict namespace alike; an indefinite upper triangle fails on both."""
@@ -212,14 +224,15 @@ def test_shifted_cholesky_reads_the_upper_triangle_on_every_backend():
     junk = np.triu(pd) + np.tril(-1e3 * np.ones((30, 30)), -1)
     indefinite = pd.copy()
     indefinite[0, 1] = indefinite[1, 0] = 1e3
-    for be in (get_backend("cpu"), get_backend(xps)):
+    for be in (get_backend("cpu"), get_backend(_namespace(xp))):
         for H, c, ok in ((junk, 1.0, True), (indefinite, 1.0, False), (pd, 1e4, False)):
             diag, got = _shifted_cholesky(be, be.asarray(H.copy()), c)
             assert got is ok, (be.name, c)
             assert np.array_equal(diag, np.diag(H) - c)
 
 
-def test_safe_bound_certificate_on_the_device_path(monkeypatch):
+@pytest.mark.parametrize("xp", ["strict", "torch"])
+def test_safe_bound_certificate_on_the_device_path(monkeypatch, xp):
     """Past ITERATIVE_MIN_S (lowered here) the safe bound takes the certificate, not the
     dense eigensolver, on the strict namespace as on the host: at any duals at most the
     dense bound's value without its margin, and the host's certified bound to rounding."""
@@ -241,7 +254,7 @@ def test_safe_bound_certificate_on_the_device_path(monkeypatch):
     monkeypatch.setattr(safemod, "ky_fan_certificate", spy)
     host = safemod.safe_lower_bound(model, r.y, r.y_cl, r.u, r.N, start=r.Z[:, :4])
     dev = safemod.safe_lower_bound(model, r.y, r.y_cl, r.u, r.N, start=r.Z[:, :4],
-                                   backend=get_backend(xps))
+                                   backend=get_backend(_namespace(xp)))
     assert used == [True, True]
     slack = 1e-9 * max(1.0, abs(dense))
     assert dev <= dense + slack and host <= dense + slack
