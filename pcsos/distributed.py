@@ -16,7 +16,8 @@ tree manager stays in the calling process and knows nothing of Dask: it gets an
 * Ctrl-C, a stop event and the time limit reach running nodes through a Dask ``Event``
   that their ``Context`` (:mod:`pcsos.tree`) polls (at most every ``poll`` seconds), so remote
   SDP solves stop within about a second; the incumbent reaches them through a Dask
-  ``Variable``, their pruning target.
+  ``Variable``, their pruning target. The worker processes of a ``'local:N'`` cluster
+  ignore Ctrl-C (``dask_setup``): a terminal sends it to the whole process group.
 * A worker that dies loses no node: Dask runs its task again on another worker.
 * Heuristics are found by name on every worker: the built-in ones and entry points of the
   ``pcsos.heuristics`` group. One registered with ``register_heuristic`` in the calling
@@ -28,6 +29,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import signal
 import time
 import uuid
 from concurrent.futures import Executor, Future
@@ -68,15 +70,28 @@ def connect(spec):
                              source="dask")
         import logging
 
+        # the preload (dask_setup below) runs in each worker process, restarted ones too
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                            dashboard_address=None,
-                                           silence_logs=logging.ERROR)
+                                           silence_logs=logging.ERROR,
+                                           preload=[__name__])
         return distributed.Client(cluster), True
     try:
         return distributed.Client(spec, timeout="20s"), True
     except OSError as exc:
         raise InputError(f"cannot reach the Dask scheduler at {spec}: {exc}",
                          source="dask") from None
+
+
+def dask_setup(worker) -> None:
+    """Dask's preload hook, run in each worker process of the clusters :func:`connect`
+    starts: the worker ignores Ctrl-C. A terminal's Ctrl-C reaches the whole process group;
+    the manager takes it, stops the running nodes through the stop event and closes the
+    cluster, as :mod:`pcsos.decomposition`'s pool workers leave it to their caller."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the process's main thread: Python allows no handler there
+        pass
 
 
 def close(client, own: bool) -> None:

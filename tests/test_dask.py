@@ -99,11 +99,13 @@ def test_cli_dask_and_sigint(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "pcsos", "solve", str(data), "-k", "6",
                           "--dask", "local:2", "--tol", "1e-9", "--root-heuristic", "none",
                           "--json", str(js), "--log", str(log)], cwd=ROOT,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
         wait_for_rows(log, p, rows=2)  # the tree runs on the cluster's workers
         t_int = time.monotonic()
-        p.send_signal(signal.SIGINT)
+        # as a terminal's Ctrl-C: to the whole process group, the cluster's workers too
+        os.killpg(p.pid, signal.SIGINT)
         _, err = p.communicate(timeout=300)
     finally:
         if p.poll() is None:
