@@ -306,19 +306,12 @@ class KrylovProjector:
                 Z = self._randn(s, grow)
                 P = None
             else:
-                idx = np.flatnonzero(active)
-                Z = (_cols(be, R, idx) if P is None
-                     else _hstack(be, [_cols(be, R, idx), _cols(be, P, idx)]))
+                Z = _directions(be, R, P, active)
             self.stats["steps"] += 1
-            Q2 = _orth_against(X, Z, be)
-            if Q2.shape[1] == 0:
+            step = _lobpcg_step(W, X, AX, Z, p, be)
+            if step is None:
                 return None
-            AQ2 = W @ Q2
-            m = X.shape[1]
-            theta, Y = _ritz(_hstack(be, [X, Q2]), _hstack(be, [AX, AQ2]), p, be)
-            Y1, Y2 = Y[:m, :], Y[m:, :]
-            X, AX = X @ Y1 + Q2 @ Y2, AX @ Y1 + AQ2 @ Y2
-            P = Q2 @ Y2
+            theta, X, AX, P = step
         return None
 
 
@@ -380,19 +373,34 @@ def top_pairs(W, X0, tol: float, maxiter: int = KRYLOV_MAXITER,
         active = rho > tol
         if it == maxiter or not active.any():
             break
-        idx = np.flatnonzero(active)
-        Z = _cols(be, R, idx) if P is None else _hstack(be, [_cols(be, R, idx),
-                                                              _cols(be, P, idx)])
-        Q2 = _orth_against(X, Z, be)
-        if Q2.shape[1] == 0:
+        step = _lobpcg_step(W, X, AX, _directions(be, R, P, active), p, be)
+        if step is None:
             break
-        AQ2 = W @ Q2
-        m = X.shape[1]
-        theta, Y = _ritz(_hstack(be, [X, Q2]), _hstack(be, [AX, AQ2]), p, be)
-        Y1, Y2 = Y[:m, :], Y[m:, :]
-        X, AX = X @ Y1 + Q2 @ Y2, AX @ Y1 + AQ2 @ Y2
-        P = Q2 @ Y2
+        theta, X, AX, P = step
     return be.to_numpy(theta), X, rho
+
+
+def _directions(be: ArrayBackend, R, P, active: np.ndarray):
+    """The search directions of a LOBPCG step: the residuals of the ``active`` Ritz pairs
+    (a host mask) and, after the first step, their previous directions P."""
+    idx = np.flatnonzero(active)
+    if P is None:
+        return _cols(be, R, idx)
+    return _hstack(be, [_cols(be, R, idx), _cols(be, P, idx)])
+
+
+def _lobpcg_step(W, X, AX, Z, p: int, be: ArrayBackend):
+    """One step of block LOBPCG: Rayleigh-Ritz of W on span[X, Z], keeping the top p.
+    Returns (theta, X, W X, P), P the part of the new X that Z brought (the next step's
+    directions), or None when Z adds nothing to span(X)."""
+    Q2 = _orth_against(X, Z, be)
+    if Q2.shape[1] == 0:
+        return None
+    AQ2 = W @ Q2
+    m = X.shape[1]
+    theta, Y = _ritz(_hstack(be, [X, Q2]), _hstack(be, [AX, AQ2]), p, be)
+    Y1, Y2 = Y[:m, :], Y[m:, :]
+    return theta, X @ Y1 + Q2 @ Y2, AX @ Y1 + AQ2 @ Y2, Q2 @ Y2
 
 
 def _orth_against(X, Z, be: ArrayBackend | None = None):
