@@ -122,7 +122,8 @@ def run_one(ds: str, path: pathlib.Path, args) -> dict:
         "message": res.message, "workers": args.workers, "time_limit": limit,
         "max_nodes": args.max_nodes, "tol": args.tol, "cp_settings": args.cp,
         **({"bound_settings": args.sdp} if args.sdp else {}),
-        "branching": args.branching or SolverOptions.branching,
+        # getattr: ab_solve.sh runs this script against older trees, which lack the field
+        "branching": args.branching or getattr(SolverOptions, "branching", None),
         "root_seconds": res.log[0]["time"] if res.log else None,
         "root_ub": res.log[0]["gub"] if res.log else None,
         # per node: what the child-node measurements (seconds, rounds) are taken from
