@@ -70,11 +70,14 @@ def connect(spec):
                              source="dask")
         import logging
 
-        # the preload (dask_setup below) runs in each worker process, restarted ones too
+        import dask
+
+        # the preload (dask_setup below) runs in each worker process, restarted ones too;
+        # a list given here replaces the configuration's, so that one is kept in front
+        preload = [*dask.config.get("distributed.worker.preload", []), __name__]
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                            dashboard_address=None,
-                                           silence_logs=logging.ERROR,
-                                           preload=[__name__])
+                                           silence_logs=logging.ERROR, preload=preload)
         return distributed.Client(cluster), True
     try:
         return distributed.Client(spec, timeout="20s"), True

@@ -185,13 +185,23 @@ def test_safe_bound_eigenvalues_on_the_device_path(seed):
 
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("xp", ["strict", "torch"])
-def test_eigenvalue_certificate_on_the_device_path(seed, xp):
-    """The Ky Fan certificate (LOBPCG steps, deflation, Cholesky) run on the strict
-    namespace: never above the exact sum of the k smallest eigenvalues on matrices whose
-    spectrum is exact, and where it goes through on the host it goes through here too,
-    within the steps' rounding of the host's value."""
-    from pcsos.bounds.safe import ky_fan_certificate
+def test_eigenvalue_certificate_on_the_device_path(seed, xp, monkeypatch):
+    """The Ky Fan certificate (LOBPCG steps, deflation, Cholesky) run on the namespace
+    (strict, or torch's CPU): never above the exact sum of the k smallest eigenvalues on
+    matrices whose spectrum is exact, and where it goes through on the host it goes through
+    here too, within the steps' rounding of the host's value. The steps and the
+    factorisation take the namespace's arrays, not numpy's."""
+    import pcsos.bounds.safe as safemod
 
+    ky_fan_certificate = safemod.ky_fan_certificate
+    seen = set()
+    for name, fn in (("steps", eigmod.top_pairs), ("cholesky", safemod._shifted_cholesky)):
+        def spy(*args, _fn=fn, _name=name, **kwargs):
+            arrays = [a for a in args if hasattr(a, "shape")]
+            seen.add((_name, isinstance(arrays[0], np.ndarray)))
+            return _fn(*args, **kwargs)
+        monkeypatch.setattr(eigmod if name == "steps" else safemod,
+                            "top_pairs" if name == "steps" else "_shifted_cholesky", spy)
     rng = np.random.default_rng(1100 + seed)
     be = get_backend(_namespace(xp))
     s, proved = 160, 0
@@ -209,6 +219,8 @@ def test_eigenvalue_certificate_on_the_device_path(seed, xp):
                 assert dev == pytest.approx(host, rel=1e-8, abs=1e-8 * np.linalg.norm(A))
                 proved += 1
     assert proved >= 4
+    # the host's calls take numpy arrays, the device's the namespace's
+    assert seen == {("steps", True), ("steps", False), ("cholesky", True), ("cholesky", False)}
 
 
 @pytest.mark.parametrize("xp", ["strict", "torch"])

@@ -109,12 +109,33 @@ def test_cli_dask_and_sigint(tmp_path):
         _, err = p.communicate(timeout=300)
     finally:
         if p.poll() is None:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)  # the cluster's processes too
     assert time.monotonic() - t_int < 60.0  # the stop, then the cluster's shutdown
     assert p.returncode == 0, err
     assert "Traceback" not in err
     res = pcsos.Result.from_json(js)
     assert res.status == "interrupted" and res.lower_bound <= res.objective
+
+
+# the module's cluster may hold the default dashboard port while this one starts
+@pytest.mark.filterwarnings("ignore:Port .* is already in use")
+def test_a_local_cluster_leaves_ctrl_c_to_its_manager_and_keeps_the_configured_preloads():
+    """The workers of 'local:N' ignore SIGINT (a terminal sends it to the whole group),
+    and a worker preload of the user's Dask configuration still runs beside pcsos's."""
+    import dask
+
+    from pcsos.distributed import close, connect
+
+    mine = "import os\nos.environ['PCSOS_TEST_PRELOAD'] = 'ran'"  # text: a preload script
+    with dask.config.set({"distributed.worker.preload": [mine]}):
+        client, own = connect("local:1")
+    try:
+        got = client.run(lambda: (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+                                  os.environ.get("PCSOS_TEST_PRELOAD")))
+        assert list(got.values()) == [(True, "ran")]
+    finally:
+        close(client, own)
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the caller's own
 
 
 def test_certify_bounds_the_subsets_on_dask(client):

@@ -411,17 +411,28 @@ def _col_squares(be, X) -> np.ndarray:
 
 
 def _shifted_cholesky(be, H, c: float) -> tuple[np.ndarray, bool]:
-    """``(diag, ok)`` for H - c I, H overwritten: its diagonal (on the host) and whether the
-    floating-point Cholesky factorisation of the symmetric matrix given by its upper
-    triangle runs to completion with a positive diagonal (Rump's theorem assumes one).
+    """``(diag, ok)`` for H - c I, H consumed (overwritten where the backend writes in
+    place): its diagonal (on the host) and whether the floating-point Cholesky
+    factorisation of the symmetric matrix given by its upper triangle runs to completion
+    with a positive diagonal (Rump's theorem assumes one).
 
-    Off numpy that matrix is formed explicitly (no namespace promises which triangle its
-    factorisation reads). Rump's bound holds for any order of the inner products, so a
-    blocked factorisation on a device proves what LAPACK's does."""
+    Off numpy that matrix is formed explicitly: no namespace promises which triangle its
+    factorisation reads (an entry plus an exact zero, so no rounding). The proof assumes
+    of the device's factorisation what it assumes of LAPACK's (docs/safe_bound.md, "On a
+    GPU"). Errors other than "not positive definite" (out of memory, ...) propagate."""
     H = be.add_diag(H, -c, eye=None if be.in_place else be.xp.eye(H.shape[0],
                                                                    dtype=H.dtype))
+    failed: tuple = (np.linalg.LinAlgError,)
     if be.is_numpy:
         diag = np.diag(H).copy()
+    elif be.is_torch:
+        # in place, one s x s temporary: the device holds S' and H already
+        lower = be.native.tril(H.T, -1)
+        H.triu_()
+        H.add_(lower)
+        del lower
+        diag = be.to_numpy(be.xp.linalg.diagonal(H))
+        failed += (be.native.linalg.LinAlgError,)
     else:
         xp = be.xp
         H = xp.triu(H) + xp.triu(H, k=1).T
@@ -434,7 +445,7 @@ def _shifted_cholesky(be, H, c: float) -> tuple[np.ndarray, bool]:
             return diag, bool(np.isfinite(R).all())
         R = be.xp.linalg.cholesky(H)
         return diag, bool(be.xp.all(be.xp.isfinite(R)))
-    except Exception:  # noqa: BLE001 - numpy's or the device library's "not positive definite"
+    except failed:
         return diag, False
 
 
