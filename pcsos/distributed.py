@@ -75,8 +75,10 @@ def connect(spec):
         # the preload (dask_setup below) runs in each worker process, restarted ones too;
         # a list given here replaces the configuration's, so that one is kept in front
         preload = [*dask.config.get("distributed.worker.preload", []), __name__]
+        # its HTTP server on a free port: None still takes 8787, and a second solve at once
+        # warned that the port was in use
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                           dashboard_address=None,
+                                           dashboard_address="127.0.0.1:0",
                                            silence_logs=logging.ERROR, preload=preload)
         return distributed.Client(cluster), True
     try:

@@ -117,18 +117,22 @@ def test_cli_dask_and_sigint(tmp_path):
     assert res.status == "interrupted" and res.lower_bound <= res.objective
 
 
-# the module's cluster may hold the default dashboard port while this one starts
-@pytest.mark.filterwarnings("ignore:Port .* is already in use")
-def test_a_local_cluster_leaves_ctrl_c_to_its_manager_and_keeps_the_configured_preloads():
+def test_a_local_cluster_leaves_ctrl_c_to_its_manager_and_keeps_the_configured_preloads(client):
     """The workers of 'local:N' ignore SIGINT (a terminal sends it to the whole group),
-    and a worker preload of the user's Dask configuration still runs beside pcsos's."""
+    and a worker preload of the user's Dask configuration still runs beside pcsos's. Its
+    HTTP server takes a free port, not the one the module's cluster (``client``) holds (no
+    warning)."""
+    import warnings
+
     import dask
 
     from pcsos.distributed import close, connect
 
     mine = "import os\nos.environ['PCSOS_TEST_PRELOAD'] = 'ran'"  # text: a preload script
     with dask.config.set({"distributed.worker.preload": [mine]}):
-        client, own = connect("local:1")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "Port 8787 is already in use" among them
+            client, own = connect("local:1")
     try:
         got = client.run(lambda: (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
                                   os.environ.get("PCSOS_TEST_PRELOAD")))
