@@ -47,7 +47,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from pcsos.bounds import eig as eigmod
-from pcsos.bounds.arrays import ArrayBackend, get_backend
+from pcsos.bounds.arrays import NUMPY, ArrayBackend, get_backend
 from pcsos.bounds.model import SDPModel
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import polished_bound
@@ -104,7 +104,7 @@ class _Scaled:
     operators), and the operators take and return device arrays."""
 
     def __init__(self, model: SDPModel, be: ArrayBackend | None = None):
-        self.be = be = be if be is not None else get_backend("cpu")
+        self.be = be = be if be is not None else NUMPY
         s = model.s
         self.s, self.k = s, model.k
         self.f = np.sqrt(model.e)

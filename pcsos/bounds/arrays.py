@@ -27,7 +27,7 @@ from scipy.linalg.blas import dger as _dger
 
 from pcsos.errors import BackendUnavailableError, InputError
 
-__all__ = ["DEVICES", "ArrayBackend", "get_backend", "cuda_available"]
+__all__ = ["DEVICES", "NUMPY", "ArrayBackend", "get_backend", "cuda_available"]
 
 #: the values of ``device``: 'auto' takes a visible CUDA GPU, else the CPU
 DEVICES = ("cpu", "cuda", "auto")
@@ -55,7 +55,7 @@ def get_backend(device: str | Any = "cpu") -> ArrayBackend:
     if device == "auto":
         device = "cuda" if cuda_available() else "cpu"
     if device == "cpu":
-        return ArrayBackend("numpy", np, None, "cpu")
+        return NUMPY
     try:
         import torch
     except ImportError:
@@ -77,7 +77,7 @@ def get_backend(device: str | Any = "cpu") -> ArrayBackend:
 def _namespace_backend(xp) -> ArrayBackend:
     name = getattr(xp, "__name__", type(xp).__name__)
     if xp is np:
-        return ArrayBackend("numpy", np, None, "cpu")
+        return NUMPY
     if not hasattr(xp, "linalg") or not hasattr(xp, "asarray"):
         raise InputError(f"{name} is not an array namespace", source="device")
     if "torch" in name:  # torch (or array-api-compat's torch) on the CPU: the CUDA code path
@@ -154,11 +154,12 @@ class ArrayBackend:
             return np.empty(shape)
         return self.xp.empty(shape, dtype=self.xp.float64, device=self.device)
 
-    def concat(self, parts):
-        """The vectors ``parts`` end to end."""
+    def concat(self, parts, axis: int = 0):
+        """The arrays ``parts`` joined along ``axis`` (vectors end to end; ``axis=1``:
+        matrices side by side)."""
         if self.is_numpy:
-            return np.concatenate(parts)
-        return self.xp.concat(parts)
+            return np.concatenate(parts, axis=axis)
+        return self.xp.concat(parts, axis=axis)
 
     def copy(self, a, out=None):
         """A copy of ``a`` (into ``out`` where given and writable)."""
@@ -305,6 +306,10 @@ class ArrayBackend:
     def eigh(self, W):
         """Eigenvalues (ascending) and eigenvectors of the symmetric W, on the device."""
         return self.xp.linalg.eigh(W)
+
+
+#: the host's backend (numpy), the default wherever no device is given
+NUMPY = ArrayBackend("numpy", np, None, "cpu")
 
 
 def _ger(alpha: float, x: np.ndarray, y: np.ndarray, X: np.ndarray) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
-from pcsos.bounds.arrays import ArrayBackend, get_backend
+from pcsos.bounds.arrays import NUMPY, ArrayBackend
 from pcsos.errors import InputError
 
 __all__ = ["positive_part", "register_eig", "eig_methods", "projector", "KrylovProjector"]
@@ -81,7 +81,6 @@ KRYLOV_MAXITER = 40  # block steps before giving up for the dense top-r eigh
 KRYLOV_ROOM = 16
 # with no tolerance from the caller: relative to ||W||_F (about what a dense eigh gives)
 KRYLOV_TIGHT = 1e-11
-_NUMPY = get_backend("cpu")
 # LAPACK driver of every dense eigendecomposition of the projection on numpy. The ADMM's
 # iterates (W of real solves at iteration 40-120: glass s = 214, ECG5000 s = 426 and 500,
 # the overlap generator s = 284-951) have clustered spectra, which divide and conquer
@@ -155,7 +154,7 @@ def eig_methods() -> list[str]:
 def _positive(be: ArrayBackend | None, vals, vecs):
     """The positive eigenvalues of an ascending decomposition and their vectors: the last
     ones (copied on numpy, so that the whole s x s decomposition is not kept alive)."""
-    be = be if be is not None else _NUMPY
+    be = be if be is not None else NUMPY
     first = vals.shape[0] - _count_positive(be, vals)
     if be.is_numpy:
         return vals[first:].copy(), vecs[:, first:].copy()
@@ -163,7 +162,7 @@ def _positive(be: ArrayBackend | None, vals, vecs):
 
 
 def _full(W, rank_hint: int, be: ArrayBackend | None = None):
-    return _positive(be, *_eigh(be if be is not None else _NUMPY, W))
+    return _positive(be, *_eigh(be if be is not None else NUMPY, W))
 
 
 def _top(W: np.ndarray, r: int, be: ArrayBackend | None = None):
@@ -230,7 +229,7 @@ class KrylovProjector:
     """
 
     def __init__(self, seed: int = 0, backend: ArrayBackend | None = None):
-        self.be = backend if backend is not None else _NUMPY
+        self.be = backend if backend is not None else NUMPY
         self.X = None
         self.rng = np.random.default_rng(seed)
         self.stats = {"dense": 0, "partial": 0, "krylov": 0, "steps": 0, "grown": 0}
@@ -279,7 +278,7 @@ class KrylovProjector:
         p = hint + KRYLOV_MARGIN
         X = self.X[:, :min(p, self.X.shape[1])]
         if p > X.shape[1]:
-            X = _hstack(be, [X, self._randn(s, p - X.shape[1])])
+            X = be.concat([X, self._randn(s, p - X.shape[1])], axis=1)
         X = _qr(be, X)
         AX = W @ X
         theta, X, AX = _rayleigh_ritz(X, AX, p, be)
@@ -335,12 +334,6 @@ def _qr(be: ArrayBackend, X):
     return be.xp.linalg.qr(X, mode="reduced")[0]
 
 
-def _hstack(be: ArrayBackend, blocks):
-    if be.is_numpy:
-        return np.hstack(blocks)
-    return be.xp.concat(blocks, axis=1)
-
-
 def _cols(be: ArrayBackend, A, idx: np.ndarray):
     """The columns ``idx`` (host integers) of A."""
     if be.is_numpy:
@@ -362,7 +355,7 @@ def top_pairs(W, X0, tol: float, maxiter: int = KRYLOV_MAXITER,
     their residual norms (on the host), after every residual is at most ``tol`` or
     ``maxiter`` steps (no accuracy is promised: callers that need one check the residuals,
     or certify the result otherwise). ``be``: where W and X0 live (default numpy)."""
-    be = be if be is not None else _NUMPY
+    be = be if be is not None else NUMPY
     p = X0.shape[1]
     X = _qr(be, X0)
     theta, X, AX = _rayleigh_ritz(X, W @ X, p, be)
@@ -386,7 +379,7 @@ def _directions(be: ArrayBackend, R, P, active: np.ndarray):
     idx = np.flatnonzero(active)
     if P is None:
         return _cols(be, R, idx)
-    return _hstack(be, [_cols(be, R, idx), _cols(be, P, idx)])
+    return be.concat([_cols(be, R, idx), _cols(be, P, idx)], axis=1)
 
 
 def _lobpcg_step(W, X, AX, Z, p: int, be: ArrayBackend):
@@ -398,7 +391,7 @@ def _lobpcg_step(W, X, AX, Z, p: int, be: ArrayBackend):
         return None
     AQ2 = W @ Q2
     m = X.shape[1]
-    theta, Y = _ritz(_hstack(be, [X, Q2]), _hstack(be, [AX, AQ2]), p, be)
+    theta, Y = _ritz(be.concat([X, Q2], axis=1), be.concat([AX, AQ2], axis=1), p, be)
     Y1, Y2 = Y[:m, :], Y[m:, :]
     return theta, X @ Y1 + Q2 @ Y2, AX @ Y1 + AQ2 @ Y2, Q2 @ Y2
 
@@ -411,7 +404,7 @@ def _orth_against(X, Z, be: ArrayBackend | None = None):
     Z^T Z whose singular values fall below the same relative threshold), since a QR factor's
     arbitrary completion would not be orthogonal to X; the projection is repeated after the
     QR, as twice is enough (Kahan-Parlett)."""
-    be = be if be is not None else _NUMPY
+    be = be if be is not None else NUMPY
     for _ in range(2):
         Z = Z - X @ (X.T @ Z)
     if be.is_numpy:
@@ -434,7 +427,7 @@ def _orth_against(X, Z, be: ArrayBackend | None = None):
 def _ritz(Q, AQ, p: int, be: ArrayBackend | None = None):
     """The top p Ritz values (descending) and coefficient vectors of span(Q), Q orthonormal
     (the small eigenproblem on the host; the vectors on Q's device)."""
-    be = be if be is not None else _NUMPY
+    be = be if be is not None else NUMPY
     H = be.to_numpy(Q.T @ AQ)
     H = 0.5 * (H + H.T)
     m = H.shape[0]
@@ -480,7 +473,7 @@ def projector(method: str = "auto", backend: ArrayBackend | None = None):
     the callable; ``last`` holds the last result). ``backend``: where W lives (default
     numpy); off numpy the methods are 'full', 'partial', 'krylov' and 'auto', run there."""
     method = resolve(method)
-    be = backend if backend is not None else _NUMPY
+    be = backend if backend is not None else NUMPY
     if not be.is_numpy and _choose(method, KRYLOV_MIN_S, 0) not in _DEVICE_METHODS:
         raise InputError(f"eig={method!r} runs on the CPU only; on {be.label} choose one of "
                          f"{', '.join(_DEVICE_METHODS)} or 'auto'", source="eig")
