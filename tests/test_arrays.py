@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -272,6 +274,93 @@ def test_safe_bound_certificate_on_the_device_path(monkeypatch, xp):
     assert dev <= dense + slack and host <= dense + slack
     assert dev == pytest.approx(host, rel=1e-9)
     assert dev >= dense - 1e-5 * max(1.0, abs(dense))
+
+
+# ---------------------------------------------------------------------------- streams
+@dataclass(frozen=True)
+class _FakeCudaDevice:
+    type: str = "cuda"
+    index: int = 0
+
+
+class _FakeTorch:
+    """torch.cuda's Stream and stream() as ArrayBackend.stream uses them, recorded."""
+
+    def __init__(self):
+        self.made, self.entered = [], []
+        self.cuda = self
+
+    def Stream(self, device):  # noqa: N802 (torch's name)
+        self.made.append(object())
+        return self.made[-1]
+
+    @contextmanager
+    def stream(self, s):
+        self.entered.append(s)
+        yield
+
+
+def test_each_thread_solves_on_a_cuda_stream_of_its_own(monkeypatch):
+    """On CUDA, a thread gets one stream for its life and another thread another; off CUDA,
+    or with THREAD_STREAMS off, no stream is made."""
+    import threading
+
+    import pcsos.bounds.arrays as arrays
+
+    fake = _FakeTorch()
+    be = arrays.ArrayBackend("torch", xps, _FakeCudaDevice(), "fake cuda", fake)
+
+    def twice():
+        for _ in range(2):
+            with be.stream():
+                pass
+
+    twice()
+    other = threading.Thread(target=twice)
+    other.start()
+    other.join()
+    assert len(fake.made) == 2
+    assert fake.entered == [fake.made[0]] * 2 + [fake.made[1]] * 2
+    cpu = arrays.ArrayBackend("torch", xps, _FakeCudaDevice("cpu"), "fake cpu", fake)
+    with cpu.stream(), get_backend("cpu").stream(), get_backend(xps).stream():
+        pass
+    monkeypatch.setattr(arrays, "THREAD_STREAMS", False)
+    with be.stream():
+        pass
+    assert len(fake.made) == 2 and len(fake.entered) == 4
+
+
+def test_the_whole_solve_runs_inside_the_backend_stream(monkeypatch):
+    """Every array the ADMM puts on the device and every eigendecomposition (the safe
+    bound's too) is made inside the backend's stream context, entered once per solve."""
+    import pcsos.bounds.arrays as arrays
+
+    inside, outside, entered = [False], [], []
+
+    @contextmanager
+    def stream(self):
+        entered.append(self.label)
+        inside[0] = True
+        try:
+            yield
+        finally:
+            inside[0] = False
+
+    def recorded(method):
+        def run(self, *args, **kwargs):
+            if not inside[0]:
+                outside.append(method.__name__)
+            return method(self, *args, **kwargs)
+        return run
+
+    monkeypatch.setattr(arrays.ArrayBackend, "stream", stream)
+    for name in ("asarray", "eigh", "zeros"):
+        monkeypatch.setattr(arrays.ArrayBackend, name,
+                            recorded(getattr(arrays.ArrayBackend, name)))
+    _, _, _, model = _model(1201, 20, 3, 2, 2)
+    r = solve_sdp(model, max_iter=30, tol=1e-14, device=xps)
+    assert r.iterations == 30 and math.isfinite(r.lower_bound)
+    assert entered == [r.device] and outside == []
 
 
 # ---------------------------------------------------------------------------- errors

@@ -569,14 +569,24 @@ def solve_admm(model: SDPModel, settings: BoundSettings | None = None, *,
     such as ``array_api_strict`` is accepted too); off the CPU, ``eig`` is one of 'auto',
     'full', 'partial' and 'krylov', run there (:func:`pcsos.bounds.eig.projector`). The
     safe bound is formed on the host from the iterate brought back, its eigenvalues (and
-    polishing's) computed on the device. ``progress``: a
+    polishing's) computed on the device; on a GPU, each calling thread's solves run on a
+    CUDA stream of its own (:meth:`~pcsos.bounds.arrays.ArrayBackend.stream`). ``progress``: a
     callable given, after every iteration, a dict of its number and residuals ('it', 'pinf',
     'dinf', 'gap', 'sigma', 'rank'); what it raises ends the solve.
     """
     clock = Deadline.of(time_limit).within()  # its elapsed() counts this solve
     st = settings if settings is not None else BoundSettings()
-    tol, eig, polish, verbose, anderson = st.tol, st.eig, st.polish, st.verbose, st.anderson
     be = get_backend(st.device)
+    # on a GPU, the whole solve (its arrays, kernels and host reads) on this thread's stream
+    with be.stream():
+        return _iterate(model, st, be, clock, warm_start, bound_target, gap_tol, check_every,
+                        sigma0, progress)
+
+
+def _iterate(model: SDPModel, st: BoundSettings, be: ArrayBackend, clock: Deadline,
+             warm_start, bound_target, gap_tol, check_every, sigma0, progress) -> SDPResult:
+    # solve_admm's iteration, with the settings resolved and the backend chosen
+    tol, eig, polish, verbose, anderson = st.tol, st.eig, st.polish, st.verbose, st.anderson
     max_iter = 20000 if st.max_iter is None else int(st.max_iter)
     gap_tol = tol if gap_tol is None else gap_tol
     if anderson is None:

@@ -17,7 +17,9 @@ back through :meth:`ArrayBackend.to_numpy`.
 
 from __future__ import annotations
 
+import threading
 import warnings
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +33,14 @@ __all__ = ["DEVICES", "NUMPY", "ArrayBackend", "get_backend", "cuda_available"]
 
 #: the values of ``device``: 'auto' takes a visible CUDA GPU, else the CPU
 DEVICES = ("cpu", "cuda", "auto")
+
+#: each thread that solves on a GPU queues its work on a CUDA stream of its own, so that the
+#: tree's workers on one GPU do not wait on each other's kernels (on the device's one default
+#: stream, every host read of a scalar, which the iteration makes several times per step,
+#: would wait for all of them). False: all on the default stream. Not yet measured (issue 52)
+THREAD_STREAMS = True
+
+_THREAD = threading.local()  # the stream of this thread, per device (THREAD_STREAMS)
 
 
 def cuda_available() -> bool:
@@ -113,6 +123,18 @@ class ArrayBackend:
         object.__setattr__(self, "is_numpy", self.name == "numpy")
         object.__setattr__(self, "is_torch", self.name == "torch")
         object.__setattr__(self, "in_place", self.is_numpy or self.is_torch)
+
+    def stream(self):
+        """A context in which the calling thread's work on a CUDA device runs on that thread's
+        own stream (``THREAD_STREAMS``), made on its first use and kept for the thread's
+        life; a no-op off CUDA. Arrays made inside are for use inside it only."""
+        if not (THREAD_STREAMS and self.is_torch and getattr(self.device, "type", "") == "cuda"):
+            return nullcontext()
+        streams = _THREAD.__dict__.setdefault("streams", {})
+        stream = streams.get(self.device)
+        if stream is None:
+            stream = streams[self.device] = self.native.cuda.Stream(device=self.device)
+        return self.native.cuda.stream(stream)
 
     # ------------------------------------------------------------- host <-> device
     def asarray(self, a) -> Any:
