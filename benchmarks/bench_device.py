@@ -22,6 +22,15 @@ projected part every 10 iterations (``--max-iter`` for a run of fixed length).
     python benchmarks/bench_device.py root ../shared/instances/abalone/data.txt -k 3 \\
         --ub 1005.068418 --target 0.99 --device cuda --time-limit 110
 
+``streams``: ``--threads`` T threads at once, as the tree's workers on one GPU, each running
+``--iters`` ADMM iterations of the same model (the generator, seed 0) on ``--device``, each
+thread on a CUDA stream of its own and all on the default stream
+(``pcsos.bounds.arrays.THREAD_STREAMS``), alternating; records the wall time and the
+iterations per second of all threads together.
+
+    python benchmarks/bench_device.py streams --sizes 300 1000 -k 6 --threads 1 4 \\
+        --iters 60 --device cuda
+
 One JSON line per run in ``--out`` (default ``benchmarks/results/bench_device.jsonl``).
 """
 
@@ -34,6 +43,7 @@ import argparse
 import math
 import platform
 import statistics
+import threading
 import time
 
 from bench_scale import GENERATORS, synthetic
@@ -42,6 +52,7 @@ from threadpoolctl import threadpool_limits
 
 from pcsos.bounds import BoundSettings, SDPModel
 from pcsos.bounds.admm import solve_admm
+from pcsos.bounds import arrays
 from pcsos.bounds.arrays import get_backend
 from pcsos.io import read_data
 from pcsos.problem import Problem, make_instance
@@ -135,6 +146,53 @@ def cmd_root(args) -> None:
           flush=True)
 
 
+def run_threads(model: SDPModel, device: str, threads: int, iters: int) -> float:
+    """Wall seconds for ``threads`` threads to run ``iters`` iterations each at once."""
+    start = threading.Barrier(threads + 1)
+    errors: list[BaseException] = []
+
+    def one():
+        start.wait()
+        try:
+            time_iterations(model, device, iters, math.inf)
+        except BaseException as exc:  # noqa: BLE001 (reported below, in the main thread)
+            errors.append(exc)
+
+    pool = [threading.Thread(target=one) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]
+    return time.perf_counter() - t0
+
+
+def cmd_streams(args) -> None:
+    time_iterations(model_of(synthetic(200, 3, 0, seed=1)[0], 3), args.device, 5, 60.0)
+    label = get_backend(args.device).label
+    for s in args.sizes:
+        model = model_of(synthetic(s, args.k, 0, seed=0)[0], args.k)
+        for threads in args.threads:
+            for own in (True, False, True, False):  # alternating, two runs each
+                arrays.THREAD_STREAMS = own
+                try:
+                    with threadpool_limits(limits=1, user_api="blas"):
+                        seconds = run_threads(model, args.device, threads, args.iters)
+                finally:
+                    arrays.THREAD_STREAMS = True
+                row = {"kind": "streams", "s": model.s, "k": args.k, "device": label,
+                       "threads": threads, "thread_streams": own, "iters": args.iters,
+                       "seconds": seconds, "its_per_s": threads * args.iters / seconds,
+                       "machine": platform.node(), "code": code_version()}
+                append_jsonl(args.out, row)
+                print(f"s {model.s:6d} k {args.k:3d} {label:28s} threads {threads:2d} "
+                      f"{'own' if own else 'default':7s} streams: {seconds:7.2f} s, "
+                      f"{row['its_per_s']:8.1f} it/s", flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -148,6 +206,13 @@ def main(argv=None) -> None:
     it.add_argument("--run-limit", type=float, default=60.0)
     it.add_argument("--cpu-run-limit", type=float, default=60.0)
     it.add_argument("--out", default=OUT)
+    st = sub.add_parser("streams")
+    st.add_argument("--sizes", type=int, nargs="+", default=[300, 1000])
+    st.add_argument("-k", type=int, default=6)
+    st.add_argument("--threads", type=int, nargs="+", default=[1, 4])
+    st.add_argument("--iters", type=int, default=60)
+    st.add_argument("--device", default="cuda")
+    st.add_argument("--out", default=OUT)
     rt = sub.add_parser("root")
     rt.add_argument("data", nargs="?")
     rt.add_argument("--gen", choices=sorted(GENERATORS))
@@ -163,7 +228,7 @@ def main(argv=None) -> None:
     rt.add_argument("--max-iter", type=int, default=None)
     rt.add_argument("--out", default=OUT)
     args = ap.parse_args(argv)
-    {"iteration": cmd_iteration, "root": cmd_root}[args.cmd](args)
+    {"iteration": cmd_iteration, "root": cmd_root, "streams": cmd_streams}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 # Python 3.12):
 #     bash benchmarks/device_run.sh prepare
 # On the device machine (the device tool's run; one call of at most ~8 minutes):
-#     run(command="bash benchmarks/device_run.sh run", carry=[".device"], timeout_s=560)
+#     run(command="bash benchmarks/device_run.sh run", carry=[".device"], timeout_s=600)
 # Its rows come back in $OUT (bench_device.jsonl, bench_blas_timeout.jsonl, bench_solve.jsonl,
 # log.txt); copy the rows into benchmarks/results/ and the figures into docs/benchmarks.md.
 #
@@ -73,7 +73,7 @@ part() {  # part NAME BUDGET COMMAND...: run COMMAND with a budget, say how it e
 b=benchmarks
 if [ "$big" = 1 ]; then
     # item 5's cause on 16 cores: 2 and 16 BLAS threads with OpenBLAS's spin 2**28 and 2**20
-    part spin 100 "$PY" $b/bench_blas_timeout.py --cases overlap:1000:20 --threads 2 16 \
+    part spin 85 "$PY" $b/bench_blas_timeout.py --cases overlap:1000:20 --threads 2 16 \
         --timeouts default 20 --time-limit 15 --out "$OUT/bench_blas_timeout.jsonl" \
         --run device_spin
     # item 2: abalone's full SDP root
@@ -103,6 +103,9 @@ if [ "$big" = 1 ]; then
             --n 10000 -k "${k_ub%%:*}" --ub "${k_ub#*:}" --pairs 1000 --device cuda \
             --time-limit 45 --out "$OUT/bench_device.jsonl"
     done
+    # several workers on one GPU: a CUDA stream per thread against the shared default stream
+    part streams 30 "$PY" $b/bench_device.py streams --sizes 300 1000 -k 6 --threads 1 4 \
+        --iters 60 --device cuda --out "$OUT/bench_device.jsonl"
 else
     part spin 60 "$PY" $b/bench_blas_timeout.py --cases overlap:200:5 --threads 1 2 \
         --timeouts default 20 --time-limit 2 --max-iter 20 \
@@ -116,5 +119,7 @@ else
         --out "$OUT/bench_solve.jsonl" --run dry
     part "n = 500" 60 "$PY" $b/bench_device.py root --gen bench --n 500 -k 3 --pairs 50 \
         --device cpu --time-limit 5 --out "$OUT/bench_device.jsonl"
+    part streams 60 "$PY" $b/bench_device.py streams --sizes 100 -k 3 --threads 1 2 \
+        --iters 10 --device cpu --out "$OUT/bench_device.jsonl"
 fi
 ls -l "$OUT"
