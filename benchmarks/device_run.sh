@@ -7,7 +7,7 @@
 # Here, once (needs PyPI; copies the instances, downloads the two wheels for the image's
 # Python 3.12):
 #     bash benchmarks/device_run.sh prepare
-# On the device machine (the device tool's run; one call of at most ~8 minutes):
+# On the device machine (the device tool's run; one call of at most ~10 minutes):
 #     run(command="bash benchmarks/device_run.sh run", carry=[".device"], timeout_s=600)
 # Its rows come back in $OUT (bench_device.jsonl, bench_blas_timeout.jsonl, bench_solve.jsonl,
 # log.txt); copy the rows into benchmarks/results/ and the figures into docs/benchmarks.md.
