@@ -15,9 +15,8 @@
 # (a word DATASET/STEM names one instance instead, e.g. ECG5000/ml_150_cl_0_1, run in the
 # order given), the constraint draw (for the dataset words), a name for the results
 # (default bench_regression), and options of bench_solve.py for the before and the after
-# side (default none). "after" is this
-# checkout. Rows go to benchmarks/results/ab_solve.jsonl (bench_solve.py's format), run
-# NAME_base and NAME_head.
+# side (default none). "after" is this checkout. Rows go to
+# benchmarks/results/ab_solve.jsonl (bench_solve.py's format), run NAME_base and NAME_head.
 #
 # AB_SIDE_BY_SIDE=1: both sides at once, one BLAS thread each (on 2 cores, half the wall
 # time; for runs that compare statuses, nodes and bounds, e.g. with "--workers 1" on both).
