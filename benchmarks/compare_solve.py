@@ -8,11 +8,16 @@ group of all), it prints the median of the per-instance ratios and each run's me
 ratio of its time to the paper's mix mean time (the figure the headline rows quote).
 ``--runs BEFORE AFTER`` takes only the rows of those runs (bench_solve.py's ``--run``; each
 may be a comma list, the first run listed that has an instance giving its row) of the two
-files, which may be one file. With ``--out`` the same goes to a JSON file; with
-``--out FILE --key NAME`` under key NAME of the JSON object in FILE (other keys kept). Run
-the two sides one instance at a time, alternating which goes first, on an otherwise idle
-machine, so that both see the same conditions (``benchmarks/ab_solve.sh``, whose rows go to
-``benchmarks/results/ab_solve.jsonl``, run ``NAME_base`` and ``NAME_head``):
+files, which may be one file. A side that stopped on its time limit gives only a floor on
+its time, so that instance's ratio is a bound (``ratio_is``: ``at_most`` when the before
+side stopped, ``at_least`` when the after side did, ``unknown`` for both); a group with such
+instances also gets ``median_ratio_at_most``, the median with each ratio not bounded from
+above taken as infinite, which no run to the end can exceed. With ``--out`` the same goes
+to a JSON file; with ``--out FILE --key NAME`` under key NAME of the JSON object in FILE
+(other keys kept). Run the two sides one instance at a time, alternating which goes
+first, on an otherwise idle machine, so that both see the same conditions
+(``benchmarks/ab_solve.sh``, whose rows go to ``benchmarks/results/ab_solve.jsonl``, run
+``NAME_base`` and ``NAME_head``):
 
     python benchmarks/compare_solve.py benchmarks/results/ab_solve.jsonl \\
         benchmarks/results/ab_solve.jsonl --runs NAME_base NAME_head \\
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 
@@ -57,6 +63,14 @@ def _f3(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def ratio_is(before: dict, after: dict) -> str:
+    """'exact', or which way the ratio after / before bounds the one of two runs to the end:
+    a time-limited side's seconds are only a floor on its time."""
+    stopped = (before["status"] == "time_limit", after["status"] == "time_limit")
+    return {(False, False): "exact", (True, False): "at_most",
+            (False, True): "at_least", (True, True): "unknown"}[stopped]
+
+
 def compare(before: dict, after: dict, groups: list[tuple[str, tuple[str, ...]]]) -> dict:
     paper = paper_table()
     names = [n for n in before if n in after]
@@ -66,6 +80,7 @@ def compare(before: dict, after: dict, groups: list[tuple[str, tuple[str, ...]]]
         per.append({"instance": n, "status": [a["status"], b["status"]],
                     "nodes": [a["nodes"], b["nodes"]], "seconds": [a["seconds"], b["seconds"]],
                     "ratio": b["seconds"] / a["seconds"] if a["seconds"] > 0 else None,
+                    "ratio_is": ratio_is(a, b),
                     "paper_ratio": [paper_ratio(a, paper), paper_ratio(b, paper)],
                     "code": [a.get("code"), b.get("code")]})
     summary = {}
@@ -80,6 +95,13 @@ def compare(before: dict, after: dict, groups: list[tuple[str, tuple[str, ...]]]
             "median_paper_ratio": [_median(r["paper_ratio"][i] for r in rows) for i in (0, 1)],
             "seconds": [sum(r["seconds"][i] for r in rows) for i in (0, 1)],
             "nodes": [sum(r["nodes"][i] for r in rows) for i in (0, 1)]}
+        bounded = [r for r in rows if r["ratio_is"] != "exact"]
+        if bounded:
+            summary[name]["ratio_is"] = {k: sum(r["ratio_is"] == k for r in bounded)
+                                         for k in ("at_most", "at_least", "unknown")}
+            summary[name]["median_ratio_at_most"] = _median(
+                r["ratio"] if r["ratio_is"] in ("exact", "at_most") else math.inf
+                for r in rows)
     return {"per_instance": per, "groups": summary}
 
 
@@ -108,6 +130,9 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|")
     for r in res["per_instance"]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        ratio = {"at_most": "<= ", "at_least": ">= "}.get(r["ratio_is"], "") + ratio
+        if r["ratio_is"] == "unknown":
+            ratio += " (both stopped on the time limit)"
         print(f"| {r['instance']} | {r['status'][0]} / {r['status'][1]} | "
               f"{r['nodes'][0]} / {r['nodes'][1]} | {r['seconds'][0]:.1f} / "
               f"{r['seconds'][1]:.1f} | {ratio} |")
@@ -117,6 +142,11 @@ def main(argv=None) -> int:
               f"median ratio to the paper {_f3(s['median_paper_ratio'][0])} / "
               f"{_f3(s['median_paper_ratio'][1])}, seconds {s['seconds'][0]:.1f} / "
               f"{s['seconds'][1]:.1f}, nodes {s['nodes'][0]} / {s['nodes'][1]}")
+        if "ratio_is" in s:
+            n = s["ratio_is"]
+            print(f"  {n['at_most']} ratios at most, {n['at_least']} at least, "
+                  f"{n['unknown']} unknown (a side stopped on its time limit): the median of "
+                  f"runs to the end is at most {_f3(s['median_ratio_at_most'])}")
     if args.out and args.key:
         merge_json(args.out, args.key, res)
     elif args.out:

@@ -250,6 +250,34 @@ def test_compare_takes_a_runs_rows_and_a_list_of_runs_in_order(tmp_path, monkeyp
     assert len(cmp.last_rows(f)) == 2
 
 
+def test_a_time_limited_side_makes_its_ratio_a_bound_and_the_median_one_too(monkeypatch):
+    # a side stopped on its time limit would have taken longer: before stopped, the ratio
+    # can only fall; after stopped, it can only rise, and the bound on the median counts
+    # it as infinite
+    cmp = _script("compare_solve", monkeypatch)
+
+    def row(inst, status, seconds):
+        return {"instance": inst, "status": status, "seconds": seconds, "nodes": 1,
+                "dataset": "nosuch", "file": "ml_0_cl_50_0.txt"}
+
+    before = {"a": row("a", "optimal", 10), "b": row("b", "time_limit", 100),
+              "c": row("c", "optimal", 10), "d": row("d", "time_limit", 10)}
+    after = {"a": row("a", "optimal", 5), "b": row("b", "optimal", 20),
+             "c": row("c", "time_limit", 30), "d": row("d", "time_limit", 10)}
+    res = cmp.compare(before, after, [])
+    assert [r["ratio_is"] for r in res["per_instance"]] == [
+        "exact", "at_most", "at_least", "unknown"]
+    g = res["groups"]["all"]
+    assert g["ratio_is"] == {"at_most": 1, "at_least": 1, "unknown": 1}
+    # ratios 0.5, 0.2, 3, 1: as measured the median is 0.75; bounded, 0.5, 0.2, inf, inf
+    assert g["median_ratio_after_over_before"] == 0.75
+    assert g["median_ratio_at_most"] == float("inf")
+    del before["c"], before["d"]
+    g = cmp.compare(before, after, [])["groups"]["all"]
+    assert g["median_ratio_at_most"] == g["median_ratio_after_over_before"] == 0.35
+    assert "ratio_is" not in cmp.compare({"a": before["a"]}, after, [])["groups"]["all"]
+
+
 def test_a_named_run_resumes_its_own_rows_and_measures_again_under_a_new_name(tmp_path):
     # bench_sizes skips what its run already holds; the rows without a name (written before
     # runs were named) are those of a run without --run
