@@ -129,17 +129,24 @@ def test_a_local_cluster_leaves_ctrl_c_to_its_manager_and_keeps_the_configured_p
     from pcsos.distributed import close, connect
 
     mine = "import os\nos.environ['PCSOS_TEST_PRELOAD'] = 'ran'"  # text: a preload script
-    with dask.config.set({"distributed.worker.preload": [mine]}):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # "Port 8787 is already in use" among them
-            client, own = connect("local:1")
+    # A process that starts with SIGINT ignored (a pytest-xdist worker, a background job)
+    # passes that on to the workers it spawns, and the check below could not fail: the
+    # caller takes Python's own handler for the test.
+    caller = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        got = client.run(lambda: (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
-                                  os.environ.get("PCSOS_TEST_PRELOAD")))
-        assert list(got.values()) == [(True, "ran")]
+        with dask.config.set({"distributed.worker.preload": [mine]}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # "Port 8787 is already in use" among them
+                client, own = connect("local:1")
+        try:
+            got = client.run(lambda: (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
+                                      os.environ.get("PCSOS_TEST_PRELOAD")))
+            assert list(got.values()) == [(True, "ran")]
+        finally:
+            close(client, own)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the caller's
     finally:
-        close(client, own)
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the caller's own
+        signal.signal(signal.SIGINT, caller)
 
 
 def test_certify_bounds_the_subsets_on_dask(client):
