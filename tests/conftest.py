@@ -9,6 +9,24 @@ import pytest
 # tests/ holds shared test helpers (bruteforce.py); make them importable as plain modules
 sys.path.insert(0, os.path.dirname(__file__))
 
+
+def pytest_configure(config):
+    """Under pytest-xdist, each worker's BLAS gets its share of the cores (scikit-learn's
+    conftest does the same). Pools of every core in each worker oversubscribe them: an
+    OpenBLAS thread then waits on a core another worker holds, and a test of small matrices
+    took 92 s in one run of the suite and 9 s in another."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS: loaded, so the limit holds)
+        from threadpoolctl import threadpool_limits
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+        share = max(1, cores // int(workers))
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, str(share))  # the processes the tests start
+        threadpool_limits(share)
+
 try:
     import cvxpy
 
