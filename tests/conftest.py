@@ -9,6 +9,9 @@ import pytest
 # tests/ holds shared test helpers (bruteforce.py); make them importable as plain modules
 sys.path.insert(0, os.path.dirname(__file__))
 
+#: the variables that size a BLAS's (or OpenMP's) thread pool when the library loads
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
 
 def pytest_configure(config):
     """Under pytest-xdist, each worker's BLAS gets its share of the cores (scikit-learn's
@@ -23,7 +26,7 @@ def pytest_configure(config):
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else os.cpu_count() or 1
         share = max(1, cores // int(workers))
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for var in BLAS_THREAD_VARS:
             os.environ.setdefault(var, str(share))  # the processes the tests start
         threadpool_limits(share)
 

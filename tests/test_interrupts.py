@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import BLAS_THREAD_VARS
 from subproc import BAD, Child, open_fifo_writer, thread_status
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
@@ -105,7 +106,7 @@ def test_only_the_main_thread_takes_signals_while_reading(instance):
     # the suite's environment may cap BLAS at one thread (no pool, nothing to check): the
     # child gets pools of two
     run = Run(instance, data="fifo_mask.txt",
-              env={v: "2" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")})
+              env={v: "2" for v in BLAS_THREAD_VARS})
     writer = None
     try:
         writer = open_fifo_writer(fifo, run.proc)
