@@ -27,14 +27,13 @@ BRANCHY = dict(tol=1e-6, root_heuristic=None, cp_settings={"families": "none"},
 
 @pytest.fixture(scope="module")
 def client():
-    import logging
+    # the cluster 'local:2' gives, whose HTTP server takes a free port: the suite's workers
+    # each start one, and a fixed port (None takes 8787) warned in the second
+    from pcsos.distributed import close, connect
 
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
-    c = distributed.Client(cluster)
+    c, own = connect("local:2")
     yield c
-    c.close()
-    cluster.close()
+    close(c, own)
 
 
 def _uniform(n, seed=0):
