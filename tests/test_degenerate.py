@@ -7,7 +7,8 @@ not crash; the solver's status must match brute force (optimal within the tolera
 infeasible) and its certified bounds must never exceed the optimum.
 
 The normal suite draws 200 cases (derandomised, so a failure reproduces); the slow suite
-draws 1 000 more (``pytest -m slow``).
+draws 1 000 more (``pytest -m slow``), not derandomised, and prints the
+``@reproduce_failure`` blob of a failure, since the printed arrays round their floats.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def test_heuristics_on_tiny_and_degenerate_instances(case):
 
 
 @pytest.mark.slow
-@settings(max_examples=1000, deadline=None, database=None,
+@settings(max_examples=1000, deadline=None, database=None, print_blob=True,
           suppress_health_check=list(HealthCheck))
 @given(instances())
 def test_solve_on_tiny_and_degenerate_instances_slow(case):
