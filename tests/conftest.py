@@ -58,14 +58,18 @@ def reference_value(prob) -> float:
     pytest.fail(f"the reference solver did not certify optimality: {prob.status}")
 
 
-SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "instances"
+# a clone elsewhere (a clean-clone CI run) names them in PCSOS_SHARED_INSTANCES
+SHARED = pathlib.Path(os.environ.get("PCSOS_SHARED_INSTANCES") or pathlib.Path(
+    __file__).resolve().parents[1].parent / "shared" / "instances")
 
 
 @pytest.fixture
 def shared_instances() -> pathlib.Path:
-    """The shared benchmark instances; skips the test when they are not beside the repo."""
+    """The shared benchmark instances (``../shared/instances``, or the folder that
+    PCSOS_SHARED_INSTANCES names); skips the test when they are not there."""
     if not SHARED.is_dir():
-        pytest.skip(f"shared instances not found at {SHARED}")
+        pytest.skip(f"shared instances not found at {SHARED} (PCSOS_SHARED_INSTANCES names "
+                    "another folder)")
     return SHARED
 
 
