@@ -58,7 +58,7 @@ def reference_value(prob) -> float:
     pytest.fail(f"the reference solver did not certify optimality: {prob.status}")
 
 
-# a clone elsewhere (a clean-clone CI run) names them in PCSOS_SHARED_INSTANCES
+# a clone that is not beside them (one in /tmp, say) names them in PCSOS_SHARED_INSTANCES
 SHARED = pathlib.Path(os.environ.get("PCSOS_SHARED_INSTANCES") or pathlib.Path(
     __file__).resolve().parents[1].parent / "shared" / "instances")
 

@@ -27,8 +27,8 @@ BRANCHY = dict(tol=1e-6, root_heuristic=None, cp_settings={"families": "none"},
 
 @pytest.fixture(scope="module")
 def client():
-    # the cluster 'local:2' gives, whose HTTP server takes a free port: the suite's workers
-    # each start one, and a fixed port (None takes 8787) warned in the second
+    # connect's cluster takes a free HTTP port: each of the suite's worker processes starts
+    # one, and a fixed port (dashboard_address=None takes 8787) warned in the second
     from pcsos.distributed import close, connect
 
     c, own = connect("local:2")
