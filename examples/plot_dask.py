@@ -5,8 +5,9 @@ The tree on a Dask cluster
 Beyond one machine, the branch-and-bound nodes run on Dask workers. ``dask='local:2'``
 starts a ``LocalCluster`` of two worker processes for the solve and closes it at the end;
 give a ``distributed.Client`` (or a scheduler address) to use a cluster of your own. The
-nodes travel as compact arrays, never as code, and Ctrl-C or a time limit still stops
-the remote solves within about a second.
+data travel once, each node as a small pickle of compact arrays (so use only a cluster you
+control, as with any Dask work), and Ctrl-C or a time limit still stops the remote solves
+within about a second.
 """
 
 import logging

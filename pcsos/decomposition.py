@@ -104,11 +104,27 @@ BLOCK_SHARE = 10
 
 def subset_size_for(k: int, n: int | None = None, time_limit: float | None = None,
                     workers: int = 1) -> int:
-    """The default points per subset for k clusters: ``SUBSET_PER_CLUSTER`` per cluster,
-    clipped to [``SUBSET_MIN``, ``SUBSET_MAX``]; or ``SUBSET_PER_CLUSTER_LONG`` per cluster
-    (clipped the same way) when n points in subsets of that size on ``workers`` workers
-    give each subset at least ``SUBSET_MAX_SECONDS * (size / SUBSET_MAX)^3`` seconds of
-    ``time_limit`` (None: no limit, and the smaller size)."""
+    """The default points per subset for k clusters (what :func:`pcsos.certify` takes).
+
+    Parameters
+    ----------
+    k : int
+        Clusters.
+    n : int, optional
+        Points of the instance; with ``time_limit``, it may allow the larger size.
+    time_limit : float, optional
+        Seconds for the whole bound (None: no limit, and the smaller size).
+    workers : int
+        Subsets bounded at once.
+
+    Returns
+    -------
+    int
+        ``SUBSET_PER_CLUSTER`` points per cluster, clipped to [``SUBSET_MIN``,
+        ``SUBSET_MAX``]; or ``SUBSET_PER_CLUSTER_LONG`` per cluster (clipped the same way)
+        when n points in subsets of that size on ``workers`` workers give each subset at
+        least ``SUBSET_MAX_SECONDS * (size / SUBSET_MAX)^3`` seconds of ``time_limit``.
+    """
     def clip(per_cluster: int) -> int:
         return int(min(SUBSET_MAX, max(SUBSET_MIN, per_cluster * int(k))))
 
@@ -151,10 +167,20 @@ def subset_count(n: int, size: int, workers: int = 1) -> int:
 
 
 def subset_settings(cp_settings=None):
-    """The cutting-plane settings for subsets: ``cp_settings`` (default: the loop's defaults)
-    with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose rounds are off (None
-    or 0), and no tail-off at the root: a subset's bound is never branched on, so stopping
-    its rounds early only loses bound."""
+    """The cutting-plane settings for subsets.
+
+    Parameters
+    ----------
+    cp_settings : CuttingPlaneSettings, optional
+        The settings to start from (default: the loop's defaults).
+
+    Returns
+    -------
+    CuttingPlaneSettings
+        ``cp_settings`` with loose rounds at ``SUBSET_LOOSE_TOL`` at least, unless loose
+        rounds are off (None or 0), and no tail-off at the root: a subset's bound is never
+        branched on, so stopping its rounds early only loses bound.
+    """
     st = cp_settings if cp_settings is not None else CuttingPlaneSettings()
     if st.tail_off_root:
         st = replace(st, tail_off_root=None)
@@ -164,7 +190,20 @@ def subset_settings(cp_settings=None):
 
 
 def spectral_floor(problem: Problem) -> float:
-    """The closed-form lower bound of ``problem`` (module doc): O(s d^2) time, no SDP."""
+    """The closed-form lower bound of ``problem`` (module doc): O(s d^2) time, no SDP.
+
+    Parameters
+    ----------
+    problem : Problem
+        The instance's super-point problem (:meth:`pcsos.Problem.from_instance`).
+
+    Returns
+    -------
+    float
+        c0 minus the k - 1 largest eigenvalues of W^T D^-1 W, less a rounding margin and
+        at least 0: at most the SSE of every clustering of ``problem`` (the exact scatter
+        of the groups when s <= k).
+    """
     k = problem.k
     e = np.asarray(problem.e, dtype=np.float64)
     W = np.asarray(problem.W, dtype=np.float64)
@@ -183,12 +222,38 @@ def spectral_floor(problem: Problem) -> float:
 
 def partition(instance: Instance, labels: np.ndarray, size: int,
               seed: int = 0, sweeps: int = 3) -> list[np.ndarray]:
-    """Subsets of about ``size`` points, each must-link group in one, each a stratified
-    share of every cluster of ``labels`` whose mean is moved towards the cluster's mean by
-    ``sweeps`` rounds of swaps (module doc, ``_balance``); sorted point indices per
-    subset. A cannot-link component of at most ``size / BLOCK_SHARE`` points goes whole
-    into one subset (``_pair_blocks``): a pair between two subsets is dropped, and the
-    subsets' optima, hence the bound, fall with every dropped pair."""
+    """Subsets of about ``size`` points for :func:`~pcsos.decomposition.decomposition_bound`.
+
+    Each must-link group lies in one subset, and each subset is a stratified share of
+    every cluster of ``labels`` whose mean is moved towards the cluster's mean by
+    ``sweeps`` rounds of swaps (module doc). A cannot-link component of at most
+    ``size / BLOCK_SHARE`` points goes whole into one subset: a pair between two subsets
+    is dropped, and the subsets' optima, hence the bound, fall with every dropped pair.
+
+    Parameters
+    ----------
+    instance : Instance
+        The whole instance.
+    labels : array-like of shape (n,)
+        A clustering of it that keeps every must-link group whole (the incumbent).
+    size : int
+        Points per subset at most (exceeded only by a must-link group or pair block
+        larger than it).
+    seed : int
+        Seed of the tie-breaking and the swaps.
+    sweeps : int
+        Rounds of swaps that move each subset's cluster means towards the whole's.
+
+    Returns
+    -------
+    list of ndarray
+        The sorted point indices of each subset; together they hold every point once.
+
+    Raises
+    ------
+    InputError
+        ``size`` below 1.
+    """
     n = instance.n
     if size < 1:
         raise InputError(f"subset size must be >= 1, got {size}", source="subset_size")
@@ -332,11 +397,26 @@ def _pairs(T: int, rng: np.random.Generator):
 
 @dataclass
 class SubsetBound:
-    """One subset's bound: its ``points`` (indices), size ``n``, super-points ``s``,
-    ``lower_bound``, how (``method``: 'groups' exact, 'sdp' or 'spectral'), ``seconds``,
-    the SDP loop's ``message`` when one ran, and ``cut_short``: a stop request ended its
-    bounding early or before it began (the bound is still valid: its SDP's last safe bound
-    or its spectral floor)."""
+    """One subset's bound, as :func:`~pcsos.decomposition.decomposition_bound` returns it.
+
+    Attributes
+    ----------
+    points : ndarray
+        The subset's point indices.
+    n, s : int
+        Its points and super-points (must-link groups).
+    lower_bound : float
+        A valid lower bound of the subset's own optimum.
+    method : str
+        How: 'groups' (exact: at most k groups), 'sdp' or 'spectral'.
+    seconds : float
+        Wall time of its bounding.
+    message : str
+        The SDP loop's message, when one ran.
+    cut_short : bool
+        A stop request ended its bounding early or before it began (the bound is still
+        valid: its SDP's last safe bound or its spectral floor).
+    """
 
     points: np.ndarray
     n: int
@@ -470,7 +550,7 @@ def _pool_context():
 
 
 def process_pool(workers: int, stop=None):
-    """A pool of ``workers`` processes for :func:`decomposition_bound`: forkserver where the
+    """A pool of ``workers`` processes for :func:`~pcsos.decomposition.decomposition_bound`: forkserver where the
     platform has it (a fresh interpreter per worker, not a fork of a parent that may hold
     BLAS threads), else spawn. Either imports the caller's main module in the workers, so a
     script must keep its work under ``if __name__ == "__main__":``. ``stop``: an event of
@@ -499,28 +579,59 @@ def decomposition_bound(instance: Instance, subsets: list[np.ndarray], *,
                         cp_settings=None, seed: int = 0, labels: np.ndarray | None = None,
                         progress=None, blas_limit: int | None = 1, stop_event=None
                         ) -> tuple[float, list[SubsetBound]]:
-    """Sum of the subsets' lower bounds (a valid lower bound of the whole; module doc).
+    """Sum of the subsets' lower bounds: a valid lower bound of the whole (module doc).
 
-    ``subsets`` must partition the points with each must-link group inside one (else
-    :class:`~pcsos.InputError`). At most ``workers`` subsets (default: the CPU count) are bounded
-    at once: on ``executor`` when given (any ``concurrent.futures.Executor``: threads,
-    processes, Dask's ``client.get_executor()``; the jobs and ``bound_settings`` (a
-    :class:`~pcsos.bounds.settings.BoundSettings`, a dict or None) are pickled for
-    processes), else in this thread when ``workers`` is 1, else on a ``process_pool``
-    of ``workers`` processes (threads would share one interpreter lock, which costs a
-    third of an iteration's time; docs/decomposition.md). Each subset
-    starts with an equal share of the core-seconds left before ``time_limit`` (seconds or
-    a :class:`~pcsos.clock.Deadline`); ``labels``,
-    a clustering of the whole, gives each subset's loop its restriction's value as the
-    upper bound at which it may stop. ``cp_settings``: the subsets' cutting-plane settings,
-    used as given (default: :func:`subset_settings`). ``progress(done, total,
-    bound_so_far)`` after each subset. ``blas_limit``: BLAS threads per subset (None: leave
-    the limit alone, as a job inside the tree must, threadpoolctl limits being
-    process-wide). ``stop_event`` (a threading.Event), once set, starts no more subsets and
-    ends the running ones early (in this thread, on a thread pool and on the own process
-    pool: their SDP's safe bound at the next iteration, waited for up to ``STOP_GRACE``
-    seconds; on another executor they are cancelled); every subset not fully bounded keeps
-    a valid bound (its spectral floor at least) and is marked ``cut_short``.
+    Parameters
+    ----------
+    instance : Instance
+        The whole instance.
+    subsets : list of array-like
+        Point indices that partition the points, each must-link group inside one (e.g.
+        :func:`~pcsos.decomposition.partition`).
+    time_limit : float or Deadline, optional
+        For the whole bound. Each subset starts with an equal share of the core-seconds
+        left (one that ends early leaves its time to the others).
+    workers : int, optional
+        Subsets bounded at once (default: the CPU count).
+    executor : concurrent.futures.Executor, optional
+        Where to bound them (threads, processes, Dask's ``client.get_executor()``; for
+        processes the jobs and ``bound_settings`` are pickled). Default: this thread when
+        ``workers`` is 1, else a pool of ``workers`` processes (threads would share one
+        interpreter lock, which costs a third of an iteration's time;
+        docs/decomposition.md).
+    bound_settings : BoundSettings or dict, optional
+        The subsets' SDP settings.
+    cp_settings : CuttingPlaneSettings, optional
+        The subsets' cutting-plane settings, used as given (default:
+        :func:`~pcsos.decomposition.subset_settings`).
+    seed : int
+        Subset t's loop takes ``seed + t``.
+    labels : array-like of shape (n,), optional
+        A clustering of the whole: each subset's loop may stop once its bound reaches the
+        value of the clustering restricted to it.
+    progress : callable, optional
+        ``progress(done, total, bound_so_far)`` after each subset.
+    blas_limit : int, optional
+        BLAS threads per subset (None: leave the limit alone, as a job inside the tree
+        must, threadpoolctl limits being process-wide).
+    stop_event : threading.Event, optional
+        Once set, no more subsets start and the running ones end early (in this thread,
+        on a thread pool and on the own process pool: their SDP's safe bound at the next
+        iteration, waited for up to ``STOP_GRACE`` seconds; on another executor they are
+        cancelled).
+
+    Returns
+    -------
+    lower_bound : float
+        The sum of the subsets' bounds, at most the optimum of ``instance``.
+    bounds : list of SubsetBound
+        One per subset, in the order of ``subsets``; a subset not fully bounded keeps a
+        valid bound (its spectral floor at least) and is marked ``cut_short``.
+
+    Raises
+    ------
+    InputError
+        Subsets that do not cover every point exactly once, or that split a must-link pair.
     """
     n = instance.n
     seen = np.zeros(n, dtype=np.int64)

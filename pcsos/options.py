@@ -72,13 +72,13 @@ class SolverOptions:
         None: the loop's defaults but for ``TREE_CUT_DEFAULTS`` (the star cuts and the
         root's tail-off), which a dict overrides and an object replaces. Its prune
         tolerances are always ``tol`` and ``abs_tol``.
-    feasibility_backend : {'highs', 'gurobi'}
+    feasibility_backend : {'highs', 'gurobi'}, default 'highs'
         The MILP solver of the feasibility check.
     seed : int, optional
         Seed of every random choice (None: 0).
-    order : {'best', 'depth', 'breadth'}
+    order : {'best', 'depth', 'breadth'}, default 'best'
         Node selection; 'best' breaks ties deeper first.
-    branching : {'pseudocost', 'paper'}
+    branching : {'pseudocost', 'paper'}, default 'pseudocost'
         The pair a node branches on: pseudo-costs learned in the tree, or the paper's
         score (:mod:`pcsos.branching`).
 

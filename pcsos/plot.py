@@ -1,6 +1,6 @@
 """Pictures of a run and of a clustering (matplotlib, the optional extra ``pcsos[plot]``).
 
-:func:`plot_progress` draws the certified bound, the incumbent and the gap of a solve
+:func:`~pcsos.plot.plot_progress` draws the certified bound, the incumbent and the gap of a solve
 against time and against nodes, from its per-node log rows (``Result.log`` or the
 ``--jsonl`` file of ``pcsos solve``). :func:`plot_clusters` draws a clustering in two
 dimensions (the data itself when d = 2, else its first two principal components), one
@@ -43,11 +43,25 @@ PLOTTED_KEYS = ("elapsed", "global_lb", "gub", "gap")
 
 
 def read_run(path) -> list[dict]:
-    """The node rows of a ``pcsos solve --jsonl`` file (null numbers become nan).
+    """The node rows of a ``pcsos solve --jsonl`` file, for :func:`~pcsos.plot.plot_progress`.
 
-    Raises :class:`~pcsos.InputError` naming the file and line for a line that is not a JSON
-    object with ``elapsed``, or whose drawn values (``PLOTTED_KEYS``) are not finite
-    numbers or null (the writer turns inf and nan into null).
+    Parameters
+    ----------
+    path : str or path-like
+        The file; blank lines are skipped.
+
+    Returns
+    -------
+    list of dict
+        One row per node, as written (a null stays None; :func:`~pcsos.plot.plot_progress` leaves
+        such a value out).
+
+    Raises
+    ------
+    InputError
+        Naming the file and line: a line that is not a JSON object with ``elapsed``, or
+        whose drawn values (``PLOTTED_KEYS``) are not finite numbers or null (the writer
+        turns inf and nan into null); a file without rows; an unreadable file.
     """
     source = os.fspath(path)
     rows = []
@@ -94,12 +108,33 @@ def _num(v) -> float:
 
 def plot_progress(rows: Iterable[Mapping], path=None, *, title: str | None = None,
                   source: str = "rows"):
-    """Bound, incumbent and gap of a solve against time and nodes; returns the Figure.
+    """Bound, incumbent and gap of a solve against time and against nodes.
 
-    ``rows``: the per-node log rows (``Result.log``, or :func:`~pcsos.plot.read_run` of a
-    ``--jsonl`` file), whose ``elapsed``, ``global_lb``, ``gub`` and ``gap`` are the state of the
-    search after each node. Missing values (no incumbent yet, no bound) are left out.
-    ``source`` names the rows in an error (the file they were read from).
+    Parameters
+    ----------
+    rows : iterable of mapping
+        The per-node log rows (``Result.log``, or :func:`~pcsos.plot.read_run` of a
+        ``--jsonl`` file), whose ``elapsed``, ``global_lb``, ``gub`` and ``gap`` are the
+        state of the search after each node. Missing values (no incumbent yet, no bound)
+        are left out.
+    path : str or path-like, optional
+        Where to write the image; the format follows the extension (png, pdf, svg).
+    title : str, optional
+        The figure's title (default: the nodes and the seconds of the run).
+    source : str
+        Names the rows in an error (the file they were read from).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Built without pyplot.
+
+    Raises
+    ------
+    InputError
+        No rows, values matplotlib cannot lay out, or an unsupported image format.
+    BackendUnavailableError
+        matplotlib is not installed (``pip install 'pcsos[plot]'``).
     """
     rows = list(rows)
     if not rows:
@@ -168,9 +203,38 @@ def _projection(X: np.ndarray) -> tuple[np.ndarray, tuple[str, str]]:
 
 def plot_clusters(X, labels, ml=(), cl=(), path=None, *, title: str | None = None,
                   source: str = "X"):
-    """The clustering ``labels`` of the rows of ``X`` in 2-D, with its ML / CL pairs;
-    returns the Figure. Broken pairs are drawn thick and red and counted in the title.
-    ``source`` names the data in an error (the file they were read from)."""
+    """The clustering ``labels`` of the rows of ``X`` in 2-D, with its ML / CL pairs.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+        The points: drawn as they are when d = 2, else on their first two principal
+        components (d = 1: on a line).
+    labels : array-like of shape (n,)
+        One cluster label per point (any values).
+    ml, cl : sequence of (i, j) pairs
+        Must-link pairs, drawn solid, and cannot-link pairs, drawn dashed; a pair the
+        clustering breaks is drawn thick and red and counted in the title.
+    path : str or path-like, optional
+        Where to write the image; the format follows the extension (png, pdf, svg).
+    title : str, optional
+        The axes' title (default: the points, clusters and pairs, and the broken pairs).
+    source : str
+        Names the data in an error (the file they were read from).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Built without pyplot.
+
+    Raises
+    ------
+    InputError
+        Labels not one per point, a pair index out of range, values matplotlib cannot lay
+        out, or an unsupported image format.
+    BackendUnavailableError
+        matplotlib is not installed (``pip install 'pcsos[plot]'``).
+    """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
         X = X[:, None]

@@ -39,9 +39,10 @@ def test_cli_bound_json(tmp_path, capsys):
     assert "safe bound" in text and "super-points:    s = 8" in text
     rep = json.loads(out.read_text())
     for key in ("size", "sdp_value", "lower_bound", "primal_residual", "dual_residual",
-                "iterations", "seconds", "status", "backend"):
+                "iterations", "seconds", "status", "backend", "device"):
         assert key in rep
     assert rep["size"] == 8 and rep["backend"] == "admm" and rep["status"] == "solved"
+    assert rep["device"] == "cpu" and "device:          cpu" in text
     opt, _ = brute_force(X, 3, ml, cl)
     assert rep["lower_bound"] <= opt
     assert abs(rep["sdp_value"] - rep["lower_bound"]) <= 1e-5 * abs(rep["sdp_value"])

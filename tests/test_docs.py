@@ -65,6 +65,22 @@ def test_public_names_document_parameters_returns_raises_and_an_example(name):
         assert have & {"Parameters", "Attributes"}, f"{name}: {sorted(have)}"
 
 
+@pytest.mark.parametrize("name", reference_names())
+def test_every_reference_page_documents_parameters_and_returns(name):
+    # a page of the reference that says its inputs and outputs in prose only reads as a
+    # paragraph; the numpydoc sections give each its own entry
+    obj = resolve(name)
+    have = sections(obj)
+    if inspect.isfunction(obj):
+        sig = inspect.signature(obj)
+        if sig.parameters:
+            assert "Parameters" in have, f"{name}: {sorted(have)}"
+        if sig.return_annotation not in (None, "None"):
+            assert "Returns" in have, f"{name}: {sorted(have)}"
+    elif inspect.isclass(obj) and not issubclass(obj, BaseException):
+        assert have & {"Parameters", "Attributes"}, f"{name}: {sorted(have)}"
+
+
 @pytest.fixture
 def own_registries(monkeypatch):
     # the examples register a heuristic and an eigensolver: keep them out of other tests
@@ -165,3 +181,21 @@ def test_docs_hold_no_commit_hash_and_no_journal_lines():
                 long.append(f"{where} ({len(line)} characters)")
     assert not hashes, f"commit hashes in docs/: {hashes}"
     assert not long, f"prose lines over 400 characters in docs/: {long}"
+
+
+def test_the_check_sample_in_formats_md_is_the_commands_output():
+    # the page shows a whole report; it must be the one the command prints today (the
+    # verdict's timing aside)
+    page = (DOCS / "formats.md").read_text()
+    m = re.search(r"^    \$ (pcsos check .*)\n((?:    .*\n)+)", page, re.M)
+    assert m, "docs/formats.md lost its `$ pcsos check` sample"
+    args = m.group(1).split()[1:]
+    shown = [line[4:] for line in m.group(2).splitlines()]
+    out = subprocess.run([sys.executable, "-m", "pcsos", *args], cwd=ROOT, text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+    def timeless(lines):
+        return [re.sub(r"\d+\.\d+ s\)", "T s)", line) for line in lines]
+
+    assert timeless(out.stdout.splitlines()) == timeless(shown)

@@ -63,6 +63,13 @@ AUTO_COLGEN_MAX_CL = 1.0
 #: won on wine (d = 13) too, but lost on heart (d = 12) at k = 2 and 6, its root unsolved
 #: at 120 s, so the line is drawn below both
 SIZED_COLGEN_MAX_D = 9
+#: the rule of engine_for, in words (the CLI's help says it so)
+AUTO_RULE = (f"colgen with at most {AUTO_COLGEN_MAX_CL:g} cannot-link pair per point: in at "
+             f"most {AUTO_COLGEN_MAX_D} dimensions for k >= {AUTO_COLGEN_MIN_K} or for exact "
+             "sizes of two values or more without cannot-link pairs, in 3 dimensions for "
+             f"k >= {AUTO_COLGEN_MIN_K_3D}, and for cluster sizes bounded by a size_min or "
+             f"size_max that binds, without cannot-link pairs, in at most "
+             f"{SIZED_COLGEN_MAX_D} dimensions; else sdp")
 
 
 @dataclass(frozen=True)

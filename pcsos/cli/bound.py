@@ -16,6 +16,7 @@ from dataclasses import replace
 from pcsos.bounds import BACKENDS, ENGINES, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.colgen import ColGenResult, colgen_bound
 from pcsos.bounds.eig import eig_methods
+from pcsos.bounds.settings import AUTO_RULE
 from pcsos.bounds.solve import blas_threads
 from pcsos.cli.common import (
     add_bound_arguments,
@@ -42,10 +43,11 @@ CUT_MODES = ("all", "all,star", "pair", "triangle", "clique", "star", "none")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos bound``."""
     add_instance_arguments(parser, weights=True, sizes=True)
-    parser.add_argument("--cuts", choices=CUT_MODES, default="none",
+    # a metavar: argparse lists choices joined by commas, and 'all,star' read as two
+    parser.add_argument("--cuts", choices=CUT_MODES, default="none", metavar="MODE",
                         help="cutting planes at the root: all (pair, triangle and clique), "
-                             "all,star (and the star cuts), one family, or none (default: "
-                             "none, the plain SDP)")
+                             "all,star (and the star cuts), one family (pair, triangle, "
+                             "clique or star), or none (default: none, the plain SDP)")
     add_cut_arguments(parser, children=False)
     cp = parser.add_argument_group("root options (with --cuts other than none)")
     cp.add_argument("--upper-bound", type=float, default=float("inf"), metavar="SSE",
@@ -61,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "colgen (the set-partitioning LP by column generation, for many "
                              "clusters in few dimensions; --upper-bound, --time-limit, "
                              "--max-iter and --seed apply) or auto (the one pcsos solve's "
-                             "default takes for the instance)")
+                             f"default takes for the instance: {AUTO_RULE})")
     parser.add_argument("--backend", choices=BACKENDS, default="admm",
                         help="SDP solver: admm (default, built in), mosek (licensed), "
                              "scs or clarabel (via cvxpy, references)")
@@ -213,6 +215,6 @@ def run(args: argparse.Namespace) -> int:
             "lower_bound": res.lower_bound, "relative_gap": rel_gap,
             "primal_residual": res.primal_residual, "dual_residual": res.dual_residual,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
-            "status": res.status, "backend": res.backend, "message": res.message,
-            "tol": args.tol, **extra})
+            "status": res.status, "backend": res.backend, "device": res.device,
+            "message": res.message, "tol": args.tol, **extra})
     return 0

@@ -11,8 +11,8 @@ bounds. Ctrl-C (or SIGTERM) once the clustering exists stops the bounding: the s
 bounded so far count with their bounds, the running ones with the safe bound of their SDP's
 last iterate, the others with their spectral floor, a valid bound in all (the report and
 --json name the subsets cut short); a second Ctrl-C quits at once (130). Exit codes: 0 done
-(interrupted or not), 2 invalid input, 3 infeasible constraints, 130 interrupted before a
-clustering was found.
+(interrupted or not), 1 no clustering found within --time-limit (or an internal error), 2
+invalid input, 3 infeasible constraints, 130 interrupted before a clustering was found.
 """
 
 from __future__ import annotations

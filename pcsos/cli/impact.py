@@ -7,8 +7,9 @@ top pairs; ``--json FILE`` writes them all (a ``pairs`` list of objects with ``i
 ``type``, ``score``, ``drop`` and ``dual``, highest score first). Ctrl-C (or SIGTERM)
 stops it with the pairs scored so far, reported and written as usual with
 ``interrupted: true``; a second Ctrl-C quits at once (130). Exit codes: 0 done (interrupted
-or not), 2 invalid input, 3 infeasible constraints, 130 interrupted before a clustering to
-score against was found.
+or not), 1 no clustering to score against found within --time-limit (or an internal error),
+2 invalid input, 3 infeasible constraints, 130 interrupted before such a clustering was
+found.
 """
 
 from __future__ import annotations

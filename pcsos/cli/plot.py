@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("progress", help="bound, incumbent and gap of a run")
     p.add_argument("run", metavar="RUN.jsonl", help="the --jsonl file of pcsos solve")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="image to write")
-    p.add_argument("--title", default=None)
+    p.add_argument("--title", default=None,
+                   help="the figure's title (default: the nodes and the seconds of the run)")
     c = sub.add_parser("clusters", help="a clustering with its pairs, in 2-D")
     c.add_argument("data", metavar="DATA", help="the data file (as for pcsos solve)")
     c.add_argument("--labels", dest="label_file", required=True, metavar="FILE",
@@ -35,7 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("-c", "--constraints", metavar="FILE", default=None,
                    help="ML / CL pairs to draw")
     c.add_argument("-o", "--output", required=True, metavar="FILE", help="image to write")
-    c.add_argument("--title", default=None)
+    c.add_argument("--title", default=None,
+                   help="the axes' title (default: the points, clusters and pairs, and how "
+                        "many pairs are broken)")
 
 
 def run(args: argparse.Namespace) -> int:

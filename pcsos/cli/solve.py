@@ -19,14 +19,7 @@ import argparse
 import dataclasses
 import math
 
-from pcsos.bounds.settings import (
-    AUTO_COLGEN_MAX_D,
-    AUTO_COLGEN_MIN_K,
-    AUTO_COLGEN_MIN_K_3D,
-    ENGINES,
-    SIZED_COLGEN_MAX_D,
-    BoundSettings,
-)
+from pcsos.bounds.settings import AUTO_RULE, ENGINES, BoundSettings
 from pcsos.branching import RULES
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
@@ -65,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "(pc-sos-sdp result format)")
     out.add_argument("--labels", metavar="FILE", help="write one label per line")
     out.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
-    out.add_argument("-q", "--quiet", action="store_true", help="no progress table or summary")
+    out.add_argument("-q", "--quiet", action="store_true", help="no readers' notes, progress table or summary")
     out.add_argument("--checkpoint", metavar="FILE",
                      help="write the open nodes, incumbent and bounds to FILE (atomically) "
                           "every --checkpoint-every seconds and at the end, to --resume later")
@@ -108,11 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--bound", choices=ENGINES, default=BoundSettings.engine,
                      help="the bound of every node: sdp (the Peng-Wei SDP with cuts), colgen "
                           "(the set-partitioning LP by column generation, for many clusters "
-                          "in few dimensions) or auto (default: colgen for k >= "
-                          f"{AUTO_COLGEN_MIN_K} in at most {AUTO_COLGEN_MAX_D} dimensions "
-                          f"and for k >= {AUTO_COLGEN_MIN_K_3D} in 3, and for bounded "
-                          f"cluster sizes in at most {SIZED_COLGEN_MAX_D} dimensions without "
-                          "cannot-link pairs, else sdp)")
+                          f"in few dimensions) or auto (default: {AUTO_RULE})")
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)

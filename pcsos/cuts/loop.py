@@ -68,83 +68,104 @@ CP_FLAGS = {
 class CuttingPlaneSettings:
     """Settings of the loop; the defaults are those of the pc-sos-sdp code (config.txt).
 
-    ``families``: which cuts to separate ("all", "none", a name or a comma list).
-    ``eps_violation``: a cut is violated when rhs - <B, Z> > this (SDP_SOLVER_EPS_INEQ).
-    ``eps_violation_fine``: when a tight round would end the loop for lack of progress (no
-    violated cut, an improvement below ``cp_tol``, a worse bound) and the node is not pruned
-    but within ``fine_gap`` of it, the loop separates at this smaller threshold from then on
-    and goes on; it stops for lack of progress only at that one. ``None``: off.
-    ``fine_gap``: the most the node's bound may still have to rise to prune it, relative to
-    the incumbent, for that fallback (never without an incumbent). The cuts violated by 1e-5
-    to 1e-4 raised a root by 5e-5 of the incumbent on ECG5000 ml_0_cl_150_3 (0.615 of the
-    1.52 to its target; that draw then closed in 21 nodes instead of 200 unfinished) and by
-    3-4e-5 on glass, whose roots stand 6e-4 to 5e-3 from their targets: there the fallback
-    doubled the root's time, cut the nodes by 0-25 % and slowed the trees by a median 1.19x
-    (docs/solver.md, "The root's cuts at a finer violation threshold").
-    ``max_collected``: per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ;
-    for the star cuts, which pc-sos-sdp does not have, the most violated
-    ``separation.STAR_CAP`` of those the greedy search finds).
-    ``fraction``: per family, the share of the collected cuts (most violated first) added.
-    ``star_leaves``: leaves of a star cut at most (3 or more; docs/cuts.md, "Star cuts").
-    ``collect``: which violated triangles fill ``max_collected``: "most", the most violated
-    of the whole matrix (a full scan), or "first", the first ones in a random apex order
-    (the pc-sos-sdp code's random sample). A choice that departs from that code: on
-    ECG5000 ml_0_cl_150_0 (s = 500, k = 5) the root gap went from 0.355 % after 600 s to
-    0.0063 % in 379 s, because the cuts of one round no longer crowd on a few apexes
-    (docs/cuts.md, "Which triangles").
-    ``max_cuts``: cuts in the model at most (SDP_SOLVER_MAX_INEQ); reaching it stops the
-    loop with CUT_LIMIT when no new cut fits.
-    ``eps_active``: a cut stays when its slack <B, Z> - rhs <= this, measured against the
-    cut's own rhs (spec §4), or when its multiplier exceeds ``u_active``. The one default
-    that differs from pc-sos-sdp's (1e-6): at the ADMM's accuracy (relative KKT 1e-5, 1e-3
-    in loose rounds) the cuts that hold the bound up have slacks of 1e-5 to 1e-4 (median
-    4e-5 on iris ml_50_cl_50 after round 1), so 1e-6 dropped ~90 % of the model every round
-    and the loop cycled, re-adding what it had dropped; 1e-4 (the violation threshold)
-    keeps them (root loops: iris ml_0_cl_50 57 s -> 18 s, wine ml_0_cl_100 closed at the
-    root in 37 s, connectionist ml_0_cl_50 from a 3.5e-4 gap to closed at the root). The multiplier
-    test is off by default (inf): the first-order solver leaves u ~ 1e-5 on almost every
-    cut whose slack exceeds 1e-6 (iris ml_50_cl_50: 992 of 1015 after round 2), so "u > 0"
-    would keep nearly all cuts and every round would grow the model.
-    ``max_rounds_root`` / ``max_rounds_child``: SDP solves per node (root / other nodes).
-    ``cp_tol``: stop when the bound improves by less than this, relatively.
-    ``prune_tol``, ``prune_abs_tol``: stop when (UB - LB) / UB <= ``prune_tol`` or
-    UB - LB <= ``prune_abs_tol`` (the branch-and-bound tolerances, ``pcsos.tree.gap_closed``).
-    ``loose_tol``: rounds are solved to at most this relative KKT tolerance instead of the
-    SDP tolerance: their Z only has to be good enough to separate cuts, and their safe bound
-    is valid whatever the accuracy. When a loose round would end the loop (no violated cut,
-    cut limit, small or negative improvement), the same model is re-solved warm at a 10x
-    tighter tolerance (``TIGHTEN``; the SDP tolerance in the end) and the loop goes on from
-    there, so the final bound is as tight as without this setting; the last round the limit
-    allows is always tight. ``None`` (or a value not above the SDP tolerance) solves every
-    round tightly.
-    ``loose_gap_factor``: with an incumbent, a round's tolerance is also at most this times
-    what the node's bound before it still has to rise to prune it (to the incumbent less
-    the pruning tolerance, relative to the incumbent): the bound's error, about the
-    tolerance, stays a fifth of what is left to close (0.2 solved the four glass seed-0
-    instances with cannot-link pairs in 439 s against 542 s with 0.1, docs/cuts.md).
-    Measured against the gap to the incumbent itself, a node whose pruning tolerance is a
-    large share of its gap got loose rounds whose error was larger than what a child closes:
-    ECG5000 ml_0_cl_150_3 (root gap 2.3e-4, tolerance 1e-4), the root's cannot-link child
-    proved 11 687.93 at the gap's tolerance (4.7e-5) and 11 688.20 solved tightly, 0.27
-    more, where a child closed 0.1 at that depth (docs/solver.md). ``None`` or 0: ``loose_tol``
-    alone.
-    ``inherit_min_u``: children inherit the cuts whose multiplier at the parent's last
-    solution exceeds this share of the largest one (0: every cut, as pc-sos-sdp's
-    SDP_SOLVER_INHERIT_PERC = 1). The loop keeps a cut while its slack is at most
-    ``eps_active``, so at a glass root 11 214 of 11 218 cuts were kept though only 4 155
-    carried a multiplier above 1e-3 of the largest; a child's first solve with those took
-    the same iterations to a bound as good (76.184 against 76.181), 36 % faster.
-    ``tail_off``: at a node other than the root, with an incumbent, stop (TAILING_OFF) once
-    a round closed less than this share of the node's gap before it (UB minus the best
-    bound so far, the parent's for the first round), and branch instead: on glass a child's
-    rounds after the first closed 1-10 % of its gap each at up to 10 s a round, while two
-    children cost 2-3 s each (docs/cuts.md, "Children"); ``None`` or 0: off (pc-sos-sdp:
-    rounds until ``cp_tol``).
-    ``tail_off_root``: the same rule at the root, after ``TAIL_OFF_ROOT_ROUNDS`` (3) such
-    rounds in a row; ``None`` or 0: off (the root runs its rounds until ``cp_tol``). With
-    the star cuts a glass root (ml_25_cl_25_5) went on closing 4-10 % of its gap a round at
-    8-15 s a round, 0.048 % left after 57 s and 0.027 % after 235 s, where the whole tree
-    without them took 186 s (docs/solver.md, "A heuristic inside the loop").
+    Attributes
+    ----------
+    families : str or tuple of str
+        Which cuts to separate ("all", "none", a name or a comma list).
+    eps_violation : float
+        A cut is violated when rhs - <B, Z> > this (SDP_SOLVER_EPS_INEQ).
+    eps_violation_fine : float or None
+        When a tight round would end the loop for lack of progress (no violated cut, an
+        improvement below ``cp_tol``, a worse bound) and the node is not pruned but within
+        ``fine_gap`` of it, the loop separates at this smaller threshold from then on and
+        goes on; it stops for lack of progress only at that one. ``None``: off.
+    fine_gap : float
+        The most the node's bound may still have to rise to prune it, relative to the
+        incumbent, for that fallback (never without an incumbent). The cuts violated by 1e-5
+        to 1e-4 raised a root by 5e-5 of the incumbent on ECG5000 ml_0_cl_150_3 (0.615 of
+        the 1.52 to its target; that draw then closed in 21 nodes instead of 200 unfinished)
+        and by 3-4e-5 on glass, whose roots stand 6e-4 to 5e-3 from their targets: there the
+        fallback doubled the root's time, cut the nodes by 0-25 % and slowed the trees by a
+        median 1.19x (docs/solver.md, "The root's cuts at a finer violation threshold").
+    max_collected : dict of str to int
+        Per family, violated cuts collected per round (SDP_SOLVER_MAX_*_INEQ; for the star
+        cuts, which pc-sos-sdp does not have, the most violated ``separation.STAR_CAP`` of
+        those the greedy search finds).
+    fraction : dict of str to float
+        Per family, the share of the collected cuts (most violated first) added.
+    star_leaves : int
+        Leaves of a star cut at most (3 or more; docs/cuts.md, "Star cuts").
+    collect : {'most', 'first'}
+        Which violated triangles fill ``max_collected``: "most", the most violated of the
+        whole matrix (a full scan), or "first", the first ones in a random apex order (the
+        pc-sos-sdp code's random sample). A choice that departs from that code: on ECG5000
+        ml_0_cl_150_0 (s = 500, k = 5) the root gap went from 0.355 % after 600 s to
+        0.0063 % in 379 s, because the cuts of one round no longer crowd on a few apexes
+        (docs/cuts.md, "Which triangles").
+    max_cuts : int
+        Cuts in the model at most (SDP_SOLVER_MAX_INEQ); reaching it stops the loop with
+        CUT_LIMIT when no new cut fits.
+    eps_active, u_active : float
+        A cut stays when its slack <B, Z> - rhs <= this, measured against the cut's own rhs
+        (spec §4), or when its multiplier exceeds ``u_active``. The one default that differs
+        from pc-sos-sdp's (1e-6): at the ADMM's accuracy (relative KKT 1e-5, 1e-3 in loose
+        rounds) the cuts that hold the bound up have slacks of 1e-5 to 1e-4 (median 4e-5 on
+        iris ml_50_cl_50 after round 1), so 1e-6 dropped ~90 % of the model every round and
+        the loop cycled, re-adding what it had dropped; 1e-4 (the violation threshold) keeps
+        them (root loops: iris ml_0_cl_50 57 s -> 18 s, wine ml_0_cl_100 closed at the root
+        in 37 s, connectionist ml_0_cl_50 from a 3.5e-4 gap to closed at the root). The
+        multiplier test is off by default (inf): the first-order solver leaves u ~ 1e-5 on
+        almost every cut whose slack exceeds 1e-6 (iris ml_50_cl_50: 992 of 1015 after round
+        2), so "u > 0" would keep nearly all cuts and every round would grow the model.
+    max_rounds_root, max_rounds_child : int
+        SDP solves per node (root / other nodes).
+    cp_tol : float
+        Stop when the bound improves by less than this, relatively.
+    prune_tol, prune_abs_tol : float
+        Stop when (UB - LB) / UB <= ``prune_tol`` or UB - LB <= ``prune_abs_tol`` (the
+        branch-and-bound tolerances, ``pcsos.tree.gap_closed``).
+    loose_tol : float or None
+        Rounds are solved to at most this relative KKT tolerance instead of the SDP
+        tolerance: their Z only has to be good enough to separate cuts, and their safe bound
+        is valid whatever the accuracy. When a loose round would end the loop (no violated
+        cut, cut limit, small or negative improvement), the same model is re-solved warm at
+        a 10x tighter tolerance (``TIGHTEN``; the SDP tolerance in the end) and the loop
+        goes on from there, so the final bound is as tight as without this setting; the last
+        round the limit allows is always tight. ``None`` (or a value not above the SDP
+        tolerance) solves every round tightly.
+    loose_gap_factor : float or None
+        With an incumbent, a round's tolerance is also at most this times what the node's
+        bound before it still has to rise to prune it (to the incumbent less the pruning
+        tolerance, relative to the incumbent): the bound's error, about the tolerance, stays
+        a fifth of what is left to close (0.2 solved the four glass seed-0 instances with
+        cannot-link pairs in 439 s against 542 s with 0.1, docs/cuts.md). Measured against
+        the gap to the incumbent itself, a node whose pruning tolerance is a large share of
+        its gap got loose rounds whose error was larger than what a child closes: ECG5000
+        ml_0_cl_150_3 (root gap 2.3e-4, tolerance 1e-4), the root's cannot-link child proved
+        11 687.93 at the gap's tolerance (4.7e-5) and 11 688.20 solved tightly, 0.27 more,
+        where a child closed 0.1 at that depth (docs/solver.md). ``None`` or 0:
+        ``loose_tol`` alone.
+    inherit_min_u : float
+        Children inherit the cuts whose multiplier at the parent's last solution exceeds
+        this share of the largest one (0: every cut, as pc-sos-sdp's
+        SDP_SOLVER_INHERIT_PERC = 1). The loop keeps a cut while its slack is at most
+        ``eps_active``, so at a glass root 11 214 of 11 218 cuts were kept though only
+        4 155 carried a multiplier above 1e-3 of the largest; a child's first solve with
+        those took the same iterations to a bound as good (76.184 against 76.181), 36 %
+        faster.
+    tail_off : float or None
+        At a node other than the root, with an incumbent, stop (TAILING_OFF) once a round
+        closed less than this share of the node's gap before it (UB minus the best bound so
+        far, the parent's for the first round), and branch instead: on glass a child's
+        rounds after the first closed 1-10 % of its gap each at up to 10 s a round, while
+        two children cost 2-3 s each (docs/cuts.md, "Children"); ``None`` or 0: off
+        (pc-sos-sdp: rounds until ``cp_tol``).
+    tail_off_root : float or None
+        The same rule at the root, after ``TAIL_OFF_ROOT_ROUNDS`` (3) such rounds in a row;
+        ``None`` or 0: off (the root runs its rounds until ``cp_tol``). With the star cuts a
+        glass root (ml_25_cl_25_5) went on closing 4-10 % of its gap a round at 8-15 s a
+        round, 0.048 % left after 57 s and 0.027 % after 235 s, where the whole tree without
+        them took 186 s (docs/solver.md, "A heuristic inside the loop").
     """
 
     families: str | tuple[str, ...] = "all"

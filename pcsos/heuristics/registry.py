@@ -173,9 +173,20 @@ def _load(spec: str, name: str):
 def check_labels(problem, labels: np.ndarray) -> str | None:
     """Why an original-point labelling is not a valid solution of ``problem``, or None.
 
-    Checks: one label per point in 0..k-1, exactly k non-empty clusters, every original
-    ML/CL pair, the instance's cluster sizes, constant labels on every super-point (the
-    node's must-link merges) and the node's CL pairs.
+    Parameters
+    ----------
+    problem : Problem
+        A node's super-point problem (its ``instance`` holds the original points).
+    labels : array-like of shape (n,)
+        One label per original point.
+
+    Returns
+    -------
+    str or None
+        None when the labelling is valid, else the first reason it is not. Checked: one
+        label per point in 0..k-1, exactly k non-empty clusters, every original ML/CL
+        pair, the instance's cluster sizes, constant labels on every super-point (the
+        node's must-link merges) and the node's CL pairs.
     """
     inst = problem.instance
     labels = np.asarray(labels)
