@@ -84,3 +84,52 @@ def brute_force(X, k: int, ml=(), cl=(), *, weights=None, size_min=None, size_ma
                                                  / mass).sum(axis=1)
     best = int(np.argmin(vals))
     return float(vals[best]), P[best].copy()
+
+
+def labelling_sse(X, labels, weights=None) -> float:
+    """The SSE of ``labels`` from the definition: each cluster about its (weighted) mean."""
+    X = np.asarray(X, dtype=np.float64)
+    labels = np.asarray(labels)
+    w = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = 0.0
+    for h in np.unique(labels):
+        m = labels == h
+        mu = (w[m, None] * X[m]).sum(axis=0) / w[m].sum()
+        total += float((w[m] * ((X[m] - mu) ** 2).sum(axis=1)).sum())
+    return total
+
+
+def assert_labels_obey(labels, k: int, ml=(), cl=()) -> None:
+    """One label per point in 0..k-1, all k used, every ML pair together, CL pair apart."""
+    labels = np.asarray(labels)
+    assert sorted(np.unique(labels).tolist()) == list(range(k)), labels
+    for i, j in ml:
+        assert labels[i] == labels[j], ("must-link broken", i, j)
+    for i, j in cl:
+        assert labels[i] != labels[j], ("cannot-link broken", i, j)
+
+
+def assert_certified_optimum(res, X, k: int, ml, cl, opt: float, *, tol: float,
+                             abs_tol: float, weights=None) -> None:
+    """A solve's answer against the enumerated optimum ``opt``: labels that obey the pairs,
+    an objective that is their SSE and lies in [opt, opt within the tolerances], and a
+    certificate: a lower bound at most opt whose gap to the objective meets the
+    tolerances (so it is itself within them of opt)."""
+    assert res.status == "optimal", res
+    assert len(res.labels) == len(X)
+    assert_labels_obey(res.labels, k, ml, cl)
+    slack = 1e-9 * max(1.0, abs(opt))
+    assert abs(res.objective - labelling_sse(X, res.labels, weights)) <= slack, res
+    assert opt - slack <= res.objective <= opt + tol * abs(opt) + abs_tol + slack, (res, opt)
+    assert res.lower_bound <= opt + slack, (res, opt)
+    assert res.root_lower_bound <= opt + slack, (res, opt)
+    assert res.objective - res.lower_bound <= tol * abs(res.objective) + abs_tol + slack, res
+
+
+def assignment_costs(points, weights, centres) -> np.ndarray:
+    """The (s, k) matrix weights_i ||points_i - centres_h||^2, from differences (the engine
+    expands the square instead)."""
+    points = np.asarray(points, dtype=np.float64)
+    centres = np.asarray(centres, dtype=np.float64)
+    diff = points[:, None, :] - centres[None, :, :]
+    return np.asarray(weights, dtype=np.float64)[:, None] * (diff ** 2).sum(axis=2)

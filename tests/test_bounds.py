@@ -243,15 +243,17 @@ def test_polish_is_off_with_fewer_than_two_evaluations():
 @needs_clarabel
 @pytest.mark.parametrize("seed,n_ml,n_cl", [(0, 0, 0), (1, 3, 3), (2, 0, 6)])
 def test_admm_matches_clarabel(seed, n_ml, n_cl):
+    # the reference is the SDP written from its definition on the original points, so an
+    # error in building SDPModel (shared by every backend) shows here
     rng = np.random.default_rng(200 + seed)
     X, ml, cl, P = _problem(rng, 24, 3, n_ml, n_cl, d=3)
     model = SDPModel.from_problem(P)
-    ref = _clarabel(model)
+    ref = _peng_wei_reference(X, 3, ml, cl)
     r = solve_sdp(model, tol=1e-8)
     assert r.status == "solved"
-    assert abs(r.sdp_value - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
-    assert r.lower_bound <= ref.sdp_value + 1e-8 * abs(ref.sdp_value)
-    assert abs(r.lower_bound - ref.sdp_value) <= 1e-6 * abs(ref.sdp_value)
+    assert abs(r.sdp_value - ref) <= 1e-6 * abs(ref)
+    assert r.lower_bound <= ref + 1e-8 * abs(ref)
+    assert abs(r.lower_bound - ref) <= 1e-6 * abs(ref)
 
 
 @needs_clarabel
@@ -261,7 +263,7 @@ def test_plain_and_accelerated_admm_match_clarabel():
     rng = np.random.default_rng(250)
     X, ml, cl, P = _problem(rng, 30, 3, 2, 3, d=3)
     model = SDPModel.from_problem(P)
-    ref = _clarabel(model).sdp_value
+    ref = _peng_wei_reference(X, 3, ml, cl)
     fast = solve_sdp(model, tol=1e-8)
     plain = solve_sdp(model, tol=1e-8, anderson=0, sigma_ratio=3.0)
     for r in (fast, plain):
@@ -277,6 +279,9 @@ def test_cuts_match_clarabel():
     X, ml, cl, P = _problem(rng, 20, 3, 2, 2, d=2)
     model = SDPModel.from_problem(P)
     r0 = solve_sdp(model, tol=1e-8)
+    # the model without cuts, against the SDP written from its definition
+    ref0 = _peng_wei_reference(X, 3, ml, cl)
+    assert abs(r0.sdp_value - ref0) <= 1e-6 * abs(ref0)
     cuts = violated_triangles(r0.Z, 40).concat(CutSet.pairs([0, 1], [2, 3]))
     assert cuts.m > 2
     mc = model.with_cuts(cuts)

@@ -1054,9 +1054,13 @@ def test_a_root_the_time_limit_cuts_short_says_its_bound_is_the_lps():
     X = centres[rng.integers(20, size=600)] + rng.normal(size=(600, 2))
     res = pcsos.solve(X, 20, time_limit=4, workers=1, seed=0)
     assert res.status == "time_limit" and "before the root node finished" in res.message
-    assert 0 <= res.lower_bound <= res.objective
-    if res.lower_bound > 0:  # else the heuristic took the time: no bound to name
-        assert "set-partitioning LP" in res.message and "SDP" not in res.message
+    assert res.lower_bound <= res.objective
+    assert "SDP" not in res.message
+    # how far the LP got in 4 s depends on the machine; the message must say which
+    if res.lower_bound > 0:
+        assert "set-partitioning LP" in res.message
+    else:
+        assert "no lower bound but 0" in res.message
 
 
 def test_mean_exact_every_spaces_the_search_over_the_mean_only(monkeypatch):

@@ -235,6 +235,7 @@ def test_admm_with_krylov_matches_full():
 def test_certificate_never_above_the_exact_eigenvalue_sum(seed):
     rng = np.random.default_rng(300 + seed)
     s = 160
+    certified = calls = 0
     for k in (1, 3, 7):
         for name, lam in spectra(rng, s, k):
             A = exact_spectrum_matrix(rng, lam)
@@ -242,8 +243,13 @@ def test_certificate_never_above_the_exact_eigenvalue_sum(seed):
             for start in (None, np.linalg.eigh(A)[1][:, :k + 2]):
                 info = {}
                 cert = ky_fan_certificate(A, k, start, info=info)
+                calls += 1
                 if cert is not None:
+                    certified += 1
                     assert cert <= exact, (name, k, info)
+    # None (no certificate) is allowed, but a certificate that never comes would make the
+    # check above empty: 96 of the 108 calls of the three seeds certified when written
+    assert certified >= calls // 2, (certified, calls)
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force
+from bruteforce import assert_labels_obey, brute_force, labelling_sse
 from conftest import planted_pairs, random_instance
 
 from pcsos.errors import InfeasibleError, InputError
@@ -23,22 +23,12 @@ EXACT_ASSIGNMENT = ["ipc-kmeans", "s-mdeclust", "blpkm-cc"]  # never fail when f
 FAST = {"s-mdeclust": {"N_max": 30, "P": 8}}  # keeps the property loops short
 
 
-def independent_sse(X, labels):
-    X = np.asarray(X, dtype=float)
-    return sum(((X[labels == h] - X[labels == h].mean(axis=0)) ** 2).sum()
-               for h in np.unique(labels))
-
-
 def assert_valid(res, X, k, ml, cl):
     """The solution checks of acceptance 1, written independently of pcsos."""
     lab = res.labels
     assert lab.shape == (len(X),)
-    assert sorted(np.unique(lab).tolist()) == list(range(k))
-    for i, j in ml:
-        assert lab[i] == lab[j]
-    for i, j in cl:
-        assert lab[i] != lab[j]
-    assert res.objective == pytest.approx(independent_sse(X, lab), rel=1e-9, abs=1e-9)
+    assert_labels_obey(lab, k, ml, cl)
+    assert res.objective == pytest.approx(labelling_sse(X, lab), rel=1e-9, abs=1e-9)
 
 
 def planted_instance(rng, n, k, n_ml, n_cl, d=2):

@@ -5,10 +5,11 @@ import sys
 
 import numpy as np
 import pytest
+from bruteforce import assignment_costs
 from scipy.optimize import linprog
 
 from pcsos.errors import BackendUnavailableError, InputError
-from pcsos.heuristics.assignment import AssignmentEngine, squared_costs
+from pcsos.heuristics.assignment import AssignmentEngine
 
 
 def enumerate_assignment(costs, cl):
@@ -52,7 +53,7 @@ def test_transportation_matches_lp_and_is_integral():
         a = eng.solve(C)
         assert eng.method == "matching"
         assert valid(a.labels, s, k, [])
-        costs = squared_costs(pts, w, C)
+        costs = assignment_costs(pts, w, C)
         A_eq = np.kron(np.eye(s), np.ones((1, k)))
         A_ub = -np.kron(np.ones((1, s)), np.eye(k))
         lp = linprog(costs.ravel(), A_ub=A_ub, b_ub=-np.ones(k), A_eq=A_eq,
@@ -79,7 +80,7 @@ def test_milp_matches_enumeration(decompose):
         warm = None
         for _rep in range(2):  # the second call reuses the model with new costs
             C = rng.normal(size=(k, 2))
-            ref = enumerate_assignment(squared_costs(pts, w, C), cl)
+            ref = enumerate_assignment(assignment_costs(pts, w, C), cl)
             a = eng.solve(C, warm=warm)
             if np.isinf(ref):
                 assert a.status == "infeasible" and a.labels is None
@@ -103,7 +104,7 @@ def test_milp_fractional_lp_path():
         cl = random_cl(rng, s, 14)
         eng = AssignmentEngine(pts, w, cl, k, decompose=False)
         C = rng.normal(size=(k, 2))
-        ref = enumerate_assignment(squared_costs(pts, w, C), cl)
+        ref = enumerate_assignment(assignment_costs(pts, w, C), cl)
         a = eng.solve(C)
         if np.isinf(ref):
             assert a.status == "infeasible"
@@ -149,7 +150,7 @@ def test_decomposition_matches_enumeration_and_full_milp():
         cl = random_cl(rng, s, int(rng.integers(1, min(12, s * (s - 1) // 2) + 1)))
         eng = AssignmentEngine(pts, w, cl, k)
         C = rng.normal(size=(k, 2)) * (0.2 if t % 3 == 0 else 2.0)
-        costs = squared_costs(pts, w, C)
+        costs = assignment_costs(pts, w, C)
         ref = enumerate_assignment(costs, cl)
         a = eng.solve(C)
         if np.isinf(ref):
@@ -179,7 +180,7 @@ def test_repair_of_empty_clusters_above_the_full_milp_size():
         cl = random_cl(rng, s, 2)
         eng = AssignmentEngine(pts, np.ones(s), cl, k, full_milp_columns=0)
         C = rng.normal(size=(k, 2)) * 0.2 + np.array([[0.0, 0.0], [0.1, 0], [9.0, 9.0]])
-        ref = enumerate_assignment(squared_costs(pts, np.ones(s), C), cl)
+        ref = enumerate_assignment(assignment_costs(pts, np.ones(s), C), cl)
         a = eng.solve(C)
         repaired += eng.repaired_calls
         assert a.labels is not None and valid(a.labels, s, k, cl)
@@ -244,7 +245,7 @@ def test_gurobi_backend_or_clear_error(monkeypatch):
     except BackendUnavailableError:
         pass
     else:
-        ref = enumerate_assignment(squared_costs(pts, np.ones(6), C), cl)
+        ref = enumerate_assignment(assignment_costs(pts, np.ones(6), C), cl)
         assert a.cost == pytest.approx(ref, rel=1e-7)
     monkeypatch.setitem(sys.modules, "gurobipy", None)
     with pytest.raises(BackendUnavailableError, match="gurobipy"):
@@ -272,8 +273,8 @@ def test_ecg5000_assignment_obeys_the_pairs(shared_instances):
         assert a.status == "optimal"
         assert len(np.unique(a.labels)) == 5
         assert not np.any(a.labels[cl[:, 0]] == a.labels[cl[:, 1]])
-        # written out here, not squared_costs, which the engine itself uses
-        costs = p.e[:, None] * ((p.centroids[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+        # bruteforce's, not squared_costs, which the engine itself uses
+        costs = assignment_costs(p.centroids, p.e, C)
         assert a.cost == pytest.approx(costs[np.arange(p.s), a.labels].sum(), rel=1e-9)
         assert a.cost >= costs.min(axis=1).sum() * (1 - 1e-12)
 
@@ -330,7 +331,7 @@ def test_gurobi_engine_owns_one_env_and_disposes_it(monkeypatch):
         for _ in range(25):
             C = rng.normal(size=(k, 2))
             a = eng.solve(C, warm=warm)
-            ref = enumerate_assignment(squared_costs(pts, np.ones(s), C), cl)
+            ref = enumerate_assignment(assignment_costs(pts, np.ones(s), C), cl)
             assert a.status == "optimal" and valid(a.labels, s, k, cl)
             assert a.cost == pytest.approx(ref, rel=1e-7, abs=1e-9)
             warm = a.labels

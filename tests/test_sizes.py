@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from bruteforce import brute_force, feasible_partitions
+from bruteforce import assignment_costs, brute_force, feasible_partitions
 
 from pcsos.api import solve_instance
 from pcsos.cli import main
@@ -16,7 +16,7 @@ from pcsos.cuts.separation import clique_rhs
 from pcsos.errors import InfeasibleError
 from pcsos.feasibility import check_instance, check_problem
 from pcsos.heuristics import register_heuristic, run_heuristic
-from pcsos.heuristics.assignment import AssignmentEngine, squared_costs
+from pcsos.heuristics.assignment import AssignmentEngine
 from pcsos.heuristics.base import HeuristicResult
 from pcsos.node import NodeData, clustering_from_Z, process_node
 from pcsos.options import SolverOptions
@@ -309,7 +309,7 @@ def test_engine_with_sizes_against_enumeration(with_cl):
             kw = {"size_bounds": (int(rng.integers(1, n // k + 1)),
                                   int(rng.integers(-(-n // k), n + 1)))}
         w = counts.astype(float)
-        ref = _enumerate(squared_costs(pts, w, C), cl.tolist(), counts, kw)
+        ref = _enumerate(assignment_costs(pts, w, C), cl.tolist(), counts, kw)
         # the flow, the fixed-size MILP per arrangement of the sizes, the size-choice MILP
         for flow, perms in ((True, 24), (False, 24), (False, 1)):
             eng = AssignmentEngine(pts, w, cl, k, counts=counts, flow=flow,
