@@ -339,11 +339,16 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
         raise InputError("no data rows after the header", source=source, line=hline + 1)
     X = _rows_to_matrix(rows, source)
     n, d = X.shape
-    if hn != n:
-        notes.append(f"header says n = {hn} but the file has {n} data rows; using the "
-                     f"{n} rows")
-    if hd != d:
-        notes.append(f"header says d = {hd} but the rows have {d} values; using d = {d}")
+    if (hn, hd) != (n, d):
+        # a file without a header whose first row is integers reads as one: taking the rows
+        # would drop that point and shift every pair index after it, so neither reading is
+        # taken for the user
+        said = ", ".join([f"n = {hn}"] * (hn != n) + [f"d = {hd}"] * (hd != d))
+        fix = (f"; if it is a point, the file has no header: add '{n + 1} {d}' above it"
+               if len(htoks) == d and hn != n else "")
+        raise InputError(f"the header {_quote(lines[hline].strip())} says {said}, but the "
+                         f"file has {n} data rows of {d} values: give the header the rows' "
+                         f"count and width{fix}", source=source, line=hline + 1)
     return DataFile(X, header, hk, None, notes, source)
 
 

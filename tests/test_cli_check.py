@@ -74,10 +74,19 @@ def test_no_constraint_file_and_json_stdout(capsys, tmp_path):
     assert code == 0 and '"verdict": "feasible"' in out
 
 
-def test_header_mismatch_is_reported_not_fatal(capsys, tmp_path):
+def test_a_header_that_disagrees_with_the_rows_is_an_error(capsys, tmp_path):
+    # a file without a header whose first row is integers reads as a header: taking the
+    # rows would silently drop that point and shift every pair index after it
     d, _ = _files(tmp_path, "9 3\n0 0\n0 1\n5 5\n")
-    code, out, _ = _run(capsys, d, "-k", "2")
-    assert code == 0 and "header says n = 9" in out and "header says d = 3" in out
+    code, _, err = _run(capsys, d, "-k", "2")
+    assert code == 2 and ":1: the header '9 3' says n = 9, d = 3" in err
+    assert "3 data rows of 2 values" in err and "add '4 2' above it" in err
+    d, _ = _files(tmp_path, "0 0\n0 1\n1 0\n5 5\n")  # no header: its first point is '0 0'
+    code, _, err = _run(capsys, d, "-k", "2")
+    assert code == 2 and "add '4 2' above it" in err
+    d, _ = _files(tmp_path, "5 2\n0 0\n0 1\n5 5\n")  # a stale count, the width right
+    code, _, err = _run(capsys, d, "-k", "2")
+    assert code == 2 and "says n = 5," in err
 
 
 def test_gurobi_backend_option(capsys, tmp_path):

@@ -38,12 +38,16 @@ def test_header_n_d(tmp_path):
     assert df.header == "n d" and df.k is None and df.X.shape == (2, 3)
 
 
-def test_header_disagrees_with_rows_is_a_note(tmp_path):
-    df = read_data(_w(tmp_path, "d.txt", "5 3 2\n1 2\n3 4\n"))
-    assert df.X.shape == (2, 2)
-    text = " ".join(df.notes)
-    assert "n = 5" in text and "2 data rows" in text
-    assert "d = 3" in text and "using d = 2" in text
+def test_header_disagrees_with_rows_is_an_error(tmp_path):
+    with pytest.raises(InputError) as exc:
+        read_data(_w(tmp_path, "d.txt", "5 3 2\n1 2\n3 4\n"))
+    assert exc.value.line == 1 and "n = 5, d = 3" in str(exc.value)
+    assert "2 data rows of 2 values" in str(exc.value)
+    # only the count wrong, and only the width wrong
+    with pytest.raises(InputError, match="says n = 3, but"):
+        read_data(_w(tmp_path, "d.txt", "3 2\n1 2\n3 4\n"))
+    with pytest.raises(InputError, match="says d = 1, but"):
+        read_data(_w(tmp_path, "d.txt", "2 1\n1 2\n3 4\n"))
 
 
 def test_data_is_not_rescaled(tmp_path):
