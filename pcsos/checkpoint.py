@@ -13,7 +13,8 @@ and an object ``{"type": NAME, "fields": {...}}`` where NAME is one of the few c
 ``_TYPES`` (node, problem, cuts, warm start, tree state, branching records). Reading
 builds only those classes, only numeric arrays are accepted (``np.load(allow_pickle=False)``
 refuses object arrays), and the decoded state is checked against the instance (array
-shapes, index ranges) before any node is handed to the solver. Why not pickle: a pickle
+shapes, index ranges, finite values, each node's super-points against the data, the
+incumbent against its clustering) before any node is handed to the solver. Why not pickle: a pickle
 runs any function its file names when it is loaded, and checkpoints are exactly the files
 people copy between machines and attach to bug reports. A file of the old pickle format
 (version 1) is recognised by its first bytes and refused without being loaded.
@@ -33,6 +34,7 @@ import math
 import os
 import time
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -44,7 +46,7 @@ from pcsos.branching import PseudoCosts
 from pcsos.errors import InputError, is_integer
 from pcsos.io import open_input
 from pcsos.node import NodeData
-from pcsos.problem import Instance, Problem
+from pcsos.problem import Instance, Problem, group_sums, pairs_satisfied
 from pcsos.tree import TreeState
 
 __all__ = ["fingerprint", "write_checkpoint", "read_checkpoint", "VERSION", "FORMAT"]
@@ -161,6 +163,7 @@ class _Decoder:
     def __init__(self, arrays: list[np.ndarray], instance: Instance):
         self.arrays = arrays
         self.instance = instance
+        self.reference = _Reference(instance)
 
     def decode(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -240,10 +243,53 @@ class _Decoder:
                                     and (pm.size == 0 or (pm.min() >= 0 and pm.max() < s))))
         if not ok:
             raise _Corrupt("a problem whose arrays do not fit the data")
+        _check_problem_values(inst, self.reference, e, W, cl, labels, f["c0"])
         return Problem(inst, e.astype(np.float64), W.astype(np.float64),
                        cl.astype(np.int64), labels.astype(np.int64), f["c0"],
                        infer_k2=f["infer_k2"],
                        parent_map=None if pm is None else pm.astype(np.int64))
+
+
+class _Reference:
+    """The data's weighted, centred points and constant, once per read (Problem's own)."""
+
+    def __init__(self, inst: Instance):
+        self.w = np.ones(inst.n) if inst.weights is None else inst.weights
+        centre = (inst.X.mean(axis=0) if inst.weights is None
+                  else (self.w @ inst.X) / self.w.sum())
+        Xc = inst.X - centre
+        self.wXc = self.w[:, None] * Xc
+        self.c0 = float(self.w @ np.einsum("ij,ij->i", Xc, Xc))
+        self.tol = 1e-9 * (float(np.abs(self.wXc).sum()) + float(self.w.sum()))
+
+
+def _check_problem_values(inst: Instance, ref: _Reference, e, W, cl, labels,
+                          c0: float) -> None:
+    """A node's super-points are groups of the data's points: every one non-empty, every
+    must-link pair inside one and every cannot-link pair between two that the node keeps
+    apart, and the masses, sums and constant those groups give (up to rounding). The
+    solver would otherwise bound a problem that is not the data's, and certify it."""
+    s = len(e)
+    if s and np.bincount(labels, minlength=s).min() == 0:
+        raise _Corrupt("a problem with an empty super-point")
+    if not pairs_satisfied(labels, inst.ml, np.zeros((0, 2), dtype=np.int64)):
+        raise _Corrupt("a problem that splits a must-link pair")
+    have = {(int(a), int(b)) for a, b in np.sort(cl, axis=1)}
+    need = {(int(a), int(b)) for a, b in np.sort(labels[inst.cl], axis=1)} if len(
+        inst.cl) else set()
+    if any(a == b for a, b in need) or not need <= have:
+        raise _Corrupt("a problem that drops a cannot-link pair")
+    e_ref = np.bincount(labels, weights=ref.w, minlength=s)
+    W_ref = group_sums(labels, ref.wXc, s)
+    if not (np.all(np.isfinite(e)) and np.all(np.isfinite(W)) and math.isfinite(c0)
+            and np.abs(e - e_ref).max(initial=0.0) <= ref.tol
+            and np.abs(W - W_ref).max(initial=0.0) <= ref.tol
+            and abs(c0 - ref.c0) <= 1e-9 * abs(ref.c0) + 1e-300):
+        raise _Corrupt("a problem whose values are not those of the data")
+
+
+def _finite(a) -> bool:
+    return a is None or bool(np.all(np.isfinite(a)))
 
 
 def _short(v) -> str:
@@ -264,12 +310,34 @@ def _check_state(state, instance: Instance) -> TreeState:
             if not (isinstance(row, tuple) and len(row) == 5 and all(is_integer(x) for x in row[:3])
                     and isinstance(row[4], NodeData)):
                 raise _Corrupt(f"a malformed {name} node")
+            if not (row[0] >= 0 and row[1] >= -1 and row[2] >= 0):
+                raise _Corrupt(f"a {name} node with a negative id or depth")
             _check_node(row[4], instance)
             rows[name].append((*row[:3], _number(row[3], "node bound"), row[4]))
-    if not all(is_integer(getattr(state, name)) for name in ("processed", "next_id")):
-        raise _Corrupt("non-integer counts")
-    if state.solution is not None:
+    if not all(is_integer(getattr(state, name)) and getattr(state, name) >= 0
+               for name in ("processed", "next_id")):
+        raise _Corrupt("counts that are not integers >= 0")
+    ids = [row[0] for name in ("open", "unresolved") for row in rows[name]]
+    if ids and state.next_id <= max(ids):
+        raise _Corrupt("a node id at or past the next id")
+    incumbent = _number(state.incumbent, "incumbent")
+    if state.solution is None:
+        if incumbent != math.inf:
+            raise _Corrupt("an incumbent value without its clustering")
+    else:
+        # the incumbent is the clustering's: a value or clustering that is not would be
+        # reported as the optimum
         _check_labels(state.solution, instance, "incumbent")
+        sol = state.solution
+        if not (sol.size and sol.min() >= 0 and sol.max() < instance.k
+                and len(np.unique(sol)) == instance.k
+                and pairs_satisfied(sol, instance.ml, instance.cl) and instance.sizes_ok(sol)):
+            raise _Corrupt("an incumbent that is not a clustering of the data into k "
+                           "clusters obeying the pairs")
+        value = instance.objective(sol)
+        if not abs(incumbent - value) <= 1e-9 * max(1.0, abs(value)):
+            raise _Corrupt(f"an incumbent value {_short(incumbent)} that is not its "
+                           f"clustering's ({value!r})")
     h = state.history
     if h is not None:
         t = h.table if isinstance(h, PseudoCosts) else None
@@ -277,13 +345,16 @@ def _check_state(state, instance: Instance) -> TreeState:
                 and t.dtype.kind == "f" and bool(np.all(np.isfinite(t)))
                 and bool(np.all(t >= 0))):
             raise _Corrupt("a malformed branching history")
-    return dataclasses.replace(
-        state, **rows, **{name: _number(getattr(state, name), name) for name in (
-            "incumbent", "closed", "seconds", "root_bound", "root_objective")})
+    numbers = {name: _number(getattr(state, name), name) for name in (
+        "incumbent", "closed", "seconds", "root_bound", "root_objective")}
+    if not (math.isfinite(numbers["seconds"]) and numbers["seconds"] >= 0):
+        raise _Corrupt("a malformed time")
+    return dataclasses.replace(state, **rows, **numbers)
 
 
 def _number(x, what: str) -> float:
-    if not (isinstance(x, (int, float)) and not isinstance(x, bool)):
+    # inf and -inf are values a bound or an incumbent takes; nan is none
+    if not (isinstance(x, (int, float)) and not isinstance(x, bool)) or math.isnan(x):
         raise _Corrupt(f"a non-numeric {what}")
     return float(x)
 
@@ -301,9 +372,19 @@ def _check_node(node: NodeData, instance: Instance) -> None:
     s = p.s
     if node.hint is not None:
         _check_labels(node.hint, instance, "hint")
+        # the node takes it as a clustering of its own (its parent's, which obeys it)
+        from pcsos.heuristics import check_labels
+
+        if check_labels(p, node.hint) is not None:
+            raise _Corrupt("a node whose clustering breaks its constraints")
+    if not isinstance(node.known_feasible, bool):
+        raise _Corrupt("a node with a malformed feasibility flag")
+    if node.known_feasible and node.hint is None:
+        raise _Corrupt("a node whose feasibility is claimed without its clustering")
+    _number(node.parent_bound, "parent bound")
     if not (isinstance(node.kind, str) and node.kind in ("root", "ml", "cl")
             and isinstance(node.pair, tuple) and len(node.pair) == 2
-            and all(is_integer(x) for x in node.pair)):
+            and all(is_integer(x) and -1 <= x < instance.n for x in node.pair)):
         raise _Corrupt("a node of an unknown kind")
     pts, change = node.points, node.change
     if not (isinstance(pts, tuple) and len(pts) == 2 and all(is_integer(x) for x in pts)
@@ -324,6 +405,7 @@ def _check_node(node: NodeData, instance: Instance) -> None:
                                                         and np.all(np.diff(ip) >= 0))))
         ok = ok and (nnz == 0 or (min(cuts.i.min(), cuts.j.min()) >= 0
                                   and max(cuts.i.max(), cuts.j.max()) < s))
+        ok = ok and _finite(cuts.coef) and _finite(cuts.rhs)
         if not ok:
             raise _Corrupt("a node whose cuts do not fit its problem")
     ws = node.warm_start
@@ -334,7 +416,7 @@ def _check_node(node: NodeData, instance: Instance) -> None:
               and bool(np.all(np.diff(ip) >= 0))
               and (len(mem) == 0 or (mem.min() >= 0 and mem.max() < s))
               and (ws.duals is None or (isinstance(ws.duals, np.ndarray)
-                                        and ws.duals.shape == (s,)))
+                                        and ws.duals.shape == (s,) and _finite(ws.duals)))
               and (ws.cuts is None or (isinstance(ws.cuts, np.ndarray)
                                        and ws.cuts.dtype.kind in "iu"
                                        and ws.cuts.ndim == 2 and ws.cuts.shape[1] == 3
@@ -348,11 +430,13 @@ def _check_node(node: NodeData, instance: Instance) -> None:
         shapes = {"Z": (s, s), "N": (s, s), "S": (s, s), "y": (s + 1,)}
         for name, shape in shapes.items():
             a = getattr(ws, name)
-            if a is not None and not (isinstance(a, np.ndarray) and a.shape == shape):
+            if a is not None and not (isinstance(a, np.ndarray) and a.shape == shape
+                                      and _finite(a)):
                 raise _Corrupt(f"a warm start whose {name} does not fit its problem")
         for name in ("y_cl", "u"):
             a = getattr(ws, name)
-            if a is not None and not (isinstance(a, np.ndarray) and a.ndim == 1):
+            if a is not None and not (isinstance(a, np.ndarray) and a.ndim == 1
+                                      and _finite(a)):
                 raise _Corrupt(f"a warm start with a malformed {name}")
         if ws.u is not None and cuts is not None and len(ws.u) > len(cuts.rhs):
             raise _Corrupt("a warm start with more multipliers than cuts")
@@ -468,7 +552,7 @@ def _load(fh) -> tuple[dict, list[np.ndarray]]:
     except _Corrupt:
         raise
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile,
-            zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
+            zipfile.LargeZipFile, NotImplementedError, RuntimeError, zlib.error) as exc:
         # ValueError covers an object array refused by allow_pickle=False
         raise _Corrupt(str(exc) or type(exc).__name__) from None
     if raw.dtype != np.uint8 or raw.ndim != 1:

@@ -550,7 +550,7 @@ def _pool_context():
 
 
 def process_pool(workers: int, stop=None):
-    """A pool of ``workers`` processes for :func:`~pcsos.decomposition.decomposition_bound`: forkserver where the
+    """A pool of ``workers`` processes for :func:`decomposition_bound`: forkserver where the
     platform has it (a fresh interpreter per worker, not a fork of a parent that may hold
     BLAS threads), else spawn. Either imports the caller's main module in the workers, so a
     script must keep its work under ``if __name__ == "__main__":``. ``stop``: an event of

@@ -429,6 +429,96 @@ def test_an_object_array_inside_a_new_checkpoint_is_refused(tmp_path):
     assert set(os.listdir(tmp_path)) == {"run.ckpt", "bad.ckpt"}  # nothing else written
 
 
+# --------------------------------------------------------------------------- edited content
+def _node(h):
+    return h["tree"]["fields"]["open"][0]["tuple"][4]["fields"]
+
+
+def _problem_array(h, arrays, name):
+    return arrays[f"a{_node(h)['problem']['fields'][name]['array']}"]
+
+
+def _set_array(arrays, h, name, fill):
+    key = f"a{_node(h)['problem']['fields'][name]['array']}"
+    a = arrays[key].copy()
+    a[...] = fill
+    arrays[key] = a
+
+
+# each edit leaves a well-formed file whose content is not a state of this data: every one
+# was read before, and ended in a wrong certified result or an internal error
+_EDITS = {
+    "the incumbent value": (lambda h, a: h["tree"]["fields"].__setitem__("incumbent", -5.0),
+                            "that is not its clustering's"),
+    "the incumbent clustering": (
+        lambda h, a: h["tree"]["fields"].__setitem__(
+            "solution", _node(h)["problem"]["fields"]["point_labels"]),
+        "not a clustering of the data"),
+    "an incumbent value without a clustering": (
+        lambda h, a: h["tree"]["fields"].__setitem__("solution", None),
+        "without its clustering"),
+    "nan in W": (lambda h, a: _set_array(a, h, "W", np.nan), "not those of the data"),
+    "another e": (lambda h, a: _set_array(a, h, "e", 2.0), "not those of the data"),
+    "c0": (lambda h, a: _node(h)["problem"]["fields"].__setitem__("c0", 1.0),
+           "not those of the data"),
+    "every point in one super-point": (lambda h, a: _set_array(a, h, "point_labels", 0),
+                                       "empty super-point"),
+    "a cannot-link pair dropped": (
+        lambda h, a: _node(h)["problem"]["fields"].__setitem__(
+            "cl", {"array": _node(h)["problem"]["fields"]["cl"]["array"]})
+        or _set_array(a, h, "cl", 0), "drops a cannot-link pair"),
+    "a string for the parent's bound": (
+        lambda h, a: _node(h).__setitem__("parent_bound", "abc"), "non-numeric parent bound"),
+    "a string for the feasibility flag": (
+        lambda h, a: _node(h).__setitem__("known_feasible", "abc"), "feasibility flag"),
+    "nan for a node's bound": (
+        lambda h, a: h["tree"]["fields"]["open"][0]["tuple"].__setitem__(3, {"float": "nan"}),
+        "non-numeric node bound"),
+    "a negative count": (lambda h, a: h["tree"]["fields"].__setitem__("processed", -3),
+                         "counts that are not integers >= 0"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(_EDITS))
+def test_a_checkpoint_whose_content_is_not_this_datas_state_is_refused(valid_checkpoint,
+                                                                       tmp_path, edit):
+    import json
+
+    inst, _, members = valid_checkpoint
+    header = json.loads(members["header"].tobytes())
+    arrays = {key: v for key, v in members.items() if key != "header"}
+    change, message = _EDITS[edit]
+    assert read_checkpoint(_write_members(tmp_path / "ok.ckpt", header, arrays), inst)
+    change(header, arrays)
+    with pytest.raises(InputError, match="not a readable pcsos checkpoint") as exc:
+        read_checkpoint(_write_members(tmp_path / "m.ckpt", header, arrays), inst)
+    assert message in str(exc.value)
+
+
+def _write_members(path, header, arrays):
+    import json
+
+    with open(path, "wb") as fh:
+        np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+                 **arrays)
+    return path
+
+
+def test_a_damaged_compressed_member_is_an_input_error(valid_checkpoint, tmp_path):
+    inst, _, members = valid_checkpoint
+    good = tmp_path / "c.ckpt"
+    with open(good, "wb") as fh:
+        np.savez_compressed(fh, **members)
+    assert read_checkpoint(good, inst)
+    blob = bytearray(good.read_bytes())
+    for at in range(200, 260):  # inside the first member's deflated bytes
+        blob[at] ^= 0xFF
+    bad = tmp_path / "bad.ckpt"
+    bad.write_bytes(bytes(blob))
+    with pytest.raises(InputError, match="not a readable pcsos checkpoint"):
+        read_checkpoint(bad, inst)
+
+
 # --------------------------------------------------------------------------- fuzzing
 # Mutated checkpoints must end in a typed InputError or a valid state, never anything else
 # (acceptance 3 of the safe-files issue: byte flips, truncation, and a header or arrays

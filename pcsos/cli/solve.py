@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "(pc-sos-sdp result format)")
     out.add_argument("--labels", metavar="FILE", help="write one label per line")
     out.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
-    out.add_argument("-q", "--quiet", action="store_true", help="no readers' notes, progress table or summary")
+    out.add_argument("-q", "--quiet", action="store_true",
+                     help="no readers' notes, progress table or summary")
     out.add_argument("--checkpoint", metavar="FILE",
                      help="write the open nodes, incumbent and bounds to FILE (atomically) "
                           "every --checkpoint-every seconds and at the end, to --resume later")
