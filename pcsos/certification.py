@@ -26,7 +26,7 @@ from pcsos.decomposition import (
     subset_size_for,
 )
 from pcsos.distributed import close, connect
-from pcsos.errors import InfeasibleError, InputError, UndecidedError
+from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed
 from pcsos.heuristics import run_heuristic
 from pcsos.options import resolve_workers
 from pcsos.problem import Problem, check_start, make_instance
@@ -194,6 +194,7 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     # the one clock of the whole run (a caller's Deadline: its instant)
     deadline = Deadline.checked(time_limit).within(stop=stop_event)
     inst = make_instance(X, k, ml, cl, weights=sample_weight)
+    check_seed(seed)
     bound_settings = BoundSettings.make(bound_settings, source="bound_settings")
     if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
         raise InputError(f"subset size must be >= 1, got {subset_size!r}",

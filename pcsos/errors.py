@@ -14,6 +14,18 @@ def is_integer(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def check_seed(seed, source: str = "seed") -> None:
+    """Raise :class:`InputError` unless ``seed`` is one numpy takes: None, an integer >= 0,
+    a ``numpy.random.SeedSequence`` or ``Generator`` (a negative one failed deep inside a
+    heuristic, as an internal error)."""
+    import numpy as np
+
+    if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.Generator)):
+        return
+    if not (is_integer(seed) and seed >= 0):
+        raise InputError(f"seed must be a non-negative integer, got {seed!r}", source=source)
+
+
 class PcsosError(Exception):
     """Base class of every error pcsos raises on purpose.
 

@@ -788,6 +788,9 @@ def read_weights(path, n: int | None = None) -> np.ndarray:
         if v <= 0:
             raise InputError(f"weight {_quote(tok)} is not positive (weights must be > 0)",
                              source=source, line=t + 1)
+        if v < sys.float_info.min:  # subnormal: most digits lost, products underflow to 0
+            raise InputError(f"weight {_quote(tok)} is below 2.2e-308 (subnormal)",
+                             source=source, line=t + 1)
         out.append(v)
         last = t + 1
     if n is not None and len(out) != n:

@@ -18,7 +18,7 @@ from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS, CuttingPlaneSettings
-from pcsos.errors import InputError, is_integer
+from pcsos.errors import InputError, check_seed, is_integer
 from pcsos.heuristics import get_heuristic
 from pcsos.tree import ORDERS
 
@@ -171,9 +171,7 @@ class SolverOptions:
         bound = BoundSettings.make(self.bound_settings, source="bound_settings")
         if bound.device == "cuda":
             get_backend("cuda")  # at the edge: BackendUnavailableError without torch or GPU
-        if self.seed is not None and not (is_integer(self.seed) and self.seed >= 0):
-            raise InputError(f"seed must be a non-negative integer, got {self.seed!r}",
-                             source="seed")
+        check_seed(self.seed)
         v = self.heuristic_options
         if v is not None and not isinstance(v, dict):
             raise InputError(f"heuristic_options must be a dict, got {type(v).__name__}",

@@ -34,7 +34,7 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 from pcsos.api import solve_instance
-from pcsos.errors import InfeasibleError, InputError, UndecidedError
+from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed
 from pcsos.heuristics import get_heuristic, run_heuristic
 from pcsos.options import SolverOptions
 from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance
@@ -242,6 +242,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
             # the scores come from an unweighted assignment LP without sizes (thesis 5.17)
             raise InputError(f"impact does not support {name} yet", source=name)
     get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
+    check_seed(seed)
     SolverOptions.make(**solve_options).checked()  # a misspelt option is named, not dropped
     inst = make_instance(X, k, ml, cl)
     notes: list[str] = []

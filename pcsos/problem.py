@@ -237,6 +237,8 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
     mla, mld = _as_pairs(ml, "ml", n)
     cla, cld = _as_pairs(cl, "cl", n)
     w = _as_weights(weights, n)
+    if w is not None:
+        check_magnitude(Xa, weights=w)
     size_min, size_max, sizes = _as_sizes(size_min, size_max, sizes, n, k)
     Xa.setflags(write=False)
     mla.setflags(write=False)
@@ -244,23 +246,36 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
     return Instance(Xa, k, mla, cla, mld, cld, w, size_min, size_max, sizes)
 
 
-def check_magnitude(X: np.ndarray, source: str = "X") -> None:
-    """Refuse data so large that its sum of squares overflows (an InputError naming the
-    value and ``source``): every path centres the data and sums squares, which for values
-    near 1e308 gives inf and nan (with RuntimeWarnings) instead of an answer. Data are never
-    rescaled, so the user has to. The CLI calls it on the file it read, and
-    :func:`make_instance` on every instance."""
+def check_magnitude(X: np.ndarray, source: str = "X", weights: np.ndarray | None = None
+                    ) -> None:
+    """Refuse data so large that the bound's arithmetic overflows (an InputError naming
+    the value and ``source``). Every path centres the data and sums squares, and the SDP
+    squares those again: its matrix C = W W^T has a Frobenius norm up to n c0, with c0 the
+    total scatter, and its residuals and eigensolvers sum squares of C's entries, so
+    (n c0)^2 must stay finite. Data at 1e80 (75 points) ended in an internal LinAlgError,
+    at 1e100 in inf and nan. With ``weights`` their total takes n's place (the weighted
+    sums). Data are never rescaled, so the user has to. The CLI calls it on the file it
+    read, and :func:`make_instance` on every instance."""
     if not X.size:
         return
-    # (x - mean)^2 <= (2 max|x|)^2, summed over n d entries
-    limit = math.sqrt(sys.float_info.max / (4.0 * X.size))
+    n, d = X.shape if X.ndim == 2 else (X.shape[0], 1)
+    with np.errstate(over="ignore"):
+        total = float(n) if weights is None else float(np.sum(weights))
+    if not math.isfinite(total):
+        raise InputError("the weights sum past the largest double (1.8e308): rescale them",
+                         source="sample_weight")
+    # c0 <= total d (2 max|x|)^2 and ||C||_F <= total c0, so (total c0)^2 < max when
+    # |x| < max^(1/4) / (2 total sqrt(d))
+    limit = sys.float_info.max ** 0.25 / (2.0 * total * math.sqrt(d))
     absX = np.abs(X)
     if absX.max() > limit:
         r, c = map(int, np.unravel_index(int(np.argmax(absX)), X.shape))
+        size = (f"n x d = {n} x {d}" if weights is None
+                else f"n x d = {n} x {d} and weights summing to {total:.3g}")
         raise InputError(f"value {X[r, c]:g} at row {r}, column {c} (0-based) is too large: the "
-                         f"sum of squares of this data overflows double precision (|x| must "
-                         f"stay below {limit:.3g} for n x d = {X.shape[0]} x {X.shape[1]}); "
-                         "rescale the data", source=source)
+                         f"squares of this data's sums of squares overflow double precision "
+                         f"(|x| must stay below {limit:.3g} for {size}); rescale the data"
+                         + ("" if weights is None else " or the weights"), source=source)
 
 
 def _as_weights(weights, n: int) -> np.ndarray | None:
@@ -272,13 +287,14 @@ def _as_weights(weights, n: int) -> np.ndarray | None:
         raise InputError(f"weights are not numbers: {exc}", source="sample_weight") from None
     if len(w) != n:
         raise InputError(f"{len(w)} weights for {n} points", source="sample_weight")
-    bad = ~(np.isfinite(w) & (w > 0))
+    # a subnormal weight has lost most of its digits, and its products underflow to 0
+    bad = ~(np.isfinite(w) & (w >= np.finfo(np.float64).tiny))
     if bad.any():
         i = int(np.argmax(bad))
         why = ("not finite" if not np.isfinite(w[i]) else "zero" if w[i] == 0
-               else "negative")
+               else "negative" if w[i] < 0 else "below 2.2e-308 (subnormal)")
         raise InputError(f"weight {float(w[i])!r} of point {i} is {why}: weights must be "
-                         f"positive and finite ({int(bad.sum())} such weights)",
+                         f"positive, normal and finite ({int(bad.sum())} such weights)",
                          source="sample_weight")
     if np.all(w == 1.0):
         return None  # unit weights are no weights: the same problem, bit for bit

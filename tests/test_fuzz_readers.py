@@ -564,8 +564,11 @@ def test_data_whose_sum_of_squares_overflows_is_an_input_error(capfd):
         main(["check", "d.txt"])
         err = capfd.readouterr()[1]
     assert "d.txt: value 1e+308 at row 0, column 0 (0-based) is too large" in err
-    fine = SEEDS["blobs.txt"].replace(b"\n0.5183 ", b"\n1e150 ", 1)
+    fine = SEEDS["blobs.txt"].replace(b"\n0.5183 ", b"\n1e70 ", 1)
     assert run_cli(capfd, ["check", "d.txt"], {"d.txt": fine}) == 0
+    # the SDP squares the sums of squares: 1e80 passed the old limit and ended in an
+    # internal LinAlgError inside the safe bound
+    assert run_cli(capfd, ["check", "d.txt"], {"d.txt": data.replace(b"1e308", b"1e80")}) == 2
     # the API refuses the same data with the same words, naming its argument
     import pcsos
 
@@ -575,6 +578,20 @@ def test_data_whose_sum_of_squares_overflows_is_an_input_error(capfd):
     said = str(api.value)
     assert said.startswith("X: value 1e+308 at row 0, column 0 (0-based) is too large")
     assert "d.txt: " + said.removeprefix("X: ") in err
+
+
+def test_data_just_below_the_magnitude_limit_solves_as_at_its_own_scale():
+    # the limit is about the arithmetic, not a guess: blobs (n = 75, d = 2; the limit is
+    # 5.4e74) scaled by 2^240 ~ 1.8e72 solves to the same clustering and value, scaled
+    # (a power of two scales every rounding the same way)
+    import pcsos
+
+    X = np.loadtxt(io.BytesIO(SEEDS["blobs.txt"]), skiprows=1)
+    base = pcsos.solve(X, 3, workers=1, seed=0)
+    big = pcsos.solve(X * 2.0**240, 3, workers=1, seed=0)
+    assert base.status == big.status == "optimal"
+    assert big.objective / 2.0**480 == pytest.approx(base.objective, rel=1e-9)
+    assert big.lower_bound <= big.objective
 
 
 def test_cluster_plot_of_huge_data_is_an_input_error(capfd):

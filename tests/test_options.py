@@ -246,3 +246,34 @@ def test_an_unknown_bound_setting_is_one_clear_error_in_the_api_and_the_cli(
     code = main([command, str(data), "-k", "2", "--bound-option", "polish=0",
                  "--bound-option", "max_iter=50000"])
     assert code == 0
+
+
+@pytest.mark.parametrize("command", ["solve", "bound", "heuristic", "kcenter", "certify",
+                                     "impact"])
+def test_a_negative_seed_is_a_usage_error_in_every_command(tmp_path, capsys, command):
+    # numpy refuses a negative seed; it failed as an internal error (exit 1) in five of them
+    from pcsos.cli import main
+
+    data = tmp_path / "d.txt"
+    data.write_text("6 2\n0 0\n0 1\n1 0\n5 5\n5 6\n6 5\n")
+    args = [command] + (["ipc-kmeans"] if command == "heuristic" else [])
+    with pytest.raises(SystemExit) as exc:
+        main([*args, str(data), "-k", "2", "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "argument --seed: must be >= 0, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("call", ["certify", "impact", "run_heuristic", "kcenter"])
+def test_a_negative_seed_is_an_input_error_at_every_entry(call):
+    from pcsos.heuristics import run_heuristic
+    from pcsos.kcenter import solve as kcenter_solve
+    from pcsos.problem import Problem, make_instance
+
+    X = [[0.0], [1.0], [5.0], [6.0]]
+    run = {"certify": lambda: pcsos.certify(X, 2, seed=-1),
+           "impact": lambda: pcsos.impact(X, 2, cl=[(0, 3)], seed=-1),
+           "run_heuristic": lambda: run_heuristic(
+               "ipc-kmeans", Problem.from_instance(make_instance(X, 2)), seed=-1),
+           "kcenter": lambda: kcenter_solve(X, 2, seed=-1)}[call]
+    with pytest.raises(InputError, match="seed must be a non-negative integer, got -1"):
+        run()

@@ -206,6 +206,11 @@ def test_clique_rhs_is_valid_for_every_weighted_clustering():
     ([1, 1, 1, 1, np.inf, 1], r"weight inf of point 4 is not finite"),
     ([1, 1, 1], r"3 weights for 6 points"),
     (["a"] * 6, r"weights are not numbers"),
+    # both ended in an untyped error inside the root heuristic ("Probabilities do not sum
+    # to 1") or in the SDP's overflow
+    ([1, 1, 1e-320, 1, 1, 1], r"weight 1e-320 of point 2 is below 2\.2e-308 \(subnormal\)"),
+    ([1e308] * 6, r"the weights sum past the largest double"),
+    ([1e150] * 6, r"too large: .* weights summing to 6e\+150"),
 ])
 def test_bad_weights_are_input_errors(bad, match):
     X = np.arange(12.0).reshape(6, 2)
@@ -224,7 +229,8 @@ def test_read_weights(tmp_path):
                         ("1\n0\n2\n", r"w\.txt:2: weight '0' is not positive"),
                         ("1\n2\n-1\n", r"w\.txt:3: weight '-1' is not positive"),
                         ("inf\n2\n1\n", r"w\.txt:1: weight 'inf' is not finite"),
-                        ("1\nnan\n1\n", r"w\.txt:2: weight 'nan' is not finite")]:
+                        ("1\nnan\n1\n", r"w\.txt:2: weight 'nan' is not finite"),
+                        ("1\n1e-320\n1\n", r"w\.txt:2: weight '1e-320' is below 2\.2e-308")]:
         f.write_text(text)
         with pytest.raises(InputError, match=match):
             read_weights(f, 3)

@@ -28,6 +28,7 @@ from pcsos.cli.common import (
     load_instance,
     report_stream,
     seconds,
+    seed_int,
     weights_sizes,
 )
 from pcsos.clock import Deadline
@@ -56,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "of an unconverged iterate; the safe bound is valid)")
     cp.add_argument("--prune-tol", type=float, default=1e-4,
                     help="pruning tolerance for --upper-bound (default 1e-4)")
-    cp.add_argument("--seed", type=int, default=0,
+    cp.add_argument("--seed", type=seed_int, default=0,
                     help="seed of the triangle visiting order (default 0)")
     parser.add_argument("--method", choices=ENGINES, default="sdp",
                         help="the bound: sdp (default: the Peng-Wei SDP, with --cuts), "

@@ -61,6 +61,17 @@ def add_instance_arguments(parser: argparse.ArgumentParser, *, weights: bool = F
                                  "order, summing to n; not with --size-min / --size-max")
 
 
+def seed_int(text: str) -> int:
+    """An argparse type: a seed, a whole number >= 0 (numpy refuses a negative one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1 (argparse names the option in its error)."""
     try:

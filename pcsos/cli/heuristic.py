@@ -29,6 +29,7 @@ from pcsos.cli.common import (
     parse_options,
     report_stream,
     seconds,
+    seed_int,
     weights_sizes,
 )
 from pcsos.clock import Deadline
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME",
                         help="heuristic: " + ", ".join(available_heuristics()))
     add_instance_arguments(parser, weights=True, sizes=True)
-    parser.add_argument("--seed", type=int, default=None,
+    parser.add_argument("--seed", type=seed_int, default=None,
                         help="random seed (default: fresh entropy)")
     parser.add_argument("--time-limit", metavar="SECONDS", type=seconds, default=None,
                         help="wall-clock limit of the heuristic (default: none)")

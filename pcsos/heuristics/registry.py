@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from pcsos.errors import InputError
+from pcsos.errors import InputError, check_seed
 from pcsos.heuristics.base import STATUSES, Deadline, HeuristicResult
 from pcsos.problem import canonical_labels, pairs_satisfied
 
@@ -270,6 +270,7 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     ('found', [0, 1, 1, 1], 48.67)
     """
     heur = get_heuristic(name)
+    check_seed(seed)
     if Z is not None:
         Z = np.asarray(Z, dtype=np.float64)
         if Z.shape != (problem.s, problem.s) or not np.all(np.isfinite(Z)):

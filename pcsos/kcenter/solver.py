@@ -44,7 +44,7 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.spatial.distance import pdist
 
 from pcsos.clock import Deadline
-from pcsos.errors import InfeasibleError, InputError
+from pcsos.errors import InfeasibleError, InputError, check_seed
 from pcsos.kcenter.cover import clique_cover
 from pcsos.kcenter.geometry import BigPoints
 from pcsos.kcenter.rds import max_rds
@@ -568,6 +568,7 @@ def solve(X, k: int, ml=(), cl=(), *, seed=None, time_limit: float | None = None
     ("cl_clique"), (k = 2) the cannot-link graph has an odd cycle ("odd_cycle"), or the
     repair MILP proves it is not k-colourable ("not_k_colourable").
     """
+    check_seed(seed)
     inst = make_instance(X, k, ml, cl)
     return solve_problem(Problem.from_instance(inst), seed=seed, time_limit=time_limit,
                          max_runs=max_runs, search=search, exact_max_n=exact_max_n,
