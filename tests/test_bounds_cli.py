@@ -52,6 +52,16 @@ def test_cli_bound_errors(tmp_path, capsys):
     X = np.arange(12.0).reshape(6, 2)
     data, cons = _write(tmp_path, X, 2, ml=[(0, 1)], cl=[(0, 1)])
     assert main(["bound", str(data), "-c", str(cons), "-k", "2"]) == 3  # infeasible
+    # infeasible only for the feasibility check, not for the SDP's preprocessing: a
+    # cannot-link clique larger than k, and more clusters than must-link groups (these
+    # printed a bound, exit 0, and an error about the model, exit 2)
+    clique = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    for k, ml, cl, words in ((3, [], clique, "cannot-link clique larger than k = 3"),
+                             (3, [(0, 1), (1, 2), (2, 3), (3, 4)], [], "only 2 super-points")):
+        data, cons = _write(tmp_path, X, k, ml=ml, cl=cl)
+        capsys.readouterr()
+        assert main(["bound", str(data), "-c", str(cons), "-k", str(k)]) == 3
+        assert words in capsys.readouterr().err
     data, cons = _write(tmp_path, X, 2)
     pytest.importorskip("mosek")
     from pcsos.bounds.mosek_backend import mosek_licence
