@@ -208,6 +208,14 @@ def _read_text(path) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _lines(text: str) -> list[str]:
+    """The file's lines as an editor numbers them: ``open`` has turned CRLF and CR into LF,
+    and only LF ends a line. ``str.splitlines`` also breaks at form feed, \\x1c-\\x1e, NEL
+    and U+2028, which made one row two points and every later line number wrong; inside
+    a line ``split()`` still takes them as spaces."""
+    return text.split("\n")
+
+
 def _quote(text: str, *, quote: bool = True) -> str:
     """User text for an error message: ``repr(text)`` (or the text as is, ``quote=False``),
     cut to about QUOTE_MAX characters and then ``... (N characters)``."""
@@ -222,15 +230,33 @@ def _quote(text: str, *, quote: bool = True) -> str:
     return f"{show(cut)}... ({len(text)} characters)"
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def _load_json(text: str, source: str, line: int | None = None):
     """``json.loads`` with every way it can fail on bad input turned into an InputError.
 
     ``line``: the file's line when ``text`` is one line of it (JSONL). Besides the decoder's
     own errors, ``[[[[...`` nested some thousands deep exhausts the recursion limit and an
     integer of more than 4300 digits is a plain ValueError (Python's int conversion limit).
+    A key twice in one object is an error: ``json.loads`` keeps the last value, and
+    ``{"ml": [[0, 1]], "ml": [[2, 3]]}`` lost a pair without a word.
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise InputError(f"invalid JSON: the key {_quote(str(exc))} appears twice in one "
+                         "object", source=source, line=line) from None
     except json.JSONDecodeError as exc:
         where = exc.lineno if line is None else line
         raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=source,
@@ -295,14 +321,14 @@ def read_data(path) -> DataFile:
     if ext in (".npy", ".npz"):
         return _read_numpy(source, ext)
     text = _read_text(source)
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    first = next((ln for ln in _lines(text) if ln.strip()), "")
     if ext == ".csv" or "," in first:
         return _read_csv(source, text)
     return _read_pcsos_data(source, text)
 
 
 def _read_pcsos_data(source: str, text: str) -> DataFile:
-    lines = text.splitlines()
+    lines = _lines(text)
     notes: list[str] = []
     hline = next((t for t, ln in enumerate(lines) if ln.strip()), None)
     if hline is None:
@@ -355,8 +381,10 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
 def _read_csv(source: str, text: str) -> DataFile:
     reader = csv.reader(_io.StringIO(text))
     try:
+        # a blank line (no field, or one blank field) is skipped; a row of empty fields
+        # (',,') is a row, whose empty values are errors, not a line to drop silently
         lines = [(t + 1, [c.strip() for c in row]) for t, row in enumerate(reader)
-                 if any(c.strip() for c in row)]
+                 if len(row) > 1 or (row and row[0].strip())]
     except csv.Error as exc:
         # e.g. a field over the csv module's 131072-character limit: bad input, not a crash
         raise InputError(f"not readable as CSV: {exc}", source=source,
@@ -541,7 +569,7 @@ def _read_text_constraints(source: str, text: str, n: int | None, X) -> Constrai
     delta_line = gamma_line = None
     hi = n if n is not None else INT_MAX + 1
     rng = f"0..{hi - 1}"
-    for t, raw in enumerate(text.splitlines()):
+    for t, raw in enumerate(_lines(text)):
         lineno = t + 1
         toks = raw.split()
         if not toks:
@@ -725,7 +753,7 @@ def read_result_matrix(path) -> np.ndarray:
     source = os.fspath(path)
     labels = []
     width = None
-    for t, raw in enumerate(_read_text(source).splitlines()):
+    for t, raw in enumerate(_lines(_read_text(source))):
         toks = raw.split()
         if not toks:
             continue
@@ -752,7 +780,7 @@ def read_labels(path) -> np.ndarray:
     """Read one integer label per line (blank lines skipped)."""
     source = os.fspath(path)
     out = []
-    for t, raw in enumerate(_read_text(source).splitlines()):
+    for t, raw in enumerate(_lines(_read_text(source))):
         tok = raw.strip()
         if not tok:
             continue
@@ -775,7 +803,7 @@ def read_weights(path, n: int | None = None) -> np.ndarray:
     source = os.fspath(path)
     out = []
     last = 0
-    for t, raw in enumerate(_read_text(source).splitlines()):
+    for t, raw in enumerate(_lines(_read_text(source))):
         tok = raw.strip()
         if not tok:
             continue

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from pcsos.errors import BackendUnavailableError, InputError, PcsosError
-from pcsos.io import _load_json, _quote, _read_text
+from pcsos.io import _lines, _load_json, _quote, _read_text
 
 __all__ = ["plot_progress", "plot_clusters", "read_run"]
 
@@ -65,7 +65,7 @@ def read_run(path) -> list[dict]:
     """
     source = os.fspath(path)
     rows = []
-    for t, line in enumerate(_read_text(source).splitlines()):
+    for t, line in enumerate(_lines(_read_text(source))):
         if not line.strip():
             continue
         row = _load_json(line, source, line=t + 1)

@@ -332,3 +332,36 @@ def test_error_keeps_the_start_of_a_long_line(tmp_path):
     assert f"'{bad[:60]}" in msg and f"... ({len(bad)} characters)" in msg
     quoted = msg[msg.index("'"):msg.index("...")]
     assert len(quoted) <= 80
+
+
+def test_a_json_key_given_twice_is_an_error_not_a_lost_value(tmp_path):
+    # json.loads keeps the last value: the first list of pairs was dropped without a word
+    path = _w(tmp_path, "c.json", '{"ml": [[0, 1]], "cl": [], "ml": [[2, 3]]}')
+    with pytest.raises(InputError, match="the key 'ml' appears twice"):
+        read_constraints(path, n=5)
+    nested = _w(tmp_path, "r.json", '{"a": {"b": 1, "b": 2}}')
+    from pcsos.io import _load_json
+
+    with pytest.raises(InputError, match="the key 'b' appears twice"):
+        _load_json(nested.read_text(), str(nested))
+
+
+def test_a_csv_row_of_empty_fields_is_an_error_not_a_dropped_point(tmp_path):
+    # ',,' was skipped as a blank line, shifting every later point's index
+    with pytest.raises(InputError) as exc:
+        read_data(_w(tmp_path, "d.csv", "x0,x1,class\n0,0,0\n,,\n5,5,1\n"))
+    assert exc.value.line == 3
+    df = read_data(_w(tmp_path, "d.csv", "x0,x1,class\n0,0,0\n\n5,5,1\n   \n"))
+    assert df.X.shape == (2, 2)  # blank lines are still skipped
+
+
+@pytest.mark.parametrize("sep", ["\x0c", "\x1c", "\x85", "\u2028"])
+def test_only_a_newline_ends_a_line(tmp_path, sep):
+    # str.splitlines broke at these: one row became two points, and every later line
+    # number was off by one
+    with pytest.raises(InputError) as exc:
+        read_data(_w(tmp_path, "d.txt", f"3 2\n0 0{sep}1 1\n5 5\n6 6\n"))
+    assert "ragged row" in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        read_constraints(_w(tmp_path, "c.txt", f"ML 0 1{sep}CL 2 3\nML x\n"), n=5)
+    assert exc.value.line == 1
