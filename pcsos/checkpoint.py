@@ -44,6 +44,7 @@ from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.branching import PseudoCosts
 from pcsos.errors import InputError, is_integer
+from pcsos.heuristics import check_labels
 from pcsos.io import open_input
 from pcsos.node import NodeData
 from pcsos.problem import Instance, Problem, group_sums, pairs_satisfied
@@ -373,8 +374,6 @@ def _check_node(node: NodeData, instance: Instance) -> None:
     if node.hint is not None:
         _check_labels(node.hint, instance, "hint")
         # the node takes it as a clustering of its own (its parent's, which obeys it)
-        from pcsos.heuristics import check_labels
-
         if check_labels(p, node.hint) is not None:
             raise _Corrupt("a node whose clustering breaks its constraints")
     if not isinstance(node.known_feasible, bool):
