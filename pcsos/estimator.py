@@ -241,7 +241,7 @@ feasibility_backend, order, branching
         self.cluster_centers_ = np.vstack([
             np.average(Xa[res.labels == h], axis=0,
                        weights=None if w is None else w[res.labels == h])
-            for h in range(self.n_clusters)])
+            for h in range(int(self.n_clusters))])  # solve took it as a whole number
         self.inertia_ = res.objective
         self.lower_bound_ = res.lower_bound
         self.gap_ = res.gap

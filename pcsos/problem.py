@@ -14,6 +14,7 @@ re-indexed by the same map.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from collections import deque
 from collections.abc import Iterable
@@ -42,10 +43,10 @@ def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
                          source=name)
     out = np.empty(arr.shape, dtype=np.int64)
     for t, (i, j) in enumerate(arr):
-        for v in (i, j):
-            if isinstance(v, (bool, np.bool_)) or not float(v).is_integer():
-                raise InputError(f"pair #{t} ({i}, {j}): indices must be integers", source=name)
-        i, j = int(i), int(j)
+        if _integer(i) is None or _integer(j) is None:
+            raise InputError(f"pair #{t} ({i!r}, {j!r}): indices must be integers",
+                             source=name)
+        i, j = _integer(i), _integer(j)
         if not (0 <= i < n and 0 <= j < n):
             raise InputError(f"pair #{t} ({i}, {j}): index out of range 0..{n - 1}", source=name)
         if i == j:
@@ -213,10 +214,7 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
     ...
     pcsos.errors.InputError: X: non-finite value nan at row 1, column 0 (1 in all)
     """
-    try:
-        Xa = np.array(X, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"data is not a numeric matrix: {exc}", source="X") from None
+    Xa = _real_array(X, "data is not a numeric matrix", "X")
     if Xa.ndim == 1:
         Xa = Xa[:, None]
     if Xa.ndim != 2 or Xa.shape[0] == 0 or Xa.shape[1] == 0:
@@ -228,9 +226,7 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
         raise InputError(f"non-finite value {Xa[r, c]} at row {r}, column {c} "
                          f"({int(bad.sum())} in all)", source="X")
     check_magnitude(Xa)
-    if isinstance(k, (bool, np.bool_)) or not float(k).is_integer():
-        raise InputError(f"k must be an integer, got {k!r}", source="k")
-    k = int(k)
+    k = _whole(k, "k")
     n = Xa.shape[0]
     if not 1 <= k <= n:
         raise InputError(f"k must satisfy 1 <= k <= n = {n}, got {k}", source="k")
@@ -278,13 +274,34 @@ def check_magnitude(X: np.ndarray, source: str = "X", weights: np.ndarray | None
                          + ("" if weights is None else " or the weights"), source=source)
 
 
+def _real_array(values, what: str, source: str) -> np.ndarray:
+    """A float64 copy of ``values`` when they are real numbers, else an InputError saying
+    ``what``: a conversion to float64 would drop a complex part (with only a warning), read
+    strings ('1.5') and dates as numbers, and ignore a masked array's mask."""
+    if isinstance(values, np.ma.MaskedArray) and np.ma.is_masked(values):
+        raise InputError(f"{what}: masked values (fill or drop them first)", source=source)
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise InputError(f"{what}: {exc}", source=source) from None
+    if raw.dtype.kind not in "biufO":
+        raise InputError(f"{what} (dtype {raw.dtype})", source=source)
+    if raw.dtype.kind == "O" and not all(isinstance(v, numbers.Real) and not isinstance(
+            v, (bool, np.bool_)) for v in raw.ravel()):
+        raise InputError(f"{what} (a value that is not a real number)", source=source)
+    try:
+        return np.array(raw, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{what}: {exc}", source=source) from None
+
+
 def _as_weights(weights, n: int) -> np.ndarray | None:
     if weights is None:
         return None
-    try:
-        w = np.array(weights, dtype=np.float64, copy=True).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"weights are not numbers: {exc}", source="sample_weight") from None
+    w = _real_array(weights, "weights are not numbers", "sample_weight")
+    if w.ndim != 1:  # one weight per point: a (n, 1) or (2, n/2) array is not read as one
+        raise InputError(f"weights must be one number per point (a 1-D array), got shape "
+                         f"{w.shape}", source="sample_weight")
     if len(w) != n:
         raise InputError(f"{len(w)} weights for {n} points", source="sample_weight")
     # a subnormal weight has lost most of its digits, and its products underflow to 0
@@ -302,16 +319,22 @@ def _as_weights(weights, n: int) -> np.ndarray | None:
     return w
 
 
-def _whole(v, name: str) -> int:
-    if isinstance(v, (bool, np.bool_)):
-        raise InputError(f"{name} must be an integer, got {v!r}", source=name)
+def _integer(v) -> int | None:
+    """``v`` as an int when it is a whole number (3, 3.0, numpy's), else None: not a bool,
+    a string ('2', ' 1'), a complex or nan."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        return None
     try:
-        ok = float(v).is_integer()
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+        return int(v) if float(v).is_integer() else None
+    except (OverflowError, ValueError):
+        return None
+
+
+def _whole(v, name: str) -> int:
+    out = _integer(v)
+    if out is None:
         raise InputError(f"{name} must be an integer, got {v!r}", source=name)
-    return int(v)
+    return out
 
 
 def _as_sizes(size_min, size_max, sizes, n: int, k: int):

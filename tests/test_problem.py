@@ -26,6 +26,20 @@ def test_dedup_and_orientation_counts():
     (dict(X=[[0.0], [1.0]], k=3), "k must satisfy"),
     (dict(X=[[0.0], [1.0]], k=1, ml=[(0, 2)]), "out of range"),
     (dict(X=[[0.0], [1.0]], k=1, cl=[(1, 1)]), "self pair"),
+    # each of these was a TypeError or ValueError of numpy, or was taken silently ('2' as
+    # k 2, a complex part or a mask dropped, strings and dates read as numbers)
+    (dict(X=[[0.0], [1.0]], k=None), "k must be an integer, got None"),
+    (dict(X=[[0.0], [1.0]], k="2"), "k must be an integer, got '2'"),
+    (dict(X=[[0.0], [1.0]], k=[2]), "k must be an integer"),
+    (dict(X=np.array([[0.0], [1.0]]) + 1j, k=1), r"not a numeric matrix \(dtype complex128\)"),
+    (dict(X=np.array([["0"], ["1"]]), k=1), "not a numeric matrix"),
+    (dict(X=np.array([[0], [1]], dtype="datetime64[s]"), k=1), "not a numeric matrix"),
+    (dict(X=np.ma.masked_array([[0.0], [1.0]], mask=[[True], [False]]), k=1), "masked"),
+    (dict(X=[[0.0, 1.0], [2.0]], k=1), "not a numeric matrix"),
+    (dict(X=[[0.0], [1.0], [2.0]], k=1, ml=[("0", "1")]), "indices must be integers"),
+    (dict(X=[[0.0], [1.0], [2.0]], k=1, ml=[(0j, 1)]), "indices must be integers"),
+    (dict(X=[[0.0], [1.0], [2.0]], k=1, weights=np.ones((3, 1))), "a 1-D array"),
+    (dict(X=[[0.0], [1.0], [2.0]], k=1, weights=np.ones(3) + 1j), "weights are not numbers"),
 ])
 def test_validation(kw, words):
     with pytest.raises(InputError, match=words):
