@@ -19,7 +19,7 @@ from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS, CuttingPlaneSettings
 from pcsos.errors import InputError, check_seed, is_integer
-from pcsos.heuristics import get_heuristic
+from pcsos.heuristics import check_options, get_heuristic
 from pcsos.tree import ORDERS
 
 __all__ = ["SolverOptions", "ABS_TOL", "ORDERS", "resolve_workers"]
@@ -176,6 +176,7 @@ class SolverOptions:
         if v is not None and not isinstance(v, dict):
             raise InputError(f"heuristic_options must be a dict, got {type(v).__name__}",
                              source="heuristic_options")
+        check_options(self.heuristic, v)  # at the edge, not at the first node that runs it
         return dataclasses.replace(
             self, heuristic_options=dict(self.heuristic_options or {}), bound_settings=bound,
             cp_settings=self._cut_settings())

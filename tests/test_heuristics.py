@@ -1,12 +1,14 @@
 """Heuristics: validity on random instances, brute-force optimality rates, the contract."""
 
 import math
+import re
 
 import numpy as np
 import pytest
 from bruteforce import assert_labels_obey, brute_force, labelling_sse
 from conftest import planted_pairs, random_instance
 
+import pcsos
 from pcsos.errors import InfeasibleError, InputError
 from pcsos.heuristics import (
     HeuristicResult,
@@ -334,3 +336,26 @@ def test_ipc_kmeans_kcenter_start_is_valid_and_never_worse_than_alone():
     assert pairs_satisfied(both.labels, prob.instance.ml, prob.instance.cl)
     assert len(set(both.labels.tolist())) == 3
     assert both.objective <= plain.objective + 1e-9 * plain.objective
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"n_init": "abc"}, "n_init='abc': expected an integer >= 1"),
+    ({"n_init": -5}, "n_init=-5: expected an integer >= 1"),
+    ({"n_init": 1.5}, "n_init=1.5: expected an integer >= 1"),
+    ({"tol": float("nan")}, "tol=nan: expected a finite number"),
+    ({"kcenter_start": 1}, "expected true or false"),
+    ({"init": 3}, "expected a string"),
+    ({"bogus": 1}, "unknown ipc-kmeans option 'bogus'"),
+    ({"seed": 3}, "'seed' is not an option of ipc-kmeans but an argument of the call"),
+])
+def test_heuristic_options_are_checked_before_any_run(options, words):
+    # before: an internal error deep in the run ('abc'), nothing run (-5), Python's
+    # TypeError at the call (seed), or an unknown name found at the first node that ran it
+    from pcsos.heuristics import check_options
+
+    with pytest.raises(InputError, match=re.escape(words)):
+        check_options("ipc-kmeans", options)
+    X = np.arange(12.0).reshape(6, 2)
+    with pytest.raises(InputError, match=re.escape(words)):
+        pcsos.solve(X, 2, heuristic_options=options)
+    check_options("s-mdeclust", {"tol": -1.0, "P": None, "assign_time_limit": None})

@@ -34,7 +34,7 @@ from pcsos.cli.common import (
 )
 from pcsos.clock import Deadline
 from pcsos.errors import InfeasibleError, PcsosError
-from pcsos.heuristics import available_heuristics, run_heuristic
+from pcsos.heuristics import available_heuristics, check_options, run_heuristic
 from pcsos.heuristics.metrics import adjusted_rand_index
 from pcsos.io import write_json, write_result_matrix
 from pcsos.problem import Problem
@@ -107,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     deadline = Deadline(args.time_limit)  # the time limit covers loading and set-up too
     options = parse_options(args.option, "--option")
+    # before the call: an option named as one of its own arguments (-o seed=3) would be
+    # Python's TypeError there
+    check_options(args.name, options, "--option")
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     printer = None if args.quiet else _Progress(args.name, t0)

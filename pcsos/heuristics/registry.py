@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import math
 from collections.abc import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from pcsos.errors import InputError, check_seed
+from pcsos.errors import InputError, check_seed, is_integer
 from pcsos.heuristics.base import STATUSES, Deadline, HeuristicResult
 from pcsos.problem import canonical_labels, pairs_satisfied
 
 __all__ = ["ENTRY_POINT_GROUP", "register_heuristic", "get_heuristic",
-           "available_heuristics", "run_heuristic", "check_labels"]
+           "available_heuristics", "run_heuristic", "check_labels", "check_options"]
 
 #: the entry-point group scanned for third-party heuristics
 ENTRY_POINT_GROUP = "pcsos.heuristics"
@@ -164,6 +165,101 @@ def _takes_init_labels(heur) -> bool:
     return any(p.name == "init_labels" or p.kind is p.VAR_KEYWORD for p in params)
 
 
+#: the call's own arguments: an option of one of these names collided with them
+_RESERVED = ("problem", "Z", "rng", "deadline", "name", "seed", "time_limit", "blas_threads",
+             "progress", "stop_event")
+
+
+def _check_options(name: str, heur, options: dict, source: str) -> None:
+    """Each option a keyword the heuristic takes, of its default's kind: an integer where
+    the default is one (>= 1 where the default is a count >= 1), a finite real number, a
+    bool, a string; None where the annotation allows it. A
+    heuristic that collects unknown options in ``**_name`` (the built-in ones) refuses
+    them; a plugin's ``**kwargs`` takes what it likes. Before this, ``n_init='abc'`` was an
+    internal error deep in a run, ``n_init=-5`` ran nothing and ``seed=3`` collided with the
+    call's own seed."""
+    try:
+        params = inspect.signature(heur).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: do not guess
+        return
+    rest = next((p for p in params.values() if p.kind is p.VAR_KEYWORD), None)
+    for key, value in options.items():
+        if key in _RESERVED:
+            raise InputError(f"{key!r} is not an option of {name} but an argument of the call "
+                             "itself (the commands' --seed and --time-limit)", source=source)
+        p = params.get(key)
+        if p is None:
+            if rest is None or rest.name.startswith("_"):
+                known = sorted(q.name for q in params.values() if q.kind is q.KEYWORD_ONLY)
+                raise InputError(f"unknown {name} option {key!r} (its options: "
+                                 f"{', '.join(known)})", source=source)
+            continue
+        default = p.default
+        if value is None and (default is None or "None" in str(p.annotation)):
+            continue
+        if default is p.empty or default is None:
+            continue
+        kind = _option_kind(default)
+        if kind is not None and not _option_fits(value, default):
+            raise InputError(f"{name} option {key}={value!r}: expected {kind}",
+                             source=source)
+
+
+def _option_kind(default) -> str | None:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "an integer >= 1" if default >= 1 else "an integer >= 0" if default >= 0 \
+            else "an integer"
+    if isinstance(default, float):
+        return "a finite number"
+    if isinstance(default, str):
+        return "a string"
+    return None
+
+
+def _option_fits(value, default) -> bool:
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return is_integer(value) and value >= min(default, 1) if default >= 0 else \
+            is_integer(value)
+    if isinstance(default, float):
+        # no sign: a negative tolerance turns its stopping test off (s-mdeclust's tests)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value)
+    return isinstance(value, str)
+
+
+def check_options(name: str, options: dict | None, source: str = "heuristic_options"
+                  ) -> None:
+    """Raise :class:`~pcsos.InputError` unless ``options`` suit the heuristic ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`available_heuristics`.
+    options : dict or None
+        Keyword options for it (``SolverOptions.heuristic_options``, ``pcsos heuristic
+        -o``).
+    source : str
+        What the error names.
+
+    Returns
+    -------
+    None
+        Each option is a keyword the heuristic takes, of its default's kind (an integer
+        >= 1 for a count, a finite number, a bool, a string).
+
+    Raises
+    ------
+    InputError
+        An unknown heuristic or option, an argument of the call itself (``seed``,
+        ``time_limit``, ...) or a value of another kind.
+    """
+    _check_options(name, get_heuristic(name), dict(options or {}), source)
+
+
 def _load(spec: str, name: str):
     mod, attr = spec.split(":")
     module = __import__(mod, fromlist=[attr])
@@ -271,6 +367,10 @@ def run_heuristic(name: str, problem, *, Z: np.ndarray | None = None, seed=None,
     """
     heur = get_heuristic(name)
     check_seed(seed)
+    _check_options(name, heur, options, "options")
+    if blas_threads is not None and not (is_integer(blas_threads) and blas_threads >= 1):
+        raise InputError(f"blas_threads must be an integer >= 1 or None, got {blas_threads!r}",
+                         source="blas_threads")
     if Z is not None:
         Z = np.asarray(Z, dtype=np.float64)
         if Z.shape != (problem.s, problem.s) or not np.all(np.isfinite(Z)):
