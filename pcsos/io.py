@@ -711,19 +711,21 @@ def _json_line(text: str, key: str) -> int | None:
 
 
 # --------------------------------------------------------------------------- results
-def _open_out(path):
-    if os.fspath(path) == "-":
-        return _Stdout()
-    return open(os.fspath(path), "w", encoding="utf-8")
-
-
-class _Stdout:
-    def __enter__(self):
-        return sys.stdout
-
-    def __exit__(self, *exc):
-        sys.stdout.flush()
-        return False
+@contextmanager
+def writing(path):
+    """A text file to write (``'-'``: stdout, flushed at the end); an OSError while opening,
+    writing or closing it (a full disk, /dev/full, a directory) is an InputError naming
+    ``path``, as every pcsos output's is."""
+    where = os.fspath(path)
+    try:
+        if where == "-":
+            yield sys.stdout
+            sys.stdout.flush()
+        else:
+            with open(where, "w", encoding="utf-8") as fh:
+                yield fh
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", source=where) from None
 
 
 def _check_labels(labels, k: int | None = None) -> np.ndarray:
@@ -743,7 +745,7 @@ def write_result_matrix(path, labels, k: int) -> None:
     lab = _check_labels(labels, k)
     M = np.zeros((len(lab), int(k)), dtype=np.int64)
     M[np.arange(len(lab)), lab] = 1
-    with _open_out(path) as fh:
+    with writing(path) as fh:
         for row in M:
             fh.write(" ".join(map(str, row)) + "\n")
 
@@ -772,7 +774,7 @@ def read_result_matrix(path) -> np.ndarray:
 def write_labels(path, labels) -> None:
     """Write one integer label per line (``'-'`` = stdout)."""
     lab = _check_labels(labels)
-    with _open_out(path) as fh:
+    with writing(path) as fh:
         fh.write("".join(f"{v}\n" for v in lab.tolist()))
 
 
@@ -858,12 +860,5 @@ def jsonable(obj: Any) -> Any:
 def write_json(path, obj: Any) -> None:
     """Write ``obj`` as indented JSON (numpy-aware, see :func:`jsonable`); ``'-'`` = stdout."""
     text = json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n"
-    if os.fspath(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        with open(os.fspath(path), "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", source=os.fspath(path)) from None
+    with writing(path) as fh:
+        fh.write(text)

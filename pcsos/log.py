@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from typing import IO, Any
 
 from pcsos.errors import InputError
@@ -122,6 +123,7 @@ class _Sink:
     """A text file opened for writing (``'-'`` or a stream: written to, never closed)."""
 
     def __init__(self, target: str | os.PathLike | IO[str]):
+        self._failed = False
         if hasattr(target, "write"):
             self._fh, self._own = target, False
         elif os.fspath(target) == "-":
@@ -135,12 +137,26 @@ class _Sink:
             self._own = True
 
     def write(self, text: str) -> None:
-        self._fh.write(text)
-        self._fh.flush()  # a log must be readable while the solver runs (and after a kill)
+        if not self._failed:
+            with self._errors():
+                self._fh.write(text)
+                self._fh.flush()  # readable while the solver runs (and after a kill)
 
     def close(self) -> None:
-        if self._own and not self._fh.closed:
-            self._fh.close()
+        if self._own and not self._fh.closed and not self._failed:
+            with self._errors():
+                self._fh.close()
+
+    @contextmanager
+    def _errors(self):
+        """A full disk is an InputError naming the file, not a traceback; after the first,
+        the sink writes nothing more (closing it would raise the same again)."""
+        try:
+            yield
+        except OSError as exc:
+            self._failed = True
+            raise InputError(f"cannot write: {exc.strerror or exc}",
+                             source=getattr(self._fh, "name", "log")) from None
 
 
 class GapLog(_Sink):

@@ -171,3 +171,24 @@ def test_node_limit(tmp_path):
     assert p.returncode == 0, p.stderr
     rep = json.loads(js.read_text())
     assert rep["status"] == "node_limit" and rep["nodes"] == 3
+
+
+@pytest.mark.skipif(not pathlib.Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("option", ["--log", "--jsonl", "--labels", "--result", "--json"])
+def test_a_full_disk_is_an_input_error_naming_the_output(option):
+    # --log and --jsonl were internal errors (an OSError at close), --labels and --result too
+    p = _run(BLOBS, "-k", 3, "-q", "--workers", 1, option, "/dev/full")
+    assert p.returncode == 2, p.stderr
+    said = "pcsos solve: error: /dev/full: cannot write: No space left on device"
+    assert p.stderr.strip() == said
+
+
+def test_one_output_at_most_goes_to_stdout_and_then_the_report_does_not():
+    p = _run(BLOBS, "-k", 3, "-q", "--labels", "-", "--json", "-")
+    assert p.returncode == 2 and "--labels and --json both name '-' (stdout)" in p.stderr
+    # the progress table and the summary went to stdout between the labels
+    p = _run(BLOBS, "-k", 3, "--workers", 1, "--labels", "-")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert len(lines) == 75 and all(line.isdigit() for line in lines), p.stdout[:200]
+    assert "Nodes" in p.stderr

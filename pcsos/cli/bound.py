@@ -159,7 +159,7 @@ def run_colgen(args: argparse.Namespace, problem: Problem, inst, info,
     """``pcsos bound --method colgen``: bound, print the summary, write --json."""
     res = colgen_root(problem, args, deadline)
     total = deadline.elapsed()
-    out = report_stream(args.json)
+    out = report_stream(args)
     _print_instance(out, inst, info, problem)
     print(f"method:          colgen, status {res.status} ({res.message})", file=out)
     print(f"LP value:        {res.lp_value:.10g}  (the restricted master's; not a bound)"
@@ -206,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     total = deadline.elapsed()
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)
                if res.sdp_value else float("nan"))
-    out = report_stream(args.json)
+    out = report_stream(args)
     _print_instance(out, inst, info, problem)
     print(f"backend:         {res.backend}, status {res.status} ({res.message})", file=out)
     print(f"SDP objective:   {res.sdp_value:.10g}", file=out)

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     time_limit = Deadline(args.time_limit)  # it covers loading too
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
-    out = report_stream(args.json)
+    out = report_stream(args)
 
     def progress(stage, done, total, bound):
         if args.quiet:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the report, write --json, return 0 (feasible) or raise (infeasible/undecided)."""
     inst, info = load_instance(args)
     rep = summarize(inst, info, args.backend, args.time_limit)
-    out = report_stream(args.json)
+    out = report_stream(args)
     print(f"data:          {rep['data']}  (header {rep['header']!r})", file=out)
     for note in rep["data_notes"]:
         print(f"  note: {note}", file=out)

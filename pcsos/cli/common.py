@@ -26,10 +26,17 @@ OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpo
 INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file", "weights")
 
 
-def report_stream(json_path):
-    """Where a command's human-readable output goes: stderr when ``--json -`` writes the
-    JSON to stdout (so that stdout stays pure JSON), else stdout."""
-    return sys.stderr if json_path is not None and os.fspath(json_path) == "-" else sys.stdout
+def report_stream(args: argparse.Namespace):
+    """Where a command's human-readable output goes: stderr when an output option writes
+    to stdout (``--json -``, ``--labels -``, ...), so that stdout holds that output alone;
+    else stdout."""
+    return sys.stderr if _to_stdout(args) else sys.stdout
+
+
+def _to_stdout(args: argparse.Namespace) -> list[str]:
+    """The output options of ``args`` that name ``-`` (stdout)."""
+    return [_option_name(name) for name in OUTPUT_OPTIONS
+            if (p := getattr(args, name, None)) is not None and os.fspath(p) == "-"]
 
 
 def add_instance_arguments(parser: argparse.ArgumentParser, *, weights: bool = False,
@@ -353,6 +360,9 @@ def check_output_paths(args: argparse.Namespace) -> None:
     writable directory, must not be an input file, and no two may name the same file;
     otherwise the result of a long solve would be lost at the end.
     """
+    if len(stdout := _to_stdout(args)) > 1:  # their outputs would be mixed in one stream
+        raise InputError(f"{' and '.join(stdout)} both name '-' (stdout): give one of them a "
+                         "file", source=stdout[1])
     seen: dict[str, str] = {}
     inputs = {os.path.realpath(os.fspath(p)): _option_name(name)
               for name in INPUT_OPTIONS if (p := getattr(args, name, None)) is not None}

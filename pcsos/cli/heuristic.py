@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     classes = info.get("classes")
     if classes is not None and res.labels is not None:
         rep["ari"] = adjusted_rand_index(classes, res.labels)
-    out = report_stream(args.json)
+    out = report_stream(args)
     print(f"heuristic   {args.name}", file=out)
     print(f"status      {status}" + (f" ({res.message})" if res.message else ""), file=out)
     print(f"objective   {res.objective:.10g}", file=out)

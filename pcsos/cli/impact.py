@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     inst, info = load_instance(args)
     labels = read_labels(args.label_file) if args.label_file else None
-    out = report_stream(args.json)
+    out = report_stream(args)
 
     def progress(done: int, total: int) -> None:
         # the first pair too: from then on a Ctrl-C keeps something

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     classes = info.get("classes")
     if classes is not None:
         rep["ari"] = float(adjusted_rand_index(classes, res.labels))
-    out = report_stream(args.json)
+    out = report_stream(args)
     print(f"radius       {res.radius:.10g}", file=out)
     print(f"lower bound  {res.lower_bound:.10g}  (certified: optimal radius >= this)",
           file=out)

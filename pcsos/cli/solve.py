@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(opts, args, inst)
     gap_log = GapLog(args.log) if args.log else None
     jsonl = JsonlLog(args.jsonl) if args.jsonl else None
-    out = report_stream(args.json)
+    out = report_stream(args)
     printer = None if args.quiet else ProgressPrinter(out)
     sums = {"ineq": 0.0, "cp_iter": 0.0}
     try:
