@@ -104,3 +104,23 @@ def test_cli_bound_threads_default_to_one_on_small_relaxations(tmp_path, monkeyp
     assert main(["bound", str(data), "-k", "2", *(["--threads", given] if given else [])]) == 0
     assert seen == [expected]
     assert blas_threads(BLAS_THREADS_MIN_S) is None and blas_threads(BLAS_THREADS_MIN_S, 2) == 2
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--threads", "0"], "argument --threads: must be >= 1, got 0"),
+    (["--cuts", "all", "--upper-bound", "nan"], "argument --upper-bound: must be >= 0, got nan"),
+    (["--cuts", "all", "--upper-bound", "-5"], "argument --upper-bound: must be >= 0, got -5"),
+])
+def test_cli_bound_refuses_values_it_took_silently(tmp_path, capsys, args, words):
+    # --threads 0 ran on the default pool, --upper-bound nan was ignored, -5 stopped the
+    # loop after one iteration
+    data, _ = _write(tmp_path, np.arange(12.0).reshape(6, 2), 2)
+    with pytest.raises(SystemExit) as exc:
+        main(["bound", str(data), "-k", "2", *args])
+    assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_cli_solve_names_tol_not_the_loops_prune_tol(tmp_path, capsys):
+    data, _ = _write(tmp_path, np.arange(12.0).reshape(6, 2), 2)
+    assert main(["solve", str(data), "-k", "2", "-q", "--tol", "-1"]) == 2
+    assert "tol: tol must be a number in [0, 1), got -1.0" in capsys.readouterr().err

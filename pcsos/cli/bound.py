@@ -27,9 +27,11 @@ from pcsos.cli.common import (
     cut_settings,
     describe_weights_sizes,
     load_instance,
+    positive_int,
     report_stream,
     seconds,
     seed_int,
+    sse_value,
     weights_sizes,
 )
 from pcsos.clock import Deadline
@@ -53,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "clique or star), or none (default: none, the plain SDP)")
     add_cut_arguments(parser, children=False)
     cp = parser.add_argument_group("root options (with --cuts other than none)")
-    cp.add_argument("--upper-bound", type=float, default=float("inf"), metavar="SSE",
+    cp.add_argument("--upper-bound", type=sse_value, default=float("inf"), metavar="SSE",
                     help="a known SSE: stop once (UB - LB)/UB <= --prune-tol (the last "
                          "solve stops there, status 'target': its SDP objective is then that "
                          "of an unconverged iterate; the safe bound is valid)")
@@ -78,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="iteration cap of the solver (default: the backend's)")
     parser.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                         help="wall-clock limit of the solve (the bound stays valid)")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=positive_int, default=None,
                         help="BLAS threads for the solve (default: 1 below s = 500 super-points, "
                              "where more were slower, else as configured); with --method "
                              "colgen, threads of its exact pricing over the cluster's mean "

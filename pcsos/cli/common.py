@@ -68,38 +68,46 @@ def add_instance_arguments(parser: argparse.ArgumentParser, *, weights: bool = F
                                  "order, summing to n; not with --size-min / --size-max")
 
 
-def seed_int(text: str) -> int:
-    """An argparse type: a seed, a whole number >= 0 (numpy refuses a negative one)."""
+def _whole(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= {least}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value
+
+
+def _number(text: str, what: str, unit: str = "") -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if not value >= 0:  # False for NaN
+        raise argparse.ArgumentTypeError(f"must be >= 0{unit}, got {text}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """An argparse type: a seed, a whole number >= 0 (numpy refuses a negative one)."""
+    return _whole(text, 0)
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1 (argparse names the option in its error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return _whole(text, 1)
 
 
 def seconds(text: str) -> float:
     """An argparse type: a number of seconds >= 0 (a time limit; argparse names the option
     in its error)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value >= 0:  # False for NaN
-        raise argparse.ArgumentTypeError(f"must be >= 0 seconds, got {text}")
-    return value
+    return _number(text, "a number of seconds", " seconds")
+
+
+def sse_value(text: str) -> float:
+    """An argparse type: a value of the objective, a number >= 0 or inf (nan is none)."""
+    return _number(text, "a sum of squares")
 
 
 def add_parallel_arguments(parser, *, what: str, where: str) -> None:

@@ -134,7 +134,9 @@ def solver_options(args: argparse.Namespace) -> SolverOptions:
         root_heuristic=None if args.root_heuristic == "none" else args.root_heuristic,
         bound_settings=bound_settings(args, engine=args.bound, backend=args.sdp_backend,
                                       tol=args.sdp_tol),
-        cp_settings=cut_settings(args, args.cuts, args.tol),
+        # SolverOptions sets the loop's prune tolerances to --tol and --abs-tol itself (and
+        # says 'tol' when --tol is bad, not the loop's 'prune_tol')
+        cp_settings=cut_settings(args, args.cuts, 0.0),
         feasibility_backend=args.feasibility_backend, seed=args.seed, order=args.order,
         branching=args.branching)
 
