@@ -25,7 +25,6 @@ import dataclasses
 import html
 import json
 import math
-import numbers
 import os
 import threading
 from collections.abc import Callable
@@ -41,7 +40,16 @@ from pcsos.clock import Deadline
 from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
 from pcsos.errors import InfeasibleError, InputError, is_integer
 from pcsos.feasibility import check_problem
-from pcsos.io import INT_MAX, _json_line, _load_json, _quote, _read_text, jsonable, write_json
+from pcsos.io import (
+    INT_MAX,
+    _json_line,
+    _load_json,
+    _quote,
+    _read_text,
+    json_number,
+    jsonable,
+    write_json,
+)
 from pcsos.log import ProgressPrinter
 from pcsos.node import NodeData, process_node
 from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
@@ -234,9 +242,9 @@ class Result:
             if key not in d:
                 continue
             v = d[key]
-            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
-                raise bad(key, "a number or null")
-            d[key] = none if v is None else float(v)
+            if v is not None and json_number(v) is None:
+                raise bad(key, "a number or null")  # an int of 400 digits too
+            d[key] = none if v is None else json_number(v)
         for key in ("nodes", "root_size", "n", "k"):
             if key in d and not (is_integer(d[key]) and 0 <= d[key] <= INT_MAX):
                 raise bad(key, "a non-negative integer")

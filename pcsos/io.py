@@ -26,6 +26,7 @@ import dataclasses
 import io as _io
 import json
 import math
+import numbers
 import os
 import pathlib
 import signal
@@ -228,6 +229,17 @@ def _quote(text: str, *, quote: bool = True) -> str:
     while len(show(cut)) > width - 3:  # repr escapes ('\x00') make a character wider
         cut = cut[:-1]
     return f"{show(cut)}... ({len(text)} characters)"
+
+
+def json_number(v) -> float | None:
+    """A JSON value as a float when it is a number in the double range (an int of 400
+    digits is JSON, and float() of it an OverflowError), else None; never a bool."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return None
 
 
 class _DuplicateKey(Exception):

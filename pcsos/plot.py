@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import os
 import warnings
 from collections.abc import Iterable, Mapping
@@ -23,7 +22,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from pcsos.errors import BackendUnavailableError, InputError, PcsosError
-from pcsos.io import _lines, _load_json, _quote, _read_text
+from pcsos.io import _lines, _load_json, _quote, _read_text, json_number
 
 __all__ = ["plot_progress", "plot_clusters", "read_run"]
 
@@ -76,7 +75,8 @@ def read_run(path) -> list[dict]:
             v = row.get(key)
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            x = json_number(v)
+            if x is None or not math.isfinite(x):
                 raise InputError(f"{key!r} must be a finite number or null, got "
                                  f"{_quote(repr(v), quote=False)}", source=source, line=t + 1)
         rows.append(row)

@@ -643,3 +643,20 @@ def test_no_reader_can_unpickle_or_evaluate():
         assert not re.search(r"\bpickle\b|\beval\(|\bexec\(|allow_pickle=True", src), mod
         for call in re.findall(r"np\.load\([^)]*\)", src):
             assert "allow_pickle=False" in call, (mod, call)
+
+
+def test_an_integer_past_the_double_range_is_an_input_error(tmp_path):
+    # a JSON integer of 400 digits is valid JSON; float() of it was an internal OverflowError
+    from pcsos.api import Result
+    from pcsos.plot import read_run
+
+    big = "1" + "0" * 400
+    run = tmp_path / "r.jsonl"
+    run.write_text(f'{{"elapsed": {big}, "gub": 1, "global_lb": 0, "gap": 1}}\n')
+    with pytest.raises(InputError, match="r.jsonl:1: 'elapsed' must be a finite number"):
+        read_run(run)
+    res = tmp_path / "r.json"
+    res.write_text(f'{{"labels": null, "objective": {big}, "lower_bound": 0, "gap": 0, '
+                   '"status": "optimal", "message": ""}')
+    with pytest.raises(InputError, match="r.json:1: 'objective' must be a number or null"):
+        Result.from_json(res)
