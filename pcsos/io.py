@@ -283,8 +283,16 @@ def _load_json(text: str, source: str, line: int | None = None):
                          line=line) from None
 
 
+def _plain(token: str) -> bool:
+    """Written as a number is in a file: ASCII, no '_'. Python's int and float also take
+    '1_0' (10), Arabic-Indic and full-width digits, so 'ML 0 1_0' named point 10."""
+    return token.isascii() and "_" not in token
+
+
 def _parse_int(token: str) -> int | None:
     """An integer token (``'3'``, ``'-1'``), else None; ``'3.0'`` is not an integer."""
+    if not _plain(token):
+        return None
     try:
         return int(token)
     except ValueError:
@@ -293,6 +301,8 @@ def _parse_int(token: str) -> int | None:
 
 def _float_token(token: str, source: str, lineno: int, column: int) -> float:
     try:
+        if not _plain(token):
+            raise ValueError(token)
         v = float(token)
     except ValueError:
         raise InputError(f"non-numeric value {_quote(token)} in column {column}",
@@ -303,20 +313,25 @@ def _float_token(token: str, source: str, lineno: int, column: int) -> float:
     return v
 
 
-def _rows_to_matrix(rows: list[tuple[int, list[str]]], source: str) -> np.ndarray:
-    """Convert token rows (already checked for equal length) to float64, naming a bad line."""
+def _rows_to_matrix(rows: list[tuple[int, list[str]]], source: str, text: str
+                    ) -> np.ndarray:
+    """Convert token rows (already checked for equal length) to float64, naming a bad line;
+    ``text``, the file's, says at C speed whether a token may be one that numpy would read
+    but a file should not hold ('1_0', '٣')."""
     if not rows:
         return np.empty((0, 0))
     try:
         X = np.array([r for _, r in rows], dtype=np.float64)
     except ValueError:
         X = None
-    if X is None or not np.isfinite(X).all():
-        # slow path only to find and name the first bad token
+    if X is None or not np.isfinite(X).all() or not _plain(text):
+        # slow path only to find and name the first bad token (the text's '_' or non-ASCII
+        # character may lie outside the rows, e.g. in a CSV header)
         for lineno, toks in rows:
             for c, tok in enumerate(toks, start=1):
                 _float_token(tok, source, lineno, c)
-        raise AssertionError("a bad token must have been found")  # pragma: no cover
+        if X is None or not np.isfinite(X).all():  # pragma: no cover
+            raise AssertionError("a bad token must have been found")
     return X
 
 
@@ -375,7 +390,7 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
         rows.append((t + 1, toks))
     if not rows:
         raise InputError("no data rows after the header", source=source, line=hline + 1)
-    X = _rows_to_matrix(rows, source)
+    X = _rows_to_matrix(rows, source, text)
     n, d = X.shape
     if (hn, hd) != (n, d):
         # a file without a header whose first row is integers reads as one: taking the rows
@@ -454,7 +469,7 @@ def _read_csv(source: str, text: str) -> DataFile:
                          "column is a feature")
     if feat and not feat[0][1]:
         raise InputError("CSV has no feature columns", source=source, line=lineno0)
-    X = _rows_to_matrix(feat, source)
+    X = _rows_to_matrix(feat, source, text)
     return DataFile(X, header, k, classes, notes, source)
 
 
@@ -822,6 +837,8 @@ def read_weights(path, n: int | None = None) -> np.ndarray:
         if not tok:
             continue
         try:
+            if not _plain(tok):
+                raise ValueError(tok)
             v = float(tok)
         except ValueError:
             raise InputError(f"not a number: {_quote(tok)}", source=source, line=t + 1) from None

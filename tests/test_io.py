@@ -365,3 +365,22 @@ def test_only_a_newline_ends_a_line(tmp_path, sep):
     with pytest.raises(InputError) as exc:
         read_constraints(_w(tmp_path, "c.txt", f"ML 0 1{sep}CL 2 3\nML x\n"), n=5)
     assert exc.value.line == 1
+
+
+@pytest.mark.parametrize("token", ["1_0", "\u0663", "\uff11", "1e1_0"])
+def test_numbers_are_written_in_ascii_without_underscores(tmp_path, token):
+    # Python's int and float read '1_0' as 10 and other scripts' digits as digits: a pair
+    # 'ML 0 1_0' named point 10
+    with pytest.raises(InputError, match="non-numeric value"):
+        read_data(_w(tmp_path, "d.txt", f"2 1\n{token}\n1\n"))
+    with pytest.raises(InputError, match="non-numeric value"):
+        read_data(_w(tmp_path, "d.csv", f"x0,class\n{token},0\n1,1\n"))
+    with pytest.raises(InputError, match="indices must be integers"):
+        read_constraints(_w(tmp_path, "c.txt", f"ML 0 {token}\n"), n=20)
+    from pcsos.io import read_weights
+
+    with pytest.raises(InputError, match="not a number"):
+        read_weights(_w(tmp_path, "w.txt", f"{token}\n"), n=1)
+    # a header's names may hold them; the numbers below are read
+    assert read_data(_w(tmp_path, "d.csv", "x_0,class\n1,0\n2,1\n")).X.tolist() == [[1.0],
+                                                                                      [2.0]]
