@@ -812,7 +812,9 @@ def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> Tree
         "optimal": (f"optimal within the relative gap tolerance {tol:g} (gap {gap:.3g})"
                     if gap <= tol else
                     f"optimal within the absolute gap tolerance {st.abs_tol:g} "
-                    f"(gap {ub - lb:.3g})"),
+                    f"(gap {ub - lb:.3g}; relative gap {gap:.3g}, above the tolerance {tol:g}: "
+                    "with values this small, lower abs_tol or rescale the data for a "
+                    "relative certificate)"),
         "infeasible": "no feasible solution exists",
         "node_limit": (f"node limit {max_nodes} reached" if max_nodes
                        else "stopped with unresolved nodes"),

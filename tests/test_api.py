@@ -226,3 +226,14 @@ def test_result_json_keeps_what_null_stood_for():
     assert back.lower_bound == math.inf and back.infeasible_pairs == res.infeasible_pairs
     with pytest.raises(pcsos.InputError, match="not a result: no"):
         pcsos.Result.from_json('{"status": "optimal"}')
+
+
+def test_a_certificate_from_the_absolute_tolerance_says_its_relative_gap():
+    # data at 1e-7 have an SSE below the default abs_tol (1e-10): 'optimal' then certifies
+    # only the absolute gap, and the message says how far the relative one is
+    X = np.random.default_rng(5).normal(size=(12, 2)) * 1e-7
+    res = pcsos.solve(X, 3, tol=0.0, workers=1)
+    assert res.status == "optimal"
+    assert res.objective - res.lower_bound <= pcsos.api.ABS_TOL
+    assert "absolute gap tolerance" in res.message and "relative gap" in res.message
+    assert "lower abs_tol or rescale the data" in res.message
