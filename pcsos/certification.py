@@ -236,7 +236,7 @@ def _certify(inst, labels, subset_size, deadline: Deadline, workers, executor, h
         if h.status != "found":
             why = "stopped before it found" if h.stats.get("interrupted") else "found"
             raise UndecidedError(f"{heuristic} {why} no clustering ({h.status}: "
-                                 f"{h.message}); give one with labels=")
+                                 f"{h.message}); give one (labels=, or --labels FILE)")
         lab, made_by = np.asarray(h.labels), heuristic
     objective = inst.objective(lab)
     floor = spectral_floor(whole)

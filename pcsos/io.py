@@ -525,6 +525,8 @@ def _numpy_data(fh, magic: bytes, source: str, ext: str) -> DataFile:
     if X.ndim != 2 or not np.issubdtype(X.dtype, np.number) or np.iscomplexobj(X):
         raise InputError(f"expected a real n x d array, got shape {X.shape} dtype {X.dtype}",
                          source=source)
+    if X.size == 0:  # else reported later as 'k exceeds n = 0'
+        raise InputError(f"no data: the array has shape {X.shape}", source=source)
     X = X.astype(np.float64)
     bad = ~np.isfinite(X)
     if bad.any():

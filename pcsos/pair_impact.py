@@ -253,7 +253,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
         if res.labels is None:
             raise UndecidedError(f"no clustering to score the pairs against ({res.status}: "
-                                 f"{res.message}); give one with labels=")
+                                 f"{res.message}); give one (labels=, or --labels FILE)")
         lab, optimal = np.asarray(res.labels), res.status == "optimal"
         if not optimal:
             notes.append(f"the solve stopped ({res.status}, gap {res.gap:.3%}): the scores "

@@ -241,3 +241,16 @@ def test_write_json_is_numpy_aware(capsys, tmp_path):
     assert back == {"a": [0, 1, 2], "b": None, "c": 4, "d": [1.5, None], "e": "x/y", "f": True}
     write_json("-", {"x": np.int64(1)})
     assert json.loads(capsys.readouterr().out) == {"x": 1}
+
+
+def test_the_clustering_file_of_certify_and_impact_is_named_in_its_error(capsys, tmp_path):
+    d, c = _files(tmp_path, cons="CL 0 1\n")
+    lab = tmp_path / "lab.txt"
+    lab.write_text("0\n0\n1\n1\n")  # puts 0 and 1, cannot-linked, together
+    from pcsos.cli import main
+
+    for command in ("certify", "impact"):
+        capsys.readouterr()
+        assert main([command, str(d), "-c", str(c), "-k", "2", "--labels", str(lab)]) == 2
+        err = capsys.readouterr().err
+        assert f"{lab}: the clustering breaks 1 pair(s): cannot-link (0, 1)" in err, err

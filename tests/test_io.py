@@ -384,3 +384,11 @@ def test_numbers_are_written_in_ascii_without_underscores(tmp_path, token):
     # a header's names may hold them; the numbers below are read
     assert read_data(_w(tmp_path, "d.csv", "x_0,class\n1,0\n2,1\n")).X.tolist() == [[1.0],
                                                                                       [2.0]]
+
+
+def test_an_empty_numpy_array_is_no_data(tmp_path):
+    # it was reported later as 'k = 2 exceeds the number of points n = 0'
+    path = tmp_path / "e.npy"
+    np.save(path, np.zeros((0, 2)))
+    with pytest.raises(InputError, match=r"no data: the array has shape \(0, 2\)"):
+        read_data(path)

@@ -35,6 +35,7 @@ from pcsos.cli.common import (
 from pcsos.clock import Deadline
 from pcsos.errors import InputError, UndecidedError
 from pcsos.io import read_labels, write_json
+from pcsos.problem import check_start
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     time_limit = Deadline(args.time_limit)  # it covers loading too
     inst, info = load_instance(args)
-    labels = read_labels(args.label_file) if args.label_file else None
+    # checked here, so that an error names the file, not the API's 'labels'
+    labels = (check_start(inst, read_labels(args.label_file), source=args.label_file)
+              if args.label_file else None)
     out = report_stream(args)
 
     def progress(stage, done, total, bound):

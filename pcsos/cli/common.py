@@ -285,8 +285,9 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
         info["k_source"] = "header" if data.header.startswith("n d") else "class column"
         info["data_notes"].append(f"k = {k} taken from the {info['k_source']} (no -k given)")
     else:
-        raise InputError("k is unknown: give -k K (the data file has no 'n d k' header and "
-                         "no class column)", source="-k")
+        # a header's k = 0 means none (the reader's note says so)
+        raise InputError("k is unknown: give -k K (the data file gives no k: no 'n d k' "
+                         "header with k >= 1 and no class column)", source="-k")
     ml: list = []
     cl: list = []
     cpath = getattr(args, "constraints", None)

@@ -21,6 +21,7 @@ from pcsos.cli import Interrupts
 from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, seed_int
 from pcsos.errors import UndecidedError
 from pcsos.io import read_labels, write_json
+from pcsos.problem import check_start
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from pcsos.pair_impact import impact  # lazy: start-up (the solver loads for this command only)
 
     inst, info = load_instance(args)
-    labels = read_labels(args.label_file) if args.label_file else None
+    # checked here, so that an error names the file, not the API's 'labels'
+    labels = (check_start(inst, read_labels(args.label_file), source=args.label_file)
+              if args.label_file else None)
     out = report_stream(args)
 
     def progress(done: int, total: int) -> None:
