@@ -80,3 +80,13 @@ def test_solve_cli_passes_cut_settings_to_the_loop(tiny_files, tmp_path):
     assert cp["eps_active"] == 1e-3 and cp["max_rounds_child"] == 7
     assert cp["max_cuts"] == 500 and cp["eps_violation"] == 2e-4 and cp["loose_tol"] is None
     assert cp["eps_violation_fine"] == 3e-5 and cp["fine_gap"] == 5e-4
+
+
+def test_an_empty_cut_list_is_an_error_not_none(tmp_path, capsys):
+    # '' meant 'none' without a word
+    from pcsos.cli import main
+
+    data = tmp_path / "d.txt"
+    data.write_text("6 2\n0 0\n0 1\n1 0\n5 5\n5 6\n6 5\n")
+    assert main(["solve", str(data), "-k", "2", "-q", "--cuts", ""]) == 2
+    assert "no cut family given" in capsys.readouterr().err

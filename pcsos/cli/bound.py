@@ -27,10 +27,10 @@ from pcsos.cli.common import (
     cut_settings,
     describe_weights_sizes,
     load_instance,
+    nonnegative_int,
     positive_int,
     report_stream,
     seconds,
-    seed_int,
     sse_value,
     weights_sizes,
 )
@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "of an unconverged iterate; the safe bound is valid)")
     cp.add_argument("--prune-tol", type=float, default=1e-4,
                     help="pruning tolerance for --upper-bound (default 1e-4)")
-    cp.add_argument("--seed", type=seed_int, default=0,
+    cp.add_argument("--seed", type=nonnegative_int, default=0,
                     help="seed of the triangle visiting order (default 0)")
     parser.add_argument("--method", choices=ENGINES, default="sdp",
                         help="the bound: sdp (default: the Peng-Wei SDP, with --cuts), "

@@ -28,9 +28,9 @@ from pcsos.cli.common import (
     add_parallel_arguments,
     bound_settings,
     load_instance,
+    nonnegative_int,
     report_stream,
     seconds,
-    seed_int,
 )
 from pcsos.clock import Deadline
 from pcsos.errors import InputError, UndecidedError
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="for the whole run (default: none)")
     add_parallel_arguments(parser, what="subsets", where="bounded at once, each in its own "
                            "process")
-    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (default: 0)")
     add_bound_arguments(parser)
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result with the partition as JSON ('-' = stdout)")

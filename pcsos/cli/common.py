@@ -89,8 +89,9 @@ def _number(text: str, what: str, unit: str = "") -> float:
     return value
 
 
-def seed_int(text: str) -> int:
-    """An argparse type: a seed, a whole number >= 0 (numpy refuses a negative one)."""
+def nonnegative_int(text: str) -> int:
+    """An argparse type: a whole number >= 0 (a seed: numpy refuses a negative one; a
+    count)."""
     return _whole(text, 0)
 
 

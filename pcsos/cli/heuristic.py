@@ -26,10 +26,10 @@ from pcsos.cli.common import (
     add_instance_arguments,
     describe_weights_sizes,
     load_instance,
+    nonnegative_int,
     parse_options,
     report_stream,
     seconds,
-    seed_int,
     weights_sizes,
 )
 from pcsos.clock import Deadline
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME",
                         help="heuristic: " + ", ".join(available_heuristics()))
     add_instance_arguments(parser, weights=True, sizes=True)
-    parser.add_argument("--seed", type=seed_int, default=None,
+    parser.add_argument("--seed", type=nonnegative_int, default=None,
                         help="random seed (default: fresh entropy)")
     parser.add_argument("--time-limit", metavar="SECONDS", type=seconds, default=None,
                         help="wall-clock limit of the heuristic (default: none)")

@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from pcsos.cli import Interrupts
-from pcsos.cli.common import add_instance_arguments, load_instance, report_stream, seed_int
+from pcsos.cli.common import add_instance_arguments, load_instance, nonnegative_int, report_stream
 from pcsos.errors import UndecidedError
 from pcsos.io import read_labels, write_json
 from pcsos.problem import check_start
@@ -36,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="re-solve each instance without one pair exactly (slow)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="for the first solve and for each re-solve")
-    parser.add_argument("--seed", type=seed_int, default=0, help="random seed (default: 0)")
-    parser.add_argument("--top", type=int, default=20, metavar="N",
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--top", type=nonnegative_int, default=20, metavar="N",
                         help="pairs printed (default: 20; --json has them all)")
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write every pair's scores as JSON ('-' = stdout)")

@@ -13,9 +13,9 @@ import argparse
 from pcsos.cli.common import (
     add_instance_arguments,
     load_instance,
+    nonnegative_int,
     report_stream,
     seconds,
-    seed_int,
 )
 from pcsos.heuristics.metrics import adjusted_rand_index
 from pcsos.io import write_json
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result (labels, centers, radius, bound) as JSON "
                              "('-' = stdout)")
-    parser.add_argument("--seed", type=seed_int, default=None,
+    parser.add_argument("--seed", type=nonnegative_int, default=None,
                         help="order of equal-size cannot-link cliques (default: fixed)")
     parser.add_argument("--search", choices=("auto", "exact", "bisect"), default="auto",
                         help="radius search: exact over all pairwise distances, bisection, "

@@ -31,9 +31,9 @@ from pcsos.cli.common import (
     cut_settings,
     describe_weights_sizes,
     load_instance,
+    nonnegative_int,
     print_notes,
     report_stream,
-    seed_int,
     weights_sizes,
 )
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS
@@ -115,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--feasibility-backend", choices=("highs", "gurobi"),
                      default=_DEFAULTS.feasibility_backend,
                      help="ILP backend of the node feasibility checks (default: highs)")
-    alg.add_argument("--seed", type=seed_int, default=0, help="random seed (default: 0)")
+    alg.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (default: 0)")
     alg.add_argument("--init-labels", metavar="FILE",
                      help="a clustering to start from, one integer label per line (k distinct "
                           "values, every pair obeyed): the first incumbent")

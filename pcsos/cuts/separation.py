@@ -53,6 +53,9 @@ def parse_families(families: str | Iterable[str] | None) -> tuple[str, ...]:
     if families is None:
         return PAPER_FAMILIES
     if isinstance(families, str):
+        if not families.strip():  # '' meant 'none' without a word; 'none' says it
+            raise ValueError("no cut family given: use all, none, "
+                             f"{', '.join(FAMILIES)} or a comma list")
         families = [f.strip() for f in families.split(",") if f.strip()]
     out: list[str] = []
     for f in families:
