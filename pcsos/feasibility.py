@@ -38,6 +38,7 @@ cluster). After steps 1-2 the checks are then:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -230,6 +231,36 @@ def spread_labels(colours: np.ndarray, k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the decision
+def dsatur(s: int, edges) -> np.ndarray:
+    """DSATUR's colouring of the graph on 0..s-1 with ``edges``: the uncoloured vertex of
+    most distinct neighbour colours next (ties: most neighbours, then the smallest index),
+    each given its smallest free colour. The same colouring as networkx's
+    ``saturation_largest_first``, which scans every vertex at every step (5 000 vertices
+    took 13 s, 20 000 more than 5 minutes); a heap makes it O((s + m) log s) (0.1 s at
+    20 000)."""
+    adj: list[list[int]] = [[] for _ in range(s)]
+    for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2).tolist():
+        adj[a].append(b)
+        adj[b].append(a)
+    colours = [-1] * s
+    seen: list[set[int]] = [set() for _ in range(s)]  # the neighbours' colours
+    heap = [(0, -len(adj[v]), v) for v in range(s)]
+    heapq.heapify(heap)
+    while heap:
+        neg_sat, _, v = heapq.heappop(heap)
+        if colours[v] >= 0 or -neg_sat != len(seen[v]):  # coloured, or a stale entry
+            continue
+        c = 0
+        while c in seen[v]:
+            c += 1
+        colours[v] = c
+        for u in adj[v]:
+            if colours[u] < 0 and c not in seen[u]:
+                seen[u].add(c)
+                heapq.heappush(heap, (-len(seen[u]), -len(adj[u]), u))
+    return np.asarray(colours, dtype=np.int64)
+
+
 def _decide(problem: Problem, backend: str, deadline: Deadline, method: str) -> Feasibility:
     s, k, cl = problem.s, problem.k, problem.cl
     after = " after k = 2 inference" if problem.k == 2 and problem.infer_k2 else ""
@@ -250,18 +281,17 @@ def _decide(problem: Problem, backend: str, deadline: Deadline, method: str) -> 
         return Feasibility(True, "bipartite",
                            "feasible: k = 2 and the cannot-link graph on the super-points is "
                            "bipartite", super_labels=colour)
-    G = nx.Graph()
-    G.add_nodes_from(range(s))
-    G.add_edges_from(map(tuple, cl.tolist()))
     if method == "auto":
-        col = nx.coloring.greedy_color(G, strategy="saturation_largest_first")
-        colours = np.array([col[v] for v in range(s)], dtype=np.int64)
+        colours = dsatur(s, cl)
         m = int(colours.max()) + 1 if s else 0
         if m <= k:
             return Feasibility(True, "dsatur",
                                f"feasible: DSATUR coloured the cannot-link graph on {s} "
                                f"super-points with {m} <= k = {k} colours",
                                super_labels=colours)
+    G = nx.Graph()
+    G.add_nodes_from(range(s))
+    G.add_edges_from(map(tuple, cl.tolist()))
     core, order = _k_core(G, k)
     if method == "auto":
         clique = _find_clique(G.subgraph(core), k + 1, deadline)
@@ -514,12 +544,11 @@ def _colouring_conflict(problem: Problem, deadline: Deadline) -> Feasibility | N
         return Feasibility(False, "odd_cycle",
                            "infeasible: k = 2 but the cannot-link pairs form an odd cycle: "
                            + _fmt_pairs(pairs), pairs=pairs)
+    if int(dsatur(s, cl).max()) + 1 <= k:
+        return None
     G = nx.Graph()
     G.add_nodes_from(range(s))
     G.add_edges_from(map(tuple, cl.tolist()))
-    col = nx.coloring.greedy_color(G, strategy="saturation_largest_first")
-    if max(col.values()) + 1 <= k:
-        return None
     core, _ = _k_core(G, k)
     clique = _find_clique(G.subgraph(core), k + 1, deadline)
     if clique is None:

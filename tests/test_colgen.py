@@ -1288,3 +1288,17 @@ def test_smoothed_duals_that_misprice_are_priced_again_before_a_stall(seed, monk
     assert plain.status == "solved"
     assert res.status == "solved"
     assert res.lower_bound == pytest.approx(plain.lower_bound, rel=1e-6)
+
+
+def test_the_heuristic_pricing_tries_no_centre_past_its_deadline():
+    # it had none: at s = 5 000 with 5 000 cannot-link pairs a call took 4 s, and
+    # `pcsos bound --method colgen --time-limit 3` ran 30 s
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 2))
+    prob = Problem.from_instance(make_instance(X, 4, cl=[(0, 1), (2, 3)]))
+    data = PricingData.from_problem(prob)
+    pi = np.full(prob.s, 2.0 * float(np.sum(data.q)) / prob.s)
+    assert price_heuristic(data, pi, data.m)  # columns, given the time
+    gone = Deadline(0.0)
+    assert gone.expired()
+    assert price_heuristic(data, pi, data.m, deadline=gone) == []

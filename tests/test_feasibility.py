@@ -227,3 +227,26 @@ def test_child_node_verdict_agrees_with_brute_force(data, pick, as_cl):
         assert pairs_satisfied(res.labels, np.array(list(ml) + extra_ml).reshape(-1, 2),
                                np.array(list(cl) + extra_cl).reshape(-1, 2))
         assert len(np.unique(res.labels)) == k
+
+
+def test_dsatur_colours_as_networkx_does():
+    # the heap-based DSATUR replaced networkx's O(s^2) one (13 s at s = 5 000): the same
+    # order and the same colours, vertex for vertex, and a proper colouring
+    import networkx as nx
+
+    from pcsos.feasibility import dsatur
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        s = int(rng.integers(1, 80))
+        m = int(rng.integers(0, 3 * s + 1))
+        edges = {tuple(sorted(map(int, rng.choice(s, 2, replace=False))))
+                 for _ in range(m)} if s > 1 else set()
+        edges = sorted(edges)
+        G = nx.Graph()
+        G.add_nodes_from(range(s))
+        G.add_edges_from(edges)
+        ref = nx.coloring.greedy_color(G, strategy="saturation_largest_first")
+        col = dsatur(s, edges)
+        assert col.tolist() == [ref[v] for v in range(s)]
+        assert all(col[a] != col[b] for a, b in edges)

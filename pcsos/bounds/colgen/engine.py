@@ -541,7 +541,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         pick = rng.choice(s, size=min(s, RANDOM_CENTRES), replace=False)
         centres = np.vstack(centres + [data.m[pick]]) if centres else data.m[pick]
         t = clock.elapsed()
-        found = price_heuristic(data, pi, centres, max_columns=COLUMNS_PER_ITERATION)
+        found = price_heuristic(data, pi, centres, max_columns=COLUMNS_PER_ITERATION,
+                                deadline=clock)
         if sr is not None and np.any(rho < 0):
             def value(c, pi_lp=pi_lp, rho=rho):
                 idx = np.asarray(c)
