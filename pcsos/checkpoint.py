@@ -275,10 +275,11 @@ def _check_problem_values(inst: Instance, ref: _Reference, e, W, cl, labels,
         raise _Corrupt("a problem with an empty super-point")
     if not pairs_satisfied(labels, inst.ml, np.zeros((0, 2), dtype=np.int64)):
         raise _Corrupt("a problem that splits a must-link pair")
-    have = {(int(a), int(b)) for a, b in np.sort(cl, axis=1)}
-    need = {(int(a), int(b)) for a, b in np.sort(labels[inst.cl], axis=1)} if len(
-        inst.cl) else set()
-    if any(a == b for a, b in need) or not need <= have:
+    # as keys a * s + b of sorted pairs, in numpy: a resume reads every open node
+    need = np.sort(labels[inst.cl], axis=1) if len(inst.cl) else np.zeros((0, 2), np.int64)
+    have = np.sort(cl, axis=1)
+    if np.any(need[:, 0] == need[:, 1]) or not np.isin(
+            need[:, 0] * s + need[:, 1], have[:, 0] * s + have[:, 1]).all():
         raise _Corrupt("a problem that drops a cannot-link pair")
     e_ref = np.bincount(labels, weights=ref.w, minlength=s)
     W_ref = group_sums(labels, ref.wXc, s)

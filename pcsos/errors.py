@@ -15,14 +15,17 @@ def is_integer(v) -> bool:
 
 
 def check_seed(seed, source: str = "seed") -> None:
-    """Raise :class:`InputError` unless ``seed`` is one numpy takes: None, an integer >= 0,
-    a ``numpy.random.SeedSequence`` or ``Generator`` (a negative one failed deep inside a
-    heuristic, as an internal error)."""
+    """Raise :class:`InputError` unless ``seed`` is one ``numpy.random.default_rng`` takes:
+    None, an integer >= 0, a sequence of them, a ``SeedSequence``, ``BitGenerator`` or
+    ``Generator`` (a negative one failed deep inside a heuristic, as an internal error)."""
     import numpy as np
 
-    if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.Generator)):
+    if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator,
+                                         np.random.Generator)):
         return
-    if not (is_integer(seed) and seed >= 0):
+    many = isinstance(seed, (list, tuple, np.ndarray))
+    values = list(np.ravel(np.asarray(seed, dtype=object))) if many else [seed]
+    if not (values if many else True) or not all(is_integer(v) and v >= 0 for v in values):
         raise InputError(f"seed must be a non-negative integer, got {seed!r}", source=source)
 
 

@@ -397,8 +397,8 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
         # would drop that point and shift every pair index after it, so neither reading is
         # taken for the user
         said = ", ".join([f"n = {hn}"] * (hn != n) + [f"d = {hd}"] * (hd != d))
-        fix = (f"; if it is a point, the file has no header: add '{n + 1} {d}' above it"
-               if len(htoks) == d and hn != n else "")
+        fix = (f"; if it is a point, the file has no header: add one above it, '{n + 1} {d}' "
+               f"({n + 1} points of {d} values)" if len(htoks) == d and hn != n else "")
         raise InputError(f"the header {_quote(lines[hline].strip())} says {said}, but the "
                          f"file has {n} data rows of {d} values: give the header the rows' "
                          f"count and width{fix}", source=source, line=hline + 1)
@@ -416,9 +416,17 @@ def _read_csv(source: str, text: str) -> DataFile:
         # e.g. a field over the csv module's 131072-character limit: bad input, not a crash
         raise InputError(f"not readable as CSV: {exc}", source=source,
                          line=reader.line_num) from None
+    notes: list[str] = []
+    # rows of empty fields after the last data row (a spreadsheet's export leaves them)
+    # shift no index: dropped, with a note; between data rows they stay errors
+    tail = 0
+    while lines and not any(lines[-1][1]):
+        lines.pop()
+        tail += 1
+    if tail:
+        notes.append(f"{tail} row(s) of empty fields after the last data row ignored")
     if not lines:
         raise InputError("empty CSV file", source=source)
-    notes: list[str] = []
     lineno0, first = lines[0]
     has_header = any(_is_not_number(c) for c in first)
     if has_header:

@@ -19,6 +19,7 @@ import sys
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 
 import numpy as np
@@ -48,7 +49,8 @@ def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
                              source=name)
         i, j = _integer(i), _integer(j)
         if not (0 <= i < n and 0 <= j < n):
-            raise InputError(f"pair #{t} ({i}, {j}): index out of range 0..{n - 1}", source=name)
+            raise InputError(f"pair #{t} ({_short(i)}, {_short(j)}): index out of range "
+                             f"0..{n - 1}", source=name)
         if i == j:
             raise InputError(f"pair #{t} ({i}, {j}): self pair", source=name)
         out[t] = (min(i, j), max(i, j))
@@ -286,12 +288,14 @@ def _real_array(values, what: str, source: str) -> np.ndarray:
         raise InputError(f"{what}: {exc}", source=source) from None
     if raw.dtype.kind not in "biufO":
         raise InputError(f"{what} (dtype {raw.dtype})", source=source)
-    if raw.dtype.kind == "O" and not all(isinstance(v, numbers.Real) and not isinstance(
-            v, (bool, np.bool_)) for v in raw.ravel()):
+    # an object array: pandas' mix of float and bool columns (get_dummies), Decimals; a
+    # bool is 0 or 1 there as in a bool array
+    if raw.dtype.kind == "O" and not all(isinstance(v, (numbers.Real, np.bool_, Decimal))
+                                         for v in raw.ravel()):
         raise InputError(f"{what} (a value that is not a real number)", source=source)
     try:
         return np.array(raw, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int of 400 digits
         raise InputError(f"{what}: {exc}", source=source) from None
 
 
@@ -324,10 +328,18 @@ def _integer(v) -> int | None:
     a string ('2', ' 1'), a complex or nan."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
         return None
+    if isinstance(v, numbers.Integral):  # exact, however large (float() of 10**400 fails)
+        return int(v)
     try:
         return int(v) if float(v).is_integer() else None
     except (OverflowError, ValueError):
         return None
+
+
+def _short(i: int) -> str:
+    """An integer for a message: a 400-digit one is not printed whole."""
+    text = str(i)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
 
 
 def _whole(v, name: str) -> int:

@@ -80,10 +80,11 @@ def test_a_header_that_disagrees_with_the_rows_is_an_error(capsys, tmp_path):
     d, _ = _files(tmp_path, "9 3\n0 0\n0 1\n5 5\n")
     code, _, err = _run(capsys, d, "-k", "2")
     assert code == 2 and ":1: the header '9 3' says n = 9, d = 3" in err
-    assert "3 data rows of 2 values" in err and "add '4 2' above it" in err
+    assert "3 data rows of 2 values" in err
+    assert "add one above it, '4 2' (4 points of 2 values)" in err
     d, _ = _files(tmp_path, "0 0\n0 1\n1 0\n5 5\n")  # no header: its first point is '0 0'
     code, _, err = _run(capsys, d, "-k", "2")
-    assert code == 2 and "add '4 2' above it" in err
+    assert code == 2 and "add one above it, '4 2' (4 points of 2 values)" in err
     d, _ = _files(tmp_path, "5 2\n0 0\n0 1\n5 5\n")  # a stale count, the width right
     code, _, err = _run(capsys, d, "-k", "2")
     assert code == 2 and "says n = 5," in err

@@ -192,3 +192,9 @@ def test_one_output_at_most_goes_to_stdout_and_then_the_report_does_not():
     lines = p.stdout.splitlines()
     assert len(lines) == 75 and all(line.isdigit() for line in lines), p.stdout[:200]
     assert "Nodes" in p.stderr
+
+
+def test_a_checkpoint_cannot_go_to_stdout():
+    p = _run(BLOBS, "-k", 3, "-q", "--checkpoint", "-")
+    assert p.returncode == 2 and "give it a file, not '-'" in p.stderr
+    assert not (ROOT / "-").exists()

@@ -342,7 +342,7 @@ def test_ipc_kmeans_kcenter_start_is_valid_and_never_worse_than_alone():
     ({"n_init": "abc"}, "n_init='abc': expected an integer >= 1"),
     ({"n_init": -5}, "n_init=-5: expected an integer >= 1"),
     ({"n_init": 1.5}, "n_init=1.5: expected an integer >= 1"),
-    ({"tol": float("nan")}, "tol=nan: expected a finite number"),
+    ({"tol": float("nan")}, "tol=nan: expected a number (not nan)"),
     ({"kcenter_start": 1}, "expected true or false"),
     ({"init": 3}, "expected a string"),
     ({"bogus": 1}, "unknown ipc-kmeans option 'bogus'"),
@@ -359,3 +359,19 @@ def test_heuristic_options_are_checked_before_any_run(options, words):
     with pytest.raises(InputError, match=re.escape(words)):
         pcsos.solve(X, 2, heuristic_options=options)
     check_options("s-mdeclust", {"tol": -1.0, "P": None, "assign_time_limit": None})
+
+
+def test_check_options_takes_what_signatures_allow():
+    # Optional[...] None, inf for a limit, numpy scalars, and the tree's init_labels
+    from typing import Optional
+
+    from pcsos.heuristics import check_options
+
+    def plug(problem, Z, rng, deadline, *, limit: Optional[float] = 5.0, **kw):  # noqa: UP045
+        return HeuristicResult(status="no_solution")
+
+    register_heuristic("test-check-options", plug)
+    check_options("test-check-options", {"limit": None})
+    check_options("repair", {"max_seconds": math.inf})
+    check_options("ipc-kmeans", {"tol": np.float32(1e-4), "n_init": np.int64(3),
+                                 "init_labels": [0, 1]})

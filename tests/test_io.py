@@ -392,3 +392,10 @@ def test_an_empty_numpy_array_is_no_data(tmp_path):
     np.save(path, np.zeros((0, 2)))
     with pytest.raises(InputError, match=r"no data: the array has shape \(0, 2\)"):
         read_data(path)
+
+
+def test_rows_of_empty_fields_after_the_data_are_dropped_with_a_note(tmp_path):
+    # a spreadsheet leaves them; they shift no index (between data rows they are errors)
+    df = read_data(_w(tmp_path, "d.csv", "a,b\r\n1.5,2\r\n3,4\r\n,\r\n,\r\n"))
+    assert df.X.tolist() == [[1.5, 2.0], [3.0, 4.0]]
+    assert any("2 row(s) of empty fields after the last data row" in n for n in df.notes)

@@ -277,3 +277,15 @@ def test_a_negative_seed_is_an_input_error_at_every_entry(call):
            "kcenter": lambda: kcenter_solve(X, 2, seed=-1)}[call]
     with pytest.raises(InputError, match="seed must be a non-negative integer, got -1"):
         run()
+
+
+def test_check_seed_takes_what_default_rng_takes():
+    from pcsos.errors import check_seed
+
+    for seed in (None, 0, np.int64(4), [1, 2], np.random.PCG64(1),
+                 np.random.SeedSequence(3), np.random.default_rng(5)):
+        check_seed(seed)
+        np.random.default_rng(seed)  # numpy agrees
+    for seed in (-1, [1, -2], [], "a", 1.5):
+        with pytest.raises(InputError, match="seed must be a non-negative integer"):
+            check_seed(seed)

@@ -155,3 +155,18 @@ def test_group_sums_agrees_in_every_regime(monkeypatch, d):
     np.testing.assert_allclose(dense, want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(large, want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(problem_mod.group_sums(labels, M[:, 0], 9), want[:, 0])
+
+
+def test_input_a_review_found_refused_or_untyped():
+    # pandas' mix of float and bool columns is an object array (get_dummies); Decimals are
+    # numbers; an integer of 400 digits is out of range, not 'not an integer', and shown cut
+    from decimal import Decimal
+
+    X = np.array([[1.0, True], [2.0, False], [3.0, True]], dtype=object)
+    assert make_instance(X, 2).X.tolist() == [[1.0, 1.0], [2.0, 0.0], [3.0, 1.0]]
+    assert make_instance([[Decimal("1.5")], [Decimal(2)]], 1).X.tolist() == [[1.5], [2.0]]
+    with pytest.raises(InputError, match=r"index out of range 0\.\.2") as exc:
+        make_instance([[0.0], [1.0], [2.0]], 2, ml=[(0, 10 ** 400)])
+    assert "(401 digits)" in str(exc.value)
+    with pytest.raises(InputError, match="not a numeric matrix"):
+        make_instance([[10 ** 400], [1], [2]], 2)

@@ -34,9 +34,10 @@ def report_stream(args: argparse.Namespace):
 
 
 def _to_stdout(args: argparse.Namespace) -> list[str]:
-    """The output options of ``args`` that name ``-`` (stdout)."""
+    """The output options of ``args`` that name ``-`` (stdout; a checkpoint is a file)."""
     return [_option_name(name) for name in OUTPUT_OPTIONS
-            if (p := getattr(args, name, None)) is not None and os.fspath(p) == "-"]
+            if name != "checkpoint" and (p := getattr(args, name, None)) is not None
+            and os.fspath(p) == "-"]
 
 
 def add_instance_arguments(parser: argparse.ArgumentParser, *, weights: bool = False,
@@ -378,6 +379,9 @@ def check_output_paths(args: argparse.Namespace) -> None:
               for name in INPUT_OPTIONS if (p := getattr(args, name, None)) is not None}
     for name in OUTPUT_OPTIONS:
         path = getattr(args, name, None)
+        if name == "checkpoint" and path is not None and os.fspath(path) == "-":
+            raise InputError("a checkpoint is an archive to resume from: give it a file, not "
+                             "'-'", source="--checkpoint")
         if path is None or os.fspath(path) == "-":
             continue
         path = os.fspath(path)

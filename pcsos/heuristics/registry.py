@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import math
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -172,8 +173,8 @@ _RESERVED = ("problem", "Z", "rng", "deadline", "name", "seed", "time_limit", "b
 
 def _check_options(name: str, heur, options: dict, source: str) -> None:
     """Each option a keyword the heuristic takes, of its default's kind: an integer where
-    the default is one (>= 1 where the default is a count >= 1), a finite real number, a
-    bool, a string; None where the annotation allows it. A
+    the default is one (>= 1 where the default is a count >= 1), a real number (not nan),
+    a bool, a string; None where the annotation allows it. A
     heuristic that collects unknown options in ``**_name`` (the built-in ones) refuses
     them; a plugin's ``**kwargs`` takes what it likes. Before this, ``n_init='abc'`` was an
     internal error deep in a run, ``n_init=-5`` ran nothing and ``seed=3`` collided with the
@@ -184,6 +185,8 @@ def _check_options(name: str, heur, options: dict, source: str) -> None:
         return
     rest = next((p for p in params.values() if p.kind is p.VAR_KEYWORD), None)
     for key, value in options.items():
+        if key == "init_labels":  # the tree's warm start: run_heuristic drops it, with a note
+            continue
         if key in _RESERVED:
             raise InputError(f"{key!r} is not an option of {name} but an argument of the call "
                              "itself (the commands' --seed and --time-limit)", source=source)
@@ -195,7 +198,9 @@ def _check_options(name: str, heur, options: dict, source: str) -> None:
                                  f"{', '.join(known)})", source=source)
             continue
         default = p.default
-        if value is None and (default is None or "None" in str(p.annotation)):
+        # None where the signature allows it: 'float | None', Optional[float], a default None
+        if value is None and (default is None or "None" in str(p.annotation)
+                              or "Optional" in str(p.annotation)):
             continue
         if default is p.empty or default is None:
             continue
@@ -212,7 +217,7 @@ def _option_kind(default) -> str | None:
         return "an integer >= 1" if default >= 1 else "an integer >= 0" if default >= 0 \
             else "an integer"
     if isinstance(default, float):
-        return "a finite number"
+        return "a number (not nan)"
     if isinstance(default, str):
         return "a string"
     return None
@@ -225,9 +230,10 @@ def _option_fits(value, default) -> bool:
         return is_integer(value) and value >= min(default, 1) if default >= 0 else \
             is_integer(value)
     if isinstance(default, float):
-        # no sign: a negative tolerance turns its stopping test off (s-mdeclust's tests)
-        return isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and math.isfinite(value)
+        # no sign: a negative tolerance turns its stopping test off (s-mdeclust's tests);
+        # inf is a limit's 'none' (repair's max_seconds)
+        return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+            and not math.isnan(value)
     return isinstance(value, str)
 
 
@@ -249,7 +255,7 @@ def check_options(name: str, options: dict | None, source: str = "heuristic_opti
     -------
     None
         Each option is a keyword the heuristic takes, of its default's kind (an integer
-        >= 1 for a count, a finite number, a bool, a string).
+        >= 1 for a count, a number that is not nan, a bool, a string).
 
     Raises
     ------
