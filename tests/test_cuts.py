@@ -165,10 +165,18 @@ def _problem(rng, n, k, n_ml, n_cl):
     return Problem.from_instance(make_instance(X, k, ml, cl)), hidden
 
 
-def _child_clusterings(child: Problem):
-    """Clustering matrices of every feasible clustering of a (small) child problem."""
-    for lab in feasible_partitions(child.s, child.k, cl=[tuple(p) for p in child.cl]):
-        yield clustering_matrix(lab, child.e)
+def _child_clusterings(child: Problem, ml, cl):
+    """Clustering matrices, in the child's super-points, of every clustering of the original
+    points that obeys ``ml`` and ``cl`` (the parent's pairs and the branching decision,
+    written on the original points: not read off the child the code under test built).
+    Each must keep the child's super-points whole, and their masses must be their points'."""
+    pl = child.point_labels
+    np.testing.assert_array_equal(child.e, np.bincount(pl, minlength=child.s))
+    for lab in feasible_partitions(child.n, child.k, ml, cl):
+        sp = np.full(child.s, -1, dtype=np.int64)
+        sp[pl] = lab
+        assert np.array_equal(sp[pl], lab), "a child super-point splits a clustering"
+        yield clustering_matrix(sp, child.e)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,6 +200,11 @@ def test_inherited_cuts_stay_valid_for_every_child_clustering(seed, n, k, n_ml, 
         return
     i, j = pairs[rng.integers(len(pairs))]
     child = parent.merge(i, j) if ml_child else parent.add_cl(i, j)
+    ia = int(np.flatnonzero(parent.point_labels == i)[0])
+    ib = int(np.flatnonzero(parent.point_labels == j)[0])
+    ml0 = [tuple(map(int, p)) for p in parent.instance.ml]
+    cl0 = [tuple(map(int, p)) for p in parent.instance.cl]
+    ml_c, cl_c = (ml0 + [(ia, ib)], cl0) if ml_child else (ml0, cl0 + [(ia, ib)])
     inherited, cut_map = inherit_cuts_map(cuts, child)
     assert inherited.m <= cuts.m and len(cut_map) == cuts.m
     # every child cut comes from a parent cut, numbered in order of first appearance
@@ -202,7 +215,7 @@ def test_inherited_cuts_stay_valid_for_every_child_clustering(seed, n, k, n_ml, 
     if not ml_child and child.s == parent.s:
         assert inherited is cuts
     checked = 0
-    for Zc in _child_clusterings(child):
+    for Zc in _child_clusterings(child, ml_c, cl_c):
         assert np.all(inherited.violation(Zc) <= TOL)
         checked += 1
     assert checked > 0  # the child is feasible by construction
@@ -459,14 +472,16 @@ def test_loop_on_children_with_inherited_cuts():
     root = cutting_plane_loop(prob, seed=0, time_limit=10, bound_settings=FAST)
     Z = root.sdp.Z
     i, j = np.unravel_index(np.argmax(np.triu(Z, 1)), Z.shape)
-    for child in (prob.merge(i, j), prob.add_cl(i, j)):
+    # the child's pairs from the branching decision on the original points, not from the
+    # child problem that the merge under test built
+    ia = int(np.flatnonzero(prob.point_labels == i)[0])
+    ib = int(np.flatnonzero(prob.point_labels == j)[0])
+    for child, ml_c, cl_c in ((prob.merge(i, j), [*ml, (ia, ib)], cl),
+                              (prob.add_cl(i, j), ml, [*cl, (ia, ib)])):
         cuts, cut_map = inherit_cuts_map(root.cuts, child)
         ws = WarmStart.transfer(root.sdp, prob, child, cut_map=cut_map)
         res = cutting_plane_loop(child, cuts=cuts, warm_start=ws, root=False, seed=1,
                                  time_limit=10, bound_settings=FAST)
-        ml_c = [tuple(map(int, p)) for p in np.argwhere(
-            child.point_labels[:, None] == child.point_labels[None, :]) if p[0] < p[1]]
-        cl_c = [tuple(child.original_pair(a, b)) for a, b in child.cl]
         opt, _ = brute_force(X, k, ml_c, cl_c)
         assert res.lower_bound <= opt + 1e-9 * max(1.0, opt)
 

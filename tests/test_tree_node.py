@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from bruteforce import brute_force, labelling_sse
 
 from pcsos.node import NodeData, clustering_from_Z, process_node
 from pcsos.options import SolverOptions
-from pcsos.problem import Problem, make_instance, sse
+from pcsos.problem import Problem, make_instance
 from pcsos.tree import Context
 
 
@@ -50,7 +51,9 @@ def test_leaf_with_s_equal_k_is_evaluated_directly():
     p = _problem(X, 3, ml=[(0, 1), (2, 3)])
     assert p.s == 3
     out = process_node(NodeData(p, known_feasible=True), _ctx(node_id=5))
-    assert out.bound == out.objective == pytest.approx(sse(X, out.solution))
+    opt, _ = brute_force(X, 3, [(0, 1), (2, 3)])  # the leaf's one clustering is optimal
+    assert out.bound == out.objective == pytest.approx(labelling_sse(X, out.solution))
+    assert out.objective == pytest.approx(opt)
     assert not out.children
 
 
@@ -68,7 +71,8 @@ def test_root_branches_with_valid_children():
     opts = SolverOptions(seed=0, cp_settings={"families": "none"},
                          bound_settings={"tol": 1e-3}).checked()
     out = process_node(NodeData(p), _ctx(opts))
-    assert out.solution is not None and out.objective == pytest.approx(sse(X, out.solution))
+    assert out.solution is not None
+    assert out.objective == pytest.approx(labelling_sse(X, out.solution))
     assert out.bound <= out.objective
     assert len(out.children) == 2
     (ml, b1), (cl, b2) = out.children
@@ -104,8 +108,11 @@ def test_the_root_loop_prunes_against_a_heuristic_run_on_a_rounds_Z(monkeypatch)
     out = process_node(NodeData(p), _ctx(opts))
     assert out.row["cp_flag"] == PRUNED and not out.children
     assert calls and all(calls)  # every call had a round's Z
-    assert out.objective == pytest.approx(sse(X, out.solution))
+    assert out.objective == pytest.approx(labelling_sse(X, out.solution))
     assert out.bound <= out.objective and out.bound >= out.objective * (1 - 1e-4)
+    # valid: at most the SSE of the planted clustering, which obeys both pairs
+    planted = np.repeat(np.arange(3), 5)
+    assert out.bound <= labelling_sse(X, planted) * (1 + 1e-12)
 
 
 def test_ranked_pairs_follow_the_branching_score_and_skip_cannot_links():
