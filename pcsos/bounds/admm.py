@@ -48,7 +48,7 @@ import scipy.sparse.linalg as spla
 
 from pcsos.bounds import eig as eigmod
 from pcsos.bounds.arrays import NUMPY, ArrayBackend, get_backend
-from pcsos.bounds.model import SDPModel
+from pcsos.bounds.model import SDPModel, sse_magnitude
 from pcsos.bounds.result import SDPResult, WarmStart
 from pcsos.bounds.safe import polished_bound
 from pcsos.bounds.settings import BoundSettings
@@ -762,7 +762,7 @@ def _iterate(model: SDPModel, st: BoundSettings, be: ArrayBackend, clock: Deadli
             val = model.objective(certified[1])
             # one-sided: a (polished) bound above the primal objective of an iterate that
             # is feasible only to tol is as close as that objective can tell
-            if val - lb <= gap_tol * max(1.0, abs(val)):
+            if val - lb <= gap_tol * sse_magnitude(val, model.c0):
                 status, message = "solved", "relative KKT residuals and safe-bound gap below tol"
                 break
             next_check = it + check_every

@@ -20,7 +20,7 @@ import scipy.linalg as sla
 
 from pcsos.bounds import eig as eigmod
 from pcsos.bounds.arrays import NUMPY
-from pcsos.bounds.model import SDPModel
+from pcsos.bounds.model import SDPModel, sse_magnitude
 
 __all__ = ["safe_lower_bound", "dual_slack", "ky_fan_certificate", "polish_duals", "polished_bound"]
 
@@ -242,7 +242,7 @@ def polish_duals(model: SDPModel, y, y_cl=None, u=None, N=None, *,
         val, V = value(y, u, Nf)
     except (ValueError, sla.LinAlgError):
         return (*_unfold(model, y, u, Nf), taken)
-    step = POLISH_STEP * max(1.0, abs(val)) if math.isfinite(val) else 0.0
+    step = POLISH_STEP * sse_magnitude(val, model.c0) if math.isfinite(val) else 0.0
     for _ in range(evaluations - 1 if step > 0 else 0):
         G = (V @ V.T) * dd
         y2 = y + step * (b - model.A(G))

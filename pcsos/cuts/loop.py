@@ -17,6 +17,7 @@ import numpy as np
 
 from pcsos.bounds import BoundSettings, SDPModel, WarmStart, solve_sdp
 from pcsos.bounds.cutset import CutSet
+from pcsos.bounds.model import sse_magnitude
 from pcsos.bounds.sizes import separate_sizes
 from pcsos.clock import Deadline
 from pcsos.cuts.separation import (
@@ -434,7 +435,8 @@ def cutting_plane_loop(problem: Problem, *, cuts: CutSet | None = None, warm_sta
         if (incumbent is not None and heuristic_round(len(rounds)) and res.Z is not None
                 and not gap_closed(upper_bound, best, st.prune_tol, st.prune_abs_tol)):
             upper_bound = min(upper_bound, float(incumbent(res)))
-        improvement = (lb - prev) / max(1.0, abs(prev)) if math.isfinite(prev) else math.inf
+        improvement = ((lb - prev) / sse_magnitude(prev, problem.c0) if math.isfinite(prev)
+                       else math.inf)
         prev = lb
         slow = slow + 1 if _tailing(st.tail_off_root if root else st.tail_off, upper_bound,
                                     before, best) else 0

@@ -29,6 +29,8 @@ master is a relaxation of the restricted LP, not the LP itself.
 
 from __future__ import annotations
 
+import math
+
 import highspy
 import numpy as np
 
@@ -69,6 +71,13 @@ class Master:
         self.s, self.k, self.r = s, int(per_class.sum()), r
         self.h = _quiet_highs(highspy)
         h = self.h
+        # HiGHS's tolerances are absolute (1e-7 on duals and reduced costs): below 1, the
+        # costs go to it in units of ``unit``, a power of two near ``big``, so that they
+        # are not of the tolerances' size (on data at 1e-4, costs near 1e-9 left the
+        # master's duals inaccurate and the generation stalled). A power of two scales
+        # every rounding the same way; duals and values come back multiplied by it. From
+        # 1 up the costs go as they are, as before
+        self.unit = 2.0 ** round(math.log2(big)) if 0 < big < 1 else 1.0
         h.setOptionValue("solver", "simplex")
         # one thread, as every HiGHS model of pcsos (pcsos.milp): the tree runs nodes side
         # by side, and HiGHS's scheduler is process-wide, sized by the first model that runs
@@ -93,13 +102,13 @@ class Master:
         idx = np.concatenate([np.arange(s + r), s + np.arange(r)]).astype(np.int32)
         vals = np.concatenate([ones, -np.ones(r)])
         n_art = s + 2 * r
-        h.addCols(n_art, np.full(n_art, float(big)), np.zeros(n_art),
+        h.addCols(n_art, np.full(n_art, float(big) / self.unit), np.zeros(n_art),
                   np.full(n_art, highspy.kHighsInf), n_art, np.arange(n_art, dtype=np.int32),
                   idx, vals)
         # the box columns: +1 (alpha_g <= cost) then -1 (alpha_g >= -cost) in each row
         box_idx = np.concatenate([np.arange(s), np.arange(s)]).astype(np.int32)
         box_vals = np.concatenate([np.ones(s), -np.ones(s)])
-        h.addCols(2 * s, np.full(2 * s, float(big)), np.zeros(2 * s),
+        h.addCols(2 * s, np.full(2 * s, float(big) / self.unit), np.zeros(2 * s),
                   np.full(2 * s, highspy.kHighsInf), 2 * s, np.arange(2 * s, dtype=np.int32),
                   box_idx, box_vals)
         self.n_artificial = n_art
@@ -155,7 +164,8 @@ class Master:
             idx.append(self.s + j)
             idx.extend(self.s + self.r + int(u) for u in t)
         vals = np.ones(len(idx))
-        self.h.addCols(len(new), np.array([v for _, v, _, _, _ in new]), np.zeros(len(new)),
+        self.h.addCols(len(new), np.array([v for _, v, _, _, _ in new]) / self.unit,
+                       np.zeros(len(new)),
                        np.full(len(new), highspy.kHighsInf), len(idx),
                        np.array(starts, dtype=np.int32), np.array(idx, dtype=np.int32), vals)
         for c, v, _, _, _ in new:
@@ -168,7 +178,7 @@ class Master:
         """Give every artificial column the cost ``big`` (the basis stays valid)."""
         self.big = float(big)
         self.h.changeColsCost(self.n_artificial, np.arange(self.n_artificial, dtype=np.int32),
-                              np.full(self.n_artificial, float(big)))
+                              np.full(self.n_artificial, float(big) / self.unit))
 
     def set_box(self, center: np.ndarray | None, delta: float = 0.0) -> None:
         """Keep the rows' duals within ``delta`` of ``center`` (one value per row), or free
@@ -182,7 +192,7 @@ class Master:
             costs = np.concatenate([c + delta, -(c - delta)])
         self.boxed = center is not None
         self.h.changeColsCost(2 * s, np.arange(self.n_artificial, self.n_art, dtype=np.int32),
-                              costs)
+                              costs / self.unit)
 
     def retire(self, drop) -> None:
         """Delete the generated columns at positions ``drop`` (positions in ``columns``);
@@ -241,11 +251,11 @@ class Master:
             raise MasterError(f"the master LP ended with status "
                               f"{h.modelStatusToString(status)}")
         sol = h.getSolution()
-        y = np.asarray(sol.row_dual, dtype=np.float64)
+        y = np.asarray(sol.row_dual, dtype=np.float64) * self.unit
         self.cut_duals = y[self.s + self.r:].copy()
         lam = self._values()[self.n_art:]
         return (y[:self.s].copy(), y[self.s:self.s + self.r].copy(), lam,
-                float(h.getInfo().objective_function_value))
+                float(h.getInfo().objective_function_value) * self.unit)
 
     def _values(self) -> np.ndarray:
         """The last solution's column values; of an interior one (not :attr:`basic`) those
