@@ -14,6 +14,12 @@ def is_integer(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
+def is_real(v) -> bool:
+    """Whether ``v`` is a real number, Python's or numpy's (float32 too), and not a bool:
+    the test behind every setting's "must be a number" :class:`InputError`."""
+    return isinstance(v, numbers.Real) and type(v).__name__ not in ("bool", "bool_")
+
+
 def check_seed(seed, source: str = "seed") -> None:
     """Raise :class:`InputError` unless ``seed`` is one ``numpy.random.default_rng`` takes:
     None, an integer >= 0, a sequence of them, a ``SeedSequence``, ``BitGenerator`` or

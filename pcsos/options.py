@@ -18,7 +18,7 @@ from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS, CuttingPlaneSettings
-from pcsos.errors import InputError, check_seed, is_integer
+from pcsos.errors import InputError, check_seed, is_integer, is_real
 from pcsos.heuristics import check_options, get_heuristic
 from pcsos.tree import ORDERS
 
@@ -138,19 +138,16 @@ class SolverOptions:
         :class:`~pcsos.cuts.loop.CuttingPlaneSettings` that stops where the tree prunes.
         Raises :class:`~pcsos.errors.InputError` naming the option."""
         _positive_int = _check_positive_int
-        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
-                                              and 0 <= self.tol < 1):
+        if not (is_real(self.tol) and 0 <= self.tol < 1):
             raise InputError(f"tol must be a number in [0, 1), got {self.tol!r}", source="tol")
-        if isinstance(self.abs_tol, bool) or not (isinstance(self.abs_tol, (int, float))
-                                                  and self.abs_tol >= 0):
+        if not (is_real(self.abs_tol) and self.abs_tol >= 0):
             raise InputError(f"abs_tol must be a number >= 0, got {self.abs_tol!r}",
                              source="abs_tol")
         for name in ("max_nodes", "workers", "threads", "root_threads"):
             _positive_int(name, getattr(self, name))
         for name in ("time_limit", "heuristic_time_limit"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not (isinstance(v, (int, float))
-                                                              and v > 0)):
+            if v is not None and not (is_real(v) and v > 0):
                 raise InputError(f"{name} must be > 0 seconds, got {v!r}", source=name)
         if self.order not in ORDERS:
             raise InputError(f"order must be one of {', '.join(ORDERS)}, got {self.order!r}",

@@ -289,3 +289,13 @@ def test_check_seed_takes_what_default_rng_takes():
     for seed in (-1, [1, -2], [], "a", 1.5):
         with pytest.raises(InputError, match="seed must be a non-negative integer"):
             check_seed(seed)
+
+
+def test_numpy_numbers_are_numbers_in_the_settings():
+    # np.float32 was refused for tol and time_limit (the test was isinstance(int, float))
+    opts = SolverOptions(tol=np.float32(1e-3), abs_tol=np.float32(0.0),
+                         time_limit=np.float32(5), bound_settings={"tol": np.float32(1e-5),
+                                                                   "box": np.float64(0.1)})
+    assert opts.checked().tol == pytest.approx(1e-3)
+    with pytest.raises(InputError, match="tol must be a number"):
+        SolverOptions(tol=np.bool_(True)).checked()

@@ -26,7 +26,7 @@ from pcsos.bounds.colgen.master import METHODS as MASTER_METHODS
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.model import SDP_TOL
 from pcsos.bounds.safe import POLISH_EVALS
-from pcsos.errors import InputError, is_integer
+from pcsos.errors import InputError, is_integer, is_real
 
 __all__ = ["BoundSettings", "BACKENDS", "ENGINES"]
 
@@ -241,8 +241,7 @@ class BoundSettings:
             raise bad("engine", f"one of {', '.join(ENGINES)}")
         if self.backend not in BACKENDS:
             raise bad("backend", f"one of {', '.join(BACKENDS)}")
-        if isinstance(self.tol, bool) or not (isinstance(self.tol, (int, float))
-                                              and math.isfinite(self.tol) and self.tol > 0):
+        if not (is_real(self.tol) and math.isfinite(self.tol) and self.tol > 0):
             raise bad("tol", "a positive number")
         if self.max_iter is not None and not (is_integer(self.max_iter) and self.max_iter > 0):
             raise bad("max_iter", "a positive integer or None")
@@ -260,11 +259,10 @@ class BoundSettings:
                              "runs on the CPU only", source=f"{source}.device")
         if self.anderson is not None and not (is_integer(self.anderson) and self.anderson >= 0):
             raise bad("anderson", "a non-negative integer or None")
-        if self.sigma_ratio is not None and (isinstance(self.sigma_ratio, bool) or not (
-                isinstance(self.sigma_ratio, (int, float)) and self.sigma_ratio > 1)):
+        if self.sigma_ratio is not None and not (is_real(self.sigma_ratio)
+                                                 and self.sigma_ratio > 1):
             raise bad("sigma_ratio", "a number > 1 or None")
-        if isinstance(self.box, bool) or not (isinstance(self.box, (int, float))
-                                              and 0 <= self.box < math.inf):
+        if not (is_real(self.box) and 0 <= self.box < math.inf):
             raise bad("box", "a finite number >= 0")
         for name in ("exact_every", "child_exact_every"):
             if not (is_integer(getattr(self, name)) and getattr(self, name) > 0):
