@@ -385,8 +385,12 @@ def _read_pcsos_data(source: str, text: str) -> DataFile:
         if width is None:
             width = len(toks)
         elif len(toks) != width:
+            first = rows[0][0]
+            if len(toks) == hd != width:  # the first row is the odd one ('0 0 # a note')
+                raise InputError(f"ragged row: {width} values, but the header says d = {hd} "
+                                 f"(line {t + 1} has {hd})", source=source, line=first)
             raise InputError(f"ragged row: {len(toks)} values, but the first data row "
-                             f"(line {rows[0][0]}) has {width}", source=source, line=t + 1)
+                             f"(line {first}) has {width}", source=source, line=t + 1)
         rows.append((t + 1, toks))
     if not rows:
         raise InputError("no data rows after the header", source=source, line=hline + 1)

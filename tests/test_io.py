@@ -399,3 +399,13 @@ def test_rows_of_empty_fields_after_the_data_are_dropped_with_a_note(tmp_path):
     df = read_data(_w(tmp_path, "d.csv", "a,b\r\n1.5,2\r\n3,4\r\n,\r\n,\r\n"))
     assert df.X.tolist() == [[1.5, 2.0], [3.0, 4.0]]
     assert any("2 row(s) of empty fields after the last data row" in n for n in df.notes)
+
+
+def test_a_ragged_first_row_is_the_one_named(tmp_path):
+    # a note after the first point ('0 0 # first') was blamed on line 3
+    with pytest.raises(InputError) as exc:
+        read_data(_w(tmp_path, "d.txt", "3 2\n0 0 # first\n1 1\n2 2\n"))
+    assert exc.value.line == 2 and "the header says d = 2" in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        read_data(_w(tmp_path, "d.txt", "3 2\n0 0\n1 1 1\n2 2\n"))
+    assert exc.value.line == 3
