@@ -414,7 +414,9 @@ def _read_csv(source: str, text: str) -> DataFile:
     try:
         # a blank line (no field, or one blank field) is skipped; a row of empty fields
         # (',,') is a row, whose empty values are errors, not a line to drop silently
-        lines = [(t + 1, [c.strip() for c in row]) for t, row in enumerate(reader)
+        # each row's line as an editor counts it (the reader's line_num: a quoted field
+        # may span lines, which made the record's number and the line's differ)
+        lines = [(reader.line_num, [c.strip() for c in row]) for row in reader
                  if len(row) > 1 or (row and row[0].strip())]
     except csv.Error as exc:
         # e.g. a field over the csv module's 131072-character limit: bad input, not a crash

@@ -409,3 +409,10 @@ def test_a_ragged_first_row_is_the_one_named(tmp_path):
     with pytest.raises(InputError) as exc:
         read_data(_w(tmp_path, "d.txt", "3 2\n0 0\n1 1 1\n2 2\n"))
     assert exc.value.line == 3
+
+
+def test_csv_errors_name_the_line_not_the_record(tmp_path):
+    # a quoted field over two lines made the record's number one less than the line's
+    with pytest.raises(InputError) as exc:
+        read_data(_w(tmp_path, "d.csv", 'x0,x1,class\n"1\n",2,0\n3,x,1\n'))
+    assert exc.value.line == 4
