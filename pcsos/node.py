@@ -276,7 +276,7 @@ class _NodeRun:
                 return self.unfinished(data.parent_bound)
         # the SDP's size limits and the decomposition ahead of it are the SDP's alone
         sdp_engine = self.engine == "sdp"
-        need = _sdp_seconds(self.problem.s) if sdp_engine else 0.0
+        need = sdp_seconds(self.problem.s) if sdp_engine else 0.0
         first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
         # the decomposition gets all the time there is when the SDP cannot run after it
         if need > ctx.deadline.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first
@@ -599,10 +599,11 @@ MIN_SDP_ITERATIONS = 50
 _eig_cost: list[float] = []  # seconds per s^3 of one eigendecomposition, timed once
 
 
-def _sdp_seconds(s: int) -> float:
+def sdp_seconds(s: int, iterations: int = MIN_SDP_ITERATIONS) -> float:
     """A lower estimate of the seconds of one SDP solve at size s (0 below SDP_CHECK_SIZE):
-    MIN_SDP_ITERATIONS eigendecompositions, timed once per process at s = 400 and scaled
-    by s^3 (at s = 2 968 on one core: 4.8 s each, so about 4 minutes at the very least)."""
+    ``iterations`` eigendecompositions (default MIN_SDP_ITERATIONS), timed once per process
+    at s = 400 and scaled by s^3 (at s = 2 968 on one core: 4.8 s each, so about 4 minutes
+    at the very least)."""
     if s < SDP_CHECK_SIZE:
         return 0.0
     if not _eig_cost:
@@ -612,7 +613,7 @@ def _sdp_seconds(s: int) -> float:
         t = time.perf_counter()
         sla.eigh(A, driver="evr", check_finite=False)
         _eig_cost.append((time.perf_counter() - t) / m ** 3)
-    return MIN_SDP_ITERATIONS * _eig_cost[0] * float(s) ** 3
+    return iterations * _eig_cost[0] * float(s) ** 3
 
 
 def _round_callback(ctx: Context):

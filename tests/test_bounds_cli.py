@@ -124,3 +124,16 @@ def test_cli_solve_names_tol_not_the_loops_prune_tol(tmp_path, capsys):
     data, _ = _write(tmp_path, np.arange(12.0).reshape(6, 2), 2)
     assert main(["solve", str(data), "-k", "2", "-q", "--tol", "-1"]) == 2
     assert "tol: tol must be a number in [0, 1), got -1.0" in capsys.readouterr().err
+
+
+def test_cli_bound_says_when_the_sdp_cannot_run_in_the_time_limit(tmp_path, capsys,
+                                                                  monkeypatch):
+    # s = 5 000 with --time-limit 5 ran 29 s in its first iteration and safe bound; the
+    # estimate (three eigendecompositions) is replaced here, so no timing is tested
+    import pcsos.cli.bound as cli_bound
+
+    monkeypatch.setattr(cli_bound, "sdp_seconds", lambda s, iterations=50: 1e4)
+    data, _ = _write(tmp_path, np.arange(12.0).reshape(6, 2), 2)
+    assert main(["bound", str(data), "-k", "2", "--time-limit", "5"]) == 1
+    assert "the SDP at s = 6 super-points needs at least 10000 s" in capsys.readouterr().err
+    assert main(["bound", str(data), "-k", "2"]) == 0  # no limit: it runs

@@ -558,7 +558,7 @@ def test_a_root_whose_passes_leave_its_sdp_too_little_time_does_not_start_it(mon
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     _large_root(monkeypatch, 10, 3, bound_all=True)
-    monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 10.0)
+    monkeypatch.setattr(pcsos.node, "sdp_seconds", lambda s: 10.0)
     left = {"s": 1000.0, "passes": 0}  # the time left as the node sees it
     # the time left as every Deadline reports it (the instants stay real)
     monkeypatch.setattr(pcsos.clock.Deadline, "remaining", lambda self: left["s"])
@@ -588,7 +588,7 @@ def test_the_second_pass_leaves_the_sdp_its_estimated_time(monkeypatch):
 
     X = _blobs(20, [(0, 0), (1, 0), (0, 1)], 1.0, 1)
     _large_root(monkeypatch, 10, 3, bound_all=True)
-    monkeypatch.setattr(pcsos.node, "_sdp_seconds", lambda s: 700.0)
+    monkeypatch.setattr(pcsos.node, "sdp_seconds", lambda s: 700.0)
     monkeypatch.setattr(pcsos.clock.Deadline, "remaining", lambda self: 1000.0)
     shares = []
     run = pcsos.node._decomposition

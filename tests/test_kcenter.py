@@ -312,3 +312,22 @@ def test_centres_feed_ipc_kmeans():
     res = heur.run_heuristic("ipc-kmeans", prob, seed=0, centres=C, n_init=1)
     assert res.status == "found"
     assert pairs_satisfied(res.labels, np.array(ml), np.array(cl))
+
+
+def test_the_cannot_link_repair_stays_within_the_runs_time_limit(monkeypatch):
+    # the repair MILP had a fixed 60 s whatever the run's limit (a 5 s run took 62 s)
+    import pcsos.kcenter.solver as ks
+
+    seen = []
+    real = ks._repair
+
+    def spy(E, lab, scl, time_limit):
+        seen.append(time_limit)
+        return real(E, lab, scl, time_limit)
+
+    monkeypatch.setattr(ks, "_repair", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    cl = [(int(a), int(b)) for a, b in rng.integers(0, 60, size=(80, 2)) if a != b]
+    ks.solve(X, 6, cl=cl, time_limit=4.0, seed=0)
+    assert seen and all(t <= 4.0 for t in seen), seen

@@ -4,8 +4,9 @@ Prints the number of super-points s, the SDP objective, the safe lower bound (pr
 <= the optimal SSE whatever the solver's accuracy), the relative KKT residuals, the
 iterations and the seconds. The instance's feasibility is checked first (within a tenth
 of the time, 10 s at most; undecided, the bound goes on). Exit codes: 0 bound computed
-(also when the solver stopped at a limit: the bound is still valid), 2 invalid input or an
-unavailable backend, 3 the constraints are infeasible.
+(also when the solver stopped at a limit: the bound is still valid), 1 the SDP cannot run
+a few iterations in the time limit (an estimate from the size; the message says what it
+needs), 2 invalid input or an unavailable backend, 3 the constraints are infeasible.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from pcsos.cli.common import (
 )
 from pcsos.clock import Deadline
 from pcsos.cuts.loop import cutting_plane_loop
-from pcsos.errors import InfeasibleError, PcsosError
+from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
 from pcsos.feasibility import check_instance
 from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
+from pcsos.node import sdp_seconds
 from pcsos.problem import Problem
 
 CUT_MODES = ("all", "all,star", "pair", "triangle", "clique", "star", "none")
@@ -202,8 +204,18 @@ def run(args: argparse.Namespace) -> int:
         raise InfeasibleError(fz.message.removeprefix("infeasible: "), reason=fz.reason,
                               pairs=fz.pairs)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
-    if bound_settings(args, engine=args.method).engine_of(inst) == "colgen":
+    bs = bound_settings(args, engine=args.method)
+    if bs.engine_of(inst) == "colgen":
         return run_colgen(args, problem, inst, info, deadline)
+    # a bound needs an iteration and a safe bound, three s x s eigendecompositions at least:
+    # where those cannot end in the time left, say so before starting (s = 5 000 with
+    # --time-limit 5 ran 29 s and took 4 GB), as the tree refuses such a root
+    need = sdp_seconds(problem.s, iterations=3) if bs.device == "cpu" else 0.0
+    if need > deadline.remaining():
+        raise UndecidedError(
+            f"the SDP at s = {problem.s} super-points needs at least {need:.0f} s, more than "
+            f"the {deadline.remaining():.0f} s left: raise --time-limit, or bound subsets "
+            "of the data with pcsos certify")
     res, extra = compute_bound(problem, args, deadline)
     total = deadline.elapsed()
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)

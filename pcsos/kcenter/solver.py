@@ -310,8 +310,9 @@ class _Assigner:
     """Final assignment (spec §8) for one centre set: labels, centres and radius."""
 
     def __init__(self, eng: _Engine, k: int, scl: np.ndarray, uncovered: np.ndarray,
-                 original_pair, milp_time_limit: float):
+                 original_pair, milp_time_limit: float, clock: Deadline | None = None):
         self.eng = eng
+        self.clock = clock
         self.bp = eng.bp
         self.k = k
         self.scl = scl
@@ -374,7 +375,11 @@ class _Assigner:
         if len(self.uncovered):
             bad = lab[self.uncovered[:, 0]] == lab[self.uncovered[:, 1]]
             if bad.any():
-                repaired = _repair(E, lab, self.scl, self.milp_time_limit)
+                # within the run's own limit too: a fixed 60 s ran a 5 s kcenter 62 s
+                limit = self.milp_time_limit
+                if self.clock is not None:  # remaining(): inf without a limit
+                    limit = min(limit, self.clock.remaining())
+                repaired = _repair(E, lab, self.scl, limit)
                 if repaired == "infeasible" and len(centres) == min(self.k, bp.s):
                     pairs = [self.original_pair(int(a), int(b)) for a, b in self.scl[:20]]
                     raise InfeasibleError(
@@ -441,7 +446,7 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
         perm = rng.permutation(len(cliques))
         cliques = [cliques[t] for t in sorted(perm, key=lambda t: -len(cliques[t]))]
     eng = _Engine(bp, k, cliques)
-    assign = _Assigner(eng, k, scl, uncovered, problem.original_pair, milp_time_limit)
+    assign = _Assigner(eng, k, scl, uncovered, problem.original_pair, milp_time_limit, clock)
     maxdiam = float(bp.diam.max()) if bp.s else 0.0
     mode = search if search != "auto" else ("exact" if bp.n <= exact_max_n else "bisect")
 
