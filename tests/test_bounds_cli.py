@@ -132,7 +132,7 @@ def test_cli_bound_says_when_the_sdp_cannot_run_in_the_time_limit(tmp_path, caps
     # estimate (three eigendecompositions) is replaced here, so no timing is tested
     import pcsos.cli.bound as cli_bound
 
-    monkeypatch.setattr(cli_bound, "sdp_seconds", lambda s, iterations=50: 1e4)
+    monkeypatch.setattr(cli_bound, "sdp_seconds", lambda s, iterations=None: 1e4)
     data, _ = _write(tmp_path, np.arange(12.0).reshape(6, 2), 2)
     assert main(["bound", str(data), "-k", "2", "--time-limit", "5"]) == 1
     assert "the SDP at s = 6 super-points needs at least 10000 s" in capsys.readouterr().err
