@@ -252,15 +252,15 @@ class _Decoder:
 
 
 class _Reference:
-    """The data's weighted, centred points and constant, once per read (Problem's own)."""
+    """What every node's problem is checked against, once per read: the data's own
+    super-point problem (its centring, weights and c0, as every node's were made) and the
+    weighted centred points whose group sums a node's W must be."""
 
     def __init__(self, inst: Instance):
-        self.w = np.ones(inst.n) if inst.weights is None else inst.weights
-        centre = (inst.X.mean(axis=0) if inst.weights is None
-                  else (self.w @ inst.X) / self.w.sum())
-        Xc = inst.X - centre
-        self.wXc = self.w[:, None] * Xc
-        self.c0 = float(self.w @ np.einsum("ij,ij->i", Xc, Xc))
+        self.root = Problem.from_instance(inst, infer_k2=False)
+        self.w = self.root.point_weights
+        self.wXc = self.w[:, None] * self.root.Xc
+        self.c0 = self.root.c0
         self.tol = 1e-9 * (float(np.abs(self.wXc).sum()) + float(self.w.sum()))
 
 
@@ -299,7 +299,7 @@ def _short(v) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _check_state(state, instance: Instance) -> TreeState:
+def _check_state(state, instance: Instance, root: Problem) -> TreeState:
     """The decoded state's structure, so that no malformed node reaches the solver."""
     if not isinstance(state, TreeState):
         raise _Corrupt("no search state")
@@ -331,11 +331,9 @@ def _check_state(state, instance: Instance) -> TreeState:
         # reported as the optimum
         _check_labels(state.solution, instance, "incumbent")
         sol = state.solution
-        if not (sol.size and sol.min() >= 0 and sol.max() < instance.k
-                and len(np.unique(sol)) == instance.k
-                and pairs_satisfied(sol, instance.ml, instance.cl) and instance.sizes_ok(sol)):
+        if (why := check_labels(root, sol)) is not None:
             raise _Corrupt("an incumbent that is not a clustering of the data into k "
-                           "clusters obeying the pairs")
+                           f"clusters obeying the pairs: {why}")
         value = instance.objective(sol)
         if not abs(incumbent - value) <= 1e-9 * max(1.0, abs(value)):
             raise _Corrupt(f"an incumbent value {_short(incumbent)} that is not its "
@@ -524,7 +522,7 @@ def _read_checkpoint(fh, magic: bytes, path: str, instance: Instance
                          "points or pairs): refusing to resume", source=path)
     dec = _Decoder(arrays, instance)
     try:
-        state = _check_state(dec.decode(header.get("tree")), instance)
+        state = _check_state(dec.decode(header.get("tree")), instance, dec.reference.root)
         meta = dec.decode(header.get("meta", {"dict": []}))
         if not isinstance(meta, dict):
             raise _Corrupt("malformed extras")

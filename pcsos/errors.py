@@ -17,7 +17,7 @@ def is_integer(v) -> bool:
 def is_real(v) -> bool:
     """Whether ``v`` is a real number, Python's or numpy's (float32 too), and not a bool:
     the test behind every setting's "must be a number" :class:`InputError`."""
-    return isinstance(v, numbers.Real) and type(v).__name__ not in ("bool", "bool_")
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 def check_seed(seed, source: str = "seed") -> None:

@@ -231,6 +231,14 @@ def spread_labels(colours: np.ndarray, k: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the decision
+def _cl_graph(s: int, cl: np.ndarray) -> nx.Graph:
+    """The cannot-link graph on the super-points 0..s-1 (the k-core and clique steps')."""
+    G = nx.Graph()
+    G.add_nodes_from(range(s))
+    G.add_edges_from(map(tuple, cl.tolist()))
+    return G
+
+
 def dsatur(s: int, edges) -> np.ndarray:
     """DSATUR's colouring of the graph on 0..s-1 with ``edges``: the uncoloured vertex of
     most distinct neighbour colours next (ties: most neighbours, then the smallest index),
@@ -289,9 +297,7 @@ def _decide(problem: Problem, backend: str, deadline: Deadline, method: str) -> 
                                f"feasible: DSATUR coloured the cannot-link graph on {s} "
                                f"super-points with {m} <= k = {k} colours",
                                super_labels=colours)
-    G = nx.Graph()
-    G.add_nodes_from(range(s))
-    G.add_edges_from(map(tuple, cl.tolist()))
+    G = _cl_graph(s, cl)
     core, order = _k_core(G, k)
     if method == "auto":
         clique = _find_clique(G.subgraph(core), k + 1, deadline)
@@ -546,9 +552,7 @@ def _colouring_conflict(problem: Problem, deadline: Deadline) -> Feasibility | N
                            + _fmt_pairs(pairs), pairs=pairs)
     if int(dsatur(s, cl).max()) + 1 <= k:
         return None
-    G = nx.Graph()
-    G.add_nodes_from(range(s))
-    G.add_edges_from(map(tuple, cl.tolist()))
+    G = _cl_graph(s, cl)
     core, _ = _k_core(G, k)
     clique = _find_clique(G.subgraph(core), k + 1, deadline)
     if clique is None:

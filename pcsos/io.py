@@ -754,6 +754,12 @@ def _json_line(text: str, key: str) -> int | None:
 
 
 # --------------------------------------------------------------------------- results
+def cannot_write(exc: OSError, where: str) -> InputError:
+    """The error of an output that could not be written (a full disk, /dev/full, a
+    directory), naming it; every writer of pcsos raises this one."""
+    return InputError(f"cannot write: {exc.strerror or exc}", source=where)
+
+
 @contextmanager
 def writing(path):
     """A text file to write (``'-'``: stdout, flushed at the end); an OSError while opening,
@@ -768,7 +774,7 @@ def writing(path):
             with open(where, "w", encoding="utf-8") as fh:
                 yield fh
     except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", source=where) from None
+        raise cannot_write(exc, where) from None
 
 
 def _check_labels(labels, k: int | None = None) -> np.ndarray:

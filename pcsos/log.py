@@ -27,8 +27,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
-from pcsos.errors import InputError
-from pcsos.io import jsonable
+from pcsos.io import cannot_write, jsonable
 
 __all__ = ["ProgressPrinter", "format_table_header", "format_row", "format_footer",
            "format_settings", "GapLog", "JsonlLog", "ROW_KEYS"]
@@ -132,8 +131,7 @@ class _Sink:
             try:
                 self._fh = open(os.fspath(target), "w", encoding="utf-8")  # noqa: SIM115
             except OSError as exc:
-                raise InputError(f"cannot write: {exc.strerror}",
-                                 source=os.fspath(target)) from None
+                raise cannot_write(exc, os.fspath(target)) from None
             self._own = True
 
     def write(self, text: str) -> None:
@@ -155,8 +153,7 @@ class _Sink:
             yield
         except OSError as exc:
             self._failed = True
-            raise InputError(f"cannot write: {exc.strerror or exc}",
-                             source=getattr(self._fh, "name", "log")) from None
+            raise cannot_write(exc, getattr(self._fh, "name", "log")) from None
 
 
 class GapLog(_Sink):

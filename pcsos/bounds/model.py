@@ -22,20 +22,27 @@ from pcsos.bounds.cutset import CutSet
 from pcsos.bounds.sizes import size_constraints
 from pcsos.problem import Problem
 
-__all__ = ["SDPModel", "SDP_TOL", "sse_magnitude"]
+__all__ = ["SDPModel", "SDP_TOL", "scatter_unit", "sse_magnitude"]
 
 #: the default relative KKT tolerance of every SDP backend, the loop and the CLI (the one
 #: place it is written; the bound is valid at any tolerance, docs/safe_bound.md)
 SDP_TOL = 1e-5
 
+def scatter_unit(c0: float) -> float:
+    """The least SSE that counts as a magnitude: 1 in the data's units, or c0, the data's
+    total scatter, where that is smaller (positive even at c0 = 0). A floor of 1 alone
+    was 10^7 times the SSEs of data at 1e-4; on data whose scatter is at least 1 it is 1,
+    as it was."""
+    return max(min(1.0, abs(c0)), 1e-300)
+
+
 def sse_magnitude(value: float, c0: float) -> float:
-    """What a tolerance on an SSE ``value`` is relative to: |value|, but at least 1 (an
-    optimum of 0: points at k locations or fewer), or c0, the data's total scatter, where
-    that is smaller. The floor was 1 alone, in the data's units: on data at 1e-4 (SSEs near
-    1e-7) an SDP's safe bound counted as within tol of its objective at any distance, the
-    loop saw every round's gain as below cp_tol, and the polishing stepped by 10x the bound
-    itself. On data whose scatter is at least 1 nothing changes."""
-    return max(abs(value), min(1.0, abs(c0)), 1e-300)
+    """What a tolerance on an SSE ``value`` is relative to: |value|, but at least
+    :func:`scatter_unit` (an optimum of 0: points at k locations or fewer). With a floor of
+    1 alone, on data at 1e-4 (SSEs near 1e-7) an SDP's safe bound counted as within tol of
+    its objective at any distance, the loop saw every round's gain as below cp_tol, and the
+    polishing stepped by 10x the bound itself."""
+    return max(abs(value), scatter_unit(c0))
 
 
 @dataclass(frozen=True, eq=False)

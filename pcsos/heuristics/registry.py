@@ -16,13 +16,12 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import math
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from pcsos.errors import InputError, check_seed, is_integer
+from pcsos.errors import InputError, check_seed, is_integer, is_real
 from pcsos.heuristics.base import STATUSES, Deadline, HeuristicResult
 from pcsos.problem import canonical_labels, pairs_satisfied
 
@@ -232,8 +231,7 @@ def _option_fits(value, default) -> bool:
     if isinstance(default, float):
         # no sign: a negative tolerance turns its stopping test off (s-mdeclust's tests);
         # inf is a limit's 'none' (repair's max_seconds)
-        return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
-            and not math.isnan(value)
+        return is_real(value) and not math.isnan(value)
     return isinstance(value, str)
 
 

@@ -40,6 +40,7 @@ from pcsos.bounds.colgen.pricing import (
     price_heuristic,
 )
 from pcsos.bounds.colgen.subset_rows import SubsetRows
+from pcsos.bounds.model import scatter_unit
 from pcsos.clock import Deadline
 from pcsos.errors import is_integer
 from pcsos.milp import Milp, adapter
@@ -387,10 +388,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     # masters' degenerate duals stay of the optimum's size (fl417, k = 8, from the optimal
     # incumbent: 18 s, where duals of the scatter's size stalled it for 450 s). Where the
     # LP needs wider duals, the box widens (below); any duals give a valid bound.
-    # the slack keeps big above every SSE (0 included): 1 in the data's units where the
-    # data's scatter is at least that, as before; a share of it on data at 1e-4, where 1
-    # was 10^7 times the costs and the master's duals followed it
-    slack = min(1.0, total) if total > 0 else 1e-300
+    # the slack keeps big above every SSE (0 included); 1 alone was 10^7 times the costs of
+    # data at 1e-4, and the master's duals followed it
+    slack = scatter_unit(total)
     big_max = 2.0 * total + slack
     big = (min(2.0 * upper_bound + slack, big_max) if math.isfinite(upper_bound)
            else big_max)
