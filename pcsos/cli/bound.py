@@ -38,7 +38,7 @@ from pcsos.cli.common import (
 from pcsos.clock import Deadline
 from pcsos.cuts.loop import cutting_plane_loop
 from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
-from pcsos.feasibility import check_instance
+from pcsos.feasibility import check_problem
 from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
 from pcsos.node import sdp_seconds
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     problem = Problem.from_instance(inst)
     # a bound of an infeasible instance is valid but says nothing: exit 3 naming the pairs,
     # as pcsos check does (a cannot-link clique larger than k ran 20 000 iterations first)
-    fz = check_instance(inst, time_limit=deadline.within(10.0, share=0.1))
+    fz = check_problem(problem, time_limit=deadline.within(10.0, share=0.1))
     if fz.feasible is False:
         raise InfeasibleError(fz.message.removeprefix("infeasible: "), reason=fz.reason,
                               pairs=fz.pairs)
