@@ -559,7 +559,7 @@ def solve(X, k: int, ml=(), cl=(), *, seed=None, time_limit: float | None = None
         lower bound = eta_fail / 2) or "auto" (exact when n <= ``exact_max_n``).
     refine : move each centre to the cluster member of least eccentricity when smaller.
     milp_time_limit : seconds for the MILP that repairs cannot-link pairs outside the
-        clique cover.
+        clique cover (never past ``time_limit``).
 
     Returns
     -------
