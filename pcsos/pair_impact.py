@@ -34,6 +34,7 @@ from scipy.optimize import linprog
 from scipy.sparse import coo_matrix, vstack
 
 from pcsos.api import solve_instance
+from pcsos.clock import Deadline
 from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed
 from pcsos.heuristics import get_heuristic, run_heuristic
 from pcsos.options import SolverOptions
@@ -88,7 +89,8 @@ class ImpactResult:
     notes : list of str
         What the run had to note (e.g. a first solve stopped at its limit).
     interrupted : bool
-        A stop request ended the run: ``pairs`` holds only the pairs scored by then.
+        A stop request or the time limit ended the run: ``pairs`` holds only the pairs
+        scored by then.
     total : int
         Pairs to score (-1: not counted, for a result built by hand).
     """
@@ -111,12 +113,12 @@ class ImpactResult:
 
 
 def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
-                   seed: int, time_limit: float | None, solve_options: dict,
+                   seed: int, time_limit: Deadline, solve_options: dict,
                    stop_event=None) -> float:
     """The value of the best clustering found for ``inst`` (a pair removed), started from
     ``lab``, which obeys every pair of ``inst``."""
     if exact:
-        res = solve_instance(inst, init_labels=lab, time_limit=time_limit,
+        res = solve_instance(inst, init_labels=lab, time_limit=time_limit.seconds(),
                              stop_event=stop_event, **solve_options)
         return res.objective
     problem = Problem.from_instance(inst, infer_k2=False)
@@ -197,7 +199,9 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     seed : int, default 0
         Seed of the heuristic.
     time_limit : float, optional
-        Seconds for the first solve, and for each re-solve.
+        Seconds for the whole run. The first solve may take up to half of them; each
+        re-solve gets an equal share of what is left for the pairs not yet scored. Once
+        they are spent, the pairs scored so far are returned (``interrupted`` is True).
     progress : callable, optional
         ``progress(done, total)``, called after each pair.
     stop_event : threading.Event, optional
@@ -211,9 +215,9 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     Returns
     -------
     ImpactResult
-        The pairs ranked by score. After a stop, ``interrupted`` is True and it holds the
-        pairs scored before (a pair whose re-solve was cut short is left out: its drop
-        would be too small).
+        The pairs ranked by score. After a stop or at the time limit, ``interrupted`` is
+        True and it holds the pairs scored before (after a stop, a pair whose re-solve was
+        cut short is left out: its drop would be too small).
 
     Raises
     ------
@@ -243,11 +247,15 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
             raise InputError(f"impact does not support {name} yet", source=name)
     get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
     check_seed(seed)
+    deadline = Deadline.checked(time_limit)  # the whole run's, not each solve's
     SolverOptions.make(**solve_options).checked()  # a misspelt option is named, not dropped
     inst = make_instance(X, k, ml, cl)
+    total = len(inst.ml) + len(inst.cl)
     notes: list[str] = []
     if labels is None:
-        res = solve_instance(inst, time_limit=time_limit, stop_event=stop_event,
+        # half at most, so that a first solve that runs to its limit leaves the pairs time
+        first = deadline.within(share=0.5) if total else deadline
+        res = solve_instance(inst, time_limit=first.seconds(), stop_event=stop_event,
                              **solve_options)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
@@ -267,19 +275,23 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     centres = np.vstack([Xc[lab == h].mean(axis=0) for h in range(inst.k)])
     dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres)
     out: list[PairImpact] = []
-    total = len(inst.ml) + len(inst.cl)
 
     def stopped() -> bool:
         return stop_event is not None and stop_event.is_set()
 
+    timed_out = False
     for kind, pairs, duals in (("ML", inst.ml, dual_ml), ("CL", inst.cl, dual_cl)):
         for t, (i, j) in enumerate(pairs):
-            if stopped():
+            timed_out = deadline.expired()
+            if stopped() or timed_out:
                 break
             rest = np.delete(pairs, t, axis=0)
             without = make_instance(inst.X, inst.k, rest if kind == "ML" else inst.ml,
                                     rest if kind == "CL" else inst.cl)
-            best = _value_without(without, lab, heuristic, exact, seed, time_limit,
+            # an equal share of what is left: a re-solve that runs to its limit cannot
+            # starve the pairs after it. Its drop is still a proven bound, so it is kept
+            share = deadline.within(share=1.0 / (total - len(out)))
+            best = _value_without(without, lab, heuristic, exact, seed, share,
                                   solve_options, stop_event)
             if stopped():
                 break  # its re-solve may have been cut short: no score rather than too low
@@ -288,9 +300,12 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
             out.append(PairImpact(int(i), int(j), kind, drop, drop, float(duals[t])))
             if progress is not None:
                 progress(len(out), total)
-    interrupted = stopped()
+        if stopped() or timed_out:
+            break
+    interrupted = len(out) < total and (stopped() or timed_out)
     if interrupted:
-        notes.append(f"interrupted: {len(out)} of {total} pairs scored")
+        why = "interrupted" if stopped() else f"time limit of {deadline.limit:g} s reached"
+        notes.append(f"{why}: {len(out)} of {total} pairs scored")
     out.sort(key=lambda p: (-p.score, -(p.dual if math.isfinite(p.dual) else 0.0)))
     return ImpactResult(out, canonical_labels(lab), value, optimal, time.perf_counter() - t0,
                         notes, interrupted, total)

@@ -118,3 +118,42 @@ def test_the_package_exports_impact():
     import pcsos
 
     assert pcsos.impact is impact  # pcsos.impact(...) is the function, not a module
+
+
+def test_time_limit_is_the_whole_runs(monkeypatch):
+    # the first solve may take half of it, each re-solve an equal share of what is left:
+    # a re-solve that runs to its limit cannot starve the pairs after it
+    import pcsos.pair_impact as pi
+
+    X, k, ml, cl = _case(1)
+    seen: list[tuple[str, float]] = []
+    real_solve, real_value = pi.solve_instance, pi._value_without
+
+    def solve(inst, time_limit=None, **kw):
+        seen.append(("first", time_limit))
+        return real_solve(inst, time_limit=None, **kw)
+
+    def value_without(inst, lab, heuristic, exact, seed, share, *rest):
+        seen.append(("pair", share.remaining()))
+        return real_value(inst, lab, heuristic, exact, seed, share, *rest)
+
+    monkeypatch.setattr(pi, "solve_instance", solve)
+    monkeypatch.setattr(pi, "_value_without", value_without)
+    res = impact(X, k, ml, cl, time_limit=1000.0, workers=1)
+    total = len(ml) + len(cl)
+    assert len(res.pairs) == total and not res.interrupted
+    assert seen[0][0] == "first" and 0 < seen[0][1] <= 500.0
+    shares = [s for what, s in seen[1:] if what == "pair"]
+    assert len(shares) == total
+    for done, s in enumerate(shares):
+        assert 0 < s <= 1000.0 / (total - done)
+
+
+def test_a_spent_time_limit_scores_no_pair():
+    X, k, ml, cl = _case(1)
+    opt, lab = brute_force(X, k, ml, cl)
+    res = impact(X, k, ml, cl, labels=lab, time_limit=0)
+    assert res.pairs == [] and res.interrupted and res.total == len(ml) + len(cl)
+    assert res.notes[-1] == f"time limit of 0 s reached: 0 of {res.total} pairs scored"
+    with pytest.raises(InputError, match="time_limit"):
+        impact(X, k, ml, cl, labels=lab, time_limit=-1)

@@ -4,12 +4,12 @@ For every must-link / cannot-link pair, how much the optimum would drop without 
 (``score``, a proven lower bound on that drop given the clustering scored against; see
 ``docs/impact.md``), highest first. A wrong pair usually ranks near the top. Prints the
 top pairs; ``--json FILE`` writes them all (a ``pairs`` list of objects with ``i``, ``j``,
-``type``, ``score``, ``drop`` and ``dual``, highest score first). Ctrl-C (or SIGTERM)
-stops it with the pairs scored so far, reported and written as usual with
-``interrupted: true``; a second Ctrl-C quits at once (130). Exit codes: 0 done (interrupted
-or not), 1 no clustering to score against found within --time-limit (or an internal error),
-2 invalid input, 3 infeasible constraints, 130 interrupted before such a clustering was
-found.
+``type``, ``score``, ``drop`` and ``dual``, highest score first). Ctrl-C (or SIGTERM, or
+the end of --time-limit, which counts the whole command) stops it with the pairs scored so
+far, reported and written as usual with ``interrupted: true``; a second Ctrl-C quits at
+once (130). Exit codes: 0 done (interrupted or not), 1 no clustering to score against found
+within the first solve's half of --time-limit (or an internal error), 2 invalid input, 3
+infeasible constraints, 130 interrupted before such a clustering was found.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exact", action="store_true",
                         help="re-solve each instance without one pair exactly (slow)")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
-                        help="for the first solve and for each re-solve")
+                        help="for the whole command: the first solve takes at most half, "
+                             "each re-solve an equal share of the rest; when it is spent, "
+                             "the pairs scored so far are reported (interrupted: true)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (default: 0)")
     parser.add_argument("--top", type=nonnegative_int, default=20, metavar="N",
                         help="pairs printed (default: 20; --json has them all)")
