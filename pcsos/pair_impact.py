@@ -128,8 +128,9 @@ def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
 
 
 def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
-                 centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The thesis's scores (5.17) from the LP relaxation of the fixed-centre assignment."""
+                 centres: np.ndarray, deadline: Deadline) -> tuple[np.ndarray, np.ndarray]:
+    """The thesis's scores (5.17) from the LP relaxation of the fixed-centre assignment
+    (NaN when the LP fails or ``deadline`` stops it)."""
     n = len(Xc)
     c = ((Xc[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2).ravel()  # x_ih at i*k+h
     var = np.arange(n * k).reshape(n, k)
@@ -155,9 +156,10 @@ def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
     if len(cl):
         A_ub.append(rows(cl, 1.0))
         b_ub.append(np.ones(len(cl) * k))
+    left = deadline.seconds()
     res = linprog(c, A_ub=vstack(A_ub).tocsr(), b_ub=np.concatenate(b_ub),
                   A_eq=vstack(A_eq).tocsr(), b_eq=np.concatenate(b_eq), bounds=(0, 1),
-                  method="highs")
+                  method="highs", options={} if left is None else {"time_limit": left})
     if res.status != 0:
         return np.full(len(ml), math.nan), np.full(len(cl), math.nan)
     eq = np.asarray(res.eqlin.marginals)[n:]
@@ -273,7 +275,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     value = inst.objective(lab)
     Xc = inst.X - inst.X.mean(axis=0)
     centres = np.vstack([Xc[lab == h].mean(axis=0) for h in range(inst.k)])
-    dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres)
+    dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres, deadline)
     out: list[PairImpact] = []
 
     def stopped() -> bool:
