@@ -240,15 +240,17 @@ def test_a_certificate_from_the_absolute_tolerance_says_its_relative_gap():
 
 
 @pytest.mark.parametrize("k", [3, 4])  # the SDP's default, and the set-partitioning LP's
-def test_small_data_solve_as_at_their_own_scale(k):
+def test_data_solve_as_at_their_own_scale(k):
     # floors of 1 in the data's units (the SDP's 'solved' test, the loop's gain, the
     # polishing step, the LP's artificial cost, HiGHS's absolute tolerances) left data at
-    # 1e-4 at 0.44 % after 60 s, where at scale 1 the root closes in a second; a power of
-    # two scales every rounding alike, so the answers must agree
+    # 1e-4 at 0.44 % after 60 s, where at scale 1 the root closes in a second; the LP's
+    # pricing stopped splitting boxes of data at 1e-12, and HiGHS read the costs of data
+    # at 1e10 as infinite. A power of two scales every rounding alike, so the answers
+    # must agree
     X = np.random.default_rng(0).normal(size=(40, 2))
     base = pcsos.solve(X, k, workers=1, seed=0, abs_tol=0.0)
     assert base.status == "optimal"
-    for e in (-14, -30):
+    for e in (-14, -30, -70, 35, 60):  # 2^-70 and 2^35: the LP's floors and HiGHS's 1e20
         res = pcsos.solve(X * 2.0 ** e, k, workers=1, seed=0, abs_tol=0.0, time_limit=300)
         assert res.status == "optimal", (e, res.message)
         assert res.objective / 4.0 ** e == pytest.approx(base.objective, rel=2e-4)

@@ -1132,7 +1132,7 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                  const double[::1] base, const double[::1] lo0, const double[::1] hi0,
                  cnp.int64_t lo, cnp.int64_t hi, groups, double best, double tol,
                  Py_ssize_t max_boxes, poll=None, double[::1] shared=None,
-                 double stop_at=-INFINITY):
+                 double stop_at=-INFINITY, double unit=1.0):
     """The best-first search over boxes of the centre y of ``pricing.price_sized``, from the
     box [lo0, hi0], which must hold the mean of every cluster of count in [lo, hi]:
     ``(open_lb, best, boxes, complete, centres)``.
@@ -1161,7 +1161,8 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
     search that ends early keeps its open boxes in ``open_lb``.
 
     ``stop_at``: the search ends as soon as its best is below it (and, shared, ends the
-    others): a caller that needs only such a set, not the minimum."""
+    others): a caller that needs only such a set, not the minimum. ``unit``: the least length
+    that counts in the floor on a box's width (``PricingData.unit``)."""
     if shared is not None and shared.shape[0] < 3:
         raise ValueError("shared holds (best, boxes, stop)")
     cdef Py_ssize_t s = m.shape[0], d = m.shape[1], i, j, a, axis, q, c, half, slot, h
@@ -1307,7 +1308,7 @@ def sized_search(const double[:, ::1] m, const double[::1] e, const cnp.int64_t[
                     if w > wmax:
                         wmax = w
                         axis = a
-                if not wmax > 1e-12 * (1.0 + _dmax(fabs(blo[q * d + axis]),
+                if not wmax > 1e-12 * (unit + _dmax(fabs(blo[q * d + axis]),
                                                   fabs(bhi[q * d + axis]))):
                     break  # the least box is too small to split: its bound is final
                 # pop q

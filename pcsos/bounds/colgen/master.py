@@ -45,6 +45,9 @@ METHODS = ("simplex", "ipm")
 #: the interior-point method's optimality tolerance (HiGHS's default, 1e-8, took more
 #: iterations for duals the pricing does not need that close)
 IPM_TOL = 1e-7
+#: the largest artificial cost passed to HiGHS as it is (a power of two near 1e15, five
+#: orders below its infinite_cost, 1e20); above, the master's costs go in units (Master)
+COST_MAX = 2.0 ** 50
 #: an interior solution has every variable above zero: below this a weight counts as zero
 IPM_ZERO = 1e-6
 
@@ -75,9 +78,11 @@ class Master:
         # costs go to it in units of ``unit``, a power of two near ``big``, so that they
         # are not of the tolerances' size (on data at 1e-4, costs near 1e-9 left the
         # master's duals inaccurate and the generation stalled). A power of two scales
-        # every rounding the same way; duals and values come back multiplied by it. From
-        # 1 up the costs go as they are, as before
-        self.unit = 2.0 ** round(math.log2(big)) if 0 < big < 1 else 1.0
+        # every rounding the same way; duals and values come back multiplied by it. Above
+        # COST_MAX too: HiGHS reads a cost of 1e20 or more as infinite (data at 1e10, SSEs
+        # near 1e22, ended its master in status Unknown). Between, the costs go as they
+        # are, as before
+        self.unit = 2.0 ** round(math.log2(big)) if 0 < big < 1 or big > COST_MAX else 1.0
         h.setOptionValue("solver", "simplex")
         # one thread, as every HiGHS model of pcsos (pcsos.milp): the tree runs nodes side
         # by side, and HiGHS's scheduler is process-wide, sized by the first model that runs

@@ -116,6 +116,14 @@ class PricingData:
         return knapsack_groups(self.counts, self.cl_ptr, self.cl_idx)
 
     @cached_property
+    def unit(self) -> float:
+        """The least length that counts as a magnitude in the floors of the box search: 1
+        in the data's units, or the largest |coordinate| of the means where that is
+        smaller (positive even when all are 0). A floor of 1 alone stopped the splits of
+        data at 1e-12 at boxes of their own size, and their pricing never closed."""
+        return max(min(1.0, float(np.abs(self.m).max(initial=0.0))), 1e-300)
+
+    @cached_property
     def principal(self) -> tuple:
         """``(m, margin)``: the super-points' means in their principal axes (the
         mass-weighted covariance's eigenvectors, largest first) and the relative error of
@@ -338,7 +346,7 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
     # the disks g_i < 0, a little wider than computed, so that rounding cannot leave a
     # point of one outside the first box
     r = np.sqrt((pi[cand] - data.within[cand]) / data.e[cand]) * (1 + 1e-6)
-    pad = r[:, None] + 1e-9 * (1.0 + np.abs(data.m[cand]))
+    pad = r[:, None] + 1e-9 * (data.unit + np.abs(data.m[cand]))
     lo = (data.m[cand] - pad).min(axis=0)
     hi = (data.m[cand] + pad).max(axis=0)
     base = data.within - pi
@@ -376,7 +384,7 @@ def price_exact(data: PricingData, pi: np.ndarray, *, tol: float, max_boxes: int
                         columns.append((rc, key))
         width = hi - lo
         axis = int(np.argmax(width))
-        if not width[axis] > 1e-12 * (1.0 + float(np.abs(lo).max())):
+        if not width[axis] > 1e-12 * (data.unit + float(np.abs(lo).max())):
             heapq.heappush(heap, (lb, counter, lo, hi, cand))
             break  # a box too small to split: its bound is final
         mid = 0.5 * (lo[axis] + hi[axis])
@@ -421,7 +429,7 @@ def _sized_frame(data: PricingData, lo: int):
         # without point weights a cluster's mean is that of its points, and along an axis
         # it is at least the mean of the lo lowest points (by the super-points' values,
         # the last taken in part) and at most that of the lo highest
-        pad = 1e-12 * (1.0 + np.abs(m).max(axis=0))
+        pad = 1e-12 * (data.unit + np.abs(m).max(axis=0))
         for side, sign in ((blo, 1.0), (bhi, -1.0)):
             order = np.argsort(sign * m, axis=0, kind="stable")
             for ax in range(d):
@@ -593,7 +601,7 @@ def price_sized(data: PricingData, pi: np.ndarray, lo: int, hi: int, *, tol: flo
         stopped = shared is not None and deadline is not None and deadline.expired()
         return sized_search(m, data.e, data.counts, base, slab[0], slab[1], int(lo), int(hi),
                             groups, float(start), float(tol), 0 if stopped else int(max_boxes),
-                            poll, shared, stop_at)
+                            poll, shared, stop_at, data.unit)
 
     if shared is None:
         parts = [search(slabs[0])]
