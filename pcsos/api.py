@@ -576,7 +576,15 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
             not rows or rows[0].get("closed") == "sdp_too_large"):
         # the root never finished
         est = rows[0].get("sdp_estimate") if rows else None
-        if est is not None:  # refused for lack of time: the time limit is why it stopped
+        memory = rows[0].get("sdp_memory") if rows else None
+        if memory is not None:  # refused for lack of memory
+            have = rows[0]["memory_available"]
+            res.message = (f"the root's SDP relaxation (size s = {problem.s}) needs about "
+                           f"{memory / 2 ** 30:.3g} GiB of memory, more than the "
+                           f"{have / 2 ** 30:.3g} GiB available, so it was not started (the "
+                           "set-partitioning LP, engine 'colgen', needs no s x s matrix); "
+                           f"the gap {gap:.3g} is certified")
+        elif est is not None:  # refused for lack of time: the time limit is why it stopped
             res.status = "time_limit"
             res.message = (f"time limit of {time_limit:g} s; the root's SDP relaxation (size "
                            f"s = {problem.s}) needs at least ~{est:.0f} s, more than the time "

@@ -277,6 +277,10 @@ class _NodeRun:
         # the SDP's size limits and the decomposition ahead of it are the SDP's alone
         sdp_engine = self.engine == "sdp"
         need = sdp_seconds(self.problem.s) if sdp_engine else 0.0
+        if sdp_engine and self.options.bound_settings.device == "cpu":
+            short = sdp_memory_short(self.problem.s)
+            if short is not None:  # the OS would kill the process mid-solve, result and all
+                return self.too_large(need, memory=short)
         first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
         # the decomposition gets all the time there is when the SDP cannot run after it
         if need > ctx.deadline.remaining() * ((1.0 - DECOMPOSITION_FIRST_SHARE) if first
@@ -391,15 +395,19 @@ class _NodeRun:
                         subsets=self.decomposed["decomposition_subsets"])
         return True
 
-    def too_large(self, need: float) -> NodeOutcome:
-        # no bound can come out in the time left (a large instance): say so at once rather
-        # than spend the time and GBs of memory on a solve that cannot finish; the root
-        # bounds subsets of the data instead (an SSE is never negative: 0 at the least)
-        extra = self.decomposed
+    def too_large(self, need: float, memory: tuple[float, float] | None = None
+                  ) -> NodeOutcome:
+        # no bound can come out in the time left, or in the memory there is (a large
+        # instance): say so at once rather than spend the time and GBs of memory on a solve
+        # that cannot finish; the root bounds subsets of the data instead (an SSE is never
+        # negative: 0 at the least). ``memory``: (bytes needed, bytes available)
+        extra = dict(self.decomposed)
+        if memory is not None:
+            extra.update(sdp_memory=memory[0], memory_available=memory[1])
         bound = max(self.lb, 0.0)
-        if self.data.kind == "root" and self.best_labels is not None and not extra:
+        if self.data.kind == "root" and self.best_labels is not None and not self.decomposed:
             self.ctx.report("decomposition bound")
-            extra = _decomposition(self.problem, self.best_labels, self.ctx, self.options)
+            extra.update(_decomposition(self.problem, self.best_labels, self.ctx, self.options))
             bound = max(bound, extra["decomposition_bound"])
         return NodeOutcome(bound, self.best_val, self.best_labels, row=_row(
             self.data, lb=bound, flag=FLAG_FAILED, time=time.perf_counter() - self.t0,
@@ -616,6 +624,50 @@ def sdp_seconds(s: int, iterations: int | None = None) -> float:
     if iterations is None:  # read at the call: the tests change it
         iterations = MIN_SDP_ITERATIONS
     return iterations * _eig_cost[0] * float(s) ** 3
+
+
+#: doubles per s^2 that one SDP solve on the CPU holds at its peak: the ADMM's s x s
+#: arrays, its acceleration's history and the safe bound's eigensolver. Measured as
+#: `pcsos bound --method sdp`'s maximum resident size less that of a process that only
+#: read the data (benchmarks/bench_sdp_memory.py, docs/benchmarks.md): 50 at most; 56
+#: leaves a margin
+SDP_DOUBLES = 56
+
+
+def sdp_memory_short(s: int) -> tuple[float, float] | None:
+    """``(bytes needed, bytes available)`` when one SDP solve at size s would need more
+    memory than the machine can still give (:func:`memory_available`), else None (also
+    below SDP_CHECK_SIZE and where the memory available is unknown)."""
+    if s < SDP_CHECK_SIZE:
+        return None
+    have = memory_available()
+    need = SDP_DOUBLES * 8.0 * float(s) ** 2
+    return (need, have) if have is not None and need > have else None
+
+
+def memory_available() -> float | None:
+    """Bytes the machine can still give: Linux's MemAvailable, capped by a cgroup v2 limit
+    (memory.max less memory.current: a container's); None where unknown (no /proc)."""
+    have = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    have = float(line.split()[1]) * 1024.0
+                    break
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as f:
+            used = float(f.read().strip())
+        if limit != "max":
+            left = max(0.0, float(limit) - used)
+            have = left if have is None else min(have, left)
+    except (OSError, ValueError):
+        pass
+    return have
 
 
 def _round_callback(ctx: Context):

@@ -248,6 +248,44 @@ def test_a_root_sdp_that_cannot_finish_is_not_started(monkeypatch):
     assert res.objective <= min(r["ub"] for r in res.log)
 
 
+def test_a_root_sdp_beyond_the_memory_is_not_started(monkeypatch, tmp_path, capsys):
+    """An SDP that needs more memory than the machine has would be killed by the OS, result
+    and all: the root bounds subsets instead, and the result and ``pcsos bound`` say why."""
+    from pcsos.cli import main
+
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 50)
+    need = 8.0 * pcsos.node.SDP_DOUBLES * 200 ** 2
+    have = {"bytes": need + 1.0}  # just enough for s = 200
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
+    X, k, cl = _branching(n=200, n_cl=20)
+    res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, bound_settings={"engine": "sdp"},
+                      max_nodes=1)
+    assert "sdp_iterations" in res.log[0] and "sdp_memory" not in res.log[0]
+    have["bytes"] -= 2.0
+    res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, bound_settings={"engine": "sdp"})
+    root = res.log[0]
+    assert root["closed"] == "sdp_too_large" and "sdp_iterations" not in root
+    assert root["sdp_memory"] == need and root["memory_available"] < need
+    assert root["decomposition_subsets"] == 4 and root["lb"] == pytest.approx(res.lower_bound)
+    assert res.labels is not None and 0.0 < res.lower_bound < res.objective
+    assert "GiB of memory, more than the" in res.message
+    assert "decomposition bound: 4 subsets" in res.message
+    data = tmp_path / "d.txt"
+    data.write_text(f"{len(X)} 2\n" + "".join(f"{a} {b}\n" for a, b in X))
+    assert main(["bound", str(data), "-k", str(k), "--method", "sdp"]) == 1
+    assert "the SDP at s = 200 super-points needs about" in capsys.readouterr().err
+
+
+def test_memory_available_reads_this_machine():
+    have = pcsos.node.memory_available()
+    if not os.path.exists("/proc/meminfo"):
+        assert have is None
+    else:
+        assert have is not None and 0.0 <= have <= os.sysconf("SC_PAGE_SIZE") * os.sysconf(
+            "SC_PHYS_PAGES")
+
+
 def test_progress_reports_from_the_first_second():
     X, k, cl = _branching()
     seen = []
