@@ -28,6 +28,7 @@ from pcsos.decomposition import (
 from pcsos.distributed import close, connect
 from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed
 from pcsos.heuristics import run_heuristic
+from pcsos.node import sdp_memory_short
 from pcsos.options import resolve_workers
 from pcsos.problem import Problem, check_start, make_instance
 
@@ -174,7 +175,8 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     Raises
     ------
     InputError
-        Bad input.
+        Bad input, or a ``subset_size`` whose SDPs (one per worker at a time, run here on
+        the CPU) need more memory than the machine can still give.
     InfeasibleError
         No clustering obeys the pairs.
     UndecidedError
@@ -201,6 +203,18 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
                          source="subset_size")
     if workers is not None:
         workers = resolve_workers(workers)
+    if subset_size is not None and executor is None and dask is None \
+            and bound_settings.device == "cpu":
+        # the subsets' SDPs run here, one per worker at a time: past the memory, the OS
+        # would kill the run, clustering and all
+        copies = resolve_workers(workers)
+        short = sdp_memory_short(min(int(subset_size), inst.n), copies)
+        if short is not None:
+            raise InputError(
+                f"subsets of {subset_size} points need about {short[0] / 2 ** 30:.3g} GiB of "
+                f"memory for {copies} SDP solve(s) side by side, more than the "
+                f"{short[1] / 2 ** 30:.3g} GiB available: choose a smaller subset size",
+                source="subset_size")
     client = None
     if dask is not None:
         if executor is not None:

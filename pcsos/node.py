@@ -634,14 +634,14 @@ def sdp_seconds(s: int, iterations: int | None = None) -> float:
 SDP_DOUBLES = 56
 
 
-def sdp_memory_short(s: int) -> tuple[float, float] | None:
-    """``(bytes needed, bytes available)`` when one SDP solve at size s would need more
-    memory than the machine can still give (:func:`memory_available`), else None (also
-    below SDP_CHECK_SIZE and where the memory available is unknown)."""
+def sdp_memory_short(s: int, copies: int = 1) -> tuple[float, float] | None:
+    """``(bytes needed, bytes available)`` when ``copies`` SDP solves at size s side by
+    side would need more memory than the machine can still give (:func:`memory_available`),
+    else None (also below SDP_CHECK_SIZE and where the memory available is unknown)."""
     if s < SDP_CHECK_SIZE:
         return None
     have = memory_available()
-    need = SDP_DOUBLES * 8.0 * float(s) ** 2
+    need = copies * SDP_DOUBLES * 8.0 * float(s) ** 2
     return (need, have) if have is not None and need > have else None
 
 

@@ -696,3 +696,19 @@ def test_the_ceiling_caps_the_decomposition_bound(seed):
     lb, _ = decomposition_bound(inst, subsets, workers=1, labels=labels)
     ceiling = _decomposition_ceiling(Problem.from_instance(inst), labels, subsets)
     assert lb <= ceiling * (1 + 1e-9) and ceiling <= inst.objective(labels) * (1 + 1e-12)
+
+
+def test_subsets_beyond_the_memory_are_refused(monkeypatch):
+    """A subset size whose SDPs, one per worker side by side, need more memory than the
+    machine has is an InputError naming it, before any work (the OS would kill the run)."""
+    import pcsos.node
+
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    one = 8.0 * pcsos.node.SDP_DOUBLES * 40 ** 2
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.5 * one)
+    X = _blobs(20, [(0, 0), (4, 0), (0, 4)], 0.5, 0)
+    with pytest.raises(InputError, match="subsets of 40 points need about .* for 2 SDP") as e:
+        pcsos.certify(X, 3, subset_size=40, workers=2)
+    assert e.value.source == "subset_size"
+    cert = pcsos.certify(X, 3, subset_size=40, workers=1)  # one fits
+    assert cert.lower_bound > 0
