@@ -550,6 +550,27 @@ def test_a_box_that_no_duals_fit_is_freed():
     assert not m.boxed and value == pytest.approx(1.0) and lam[0] == pytest.approx(1.0)
 
 
+def test_a_big_raised_past_highs_infinite_cost_still_counts():
+    """set_big past what HiGHS reads as a cost (1e20 is infinite) takes every cost to a new
+    unit: the artificial columns cost what they were given, not the old big or inf."""
+    from pcsos.bounds.colgen.master import Master
+
+    m = Master(2, 1, big=2.0 ** 49)  # costs as they are
+    m.add([(0,)], [5.0])  # point 1 has no column: the artificials stay in the solution
+    m.set_box(np.array([1.0, 1.0]), 0.5)
+    m.set_box(None)
+    _, _, lam, value = m.solve()
+    assert lam[0] == pytest.approx(1.0) and value == pytest.approx(5.0 + 2.0 ** 49)
+    for big in (1e21, 1e30, 2.0 ** 49):  # and back: the unit follows big
+        m.set_big(big)
+        pi, _, lam, value = m.solve()
+        assert lam[0] == pytest.approx(1.0) and value == pytest.approx(5.0 + big, rel=1e-12)
+        assert pi[1] == pytest.approx(big)  # the uncovered point's dual: the artificial's
+    m.set_big(1e-3)  # now three artificials cost less than the column
+    _, _, lam, value = m.solve()
+    assert lam[0] == 0.0 and value == pytest.approx(3e-3, rel=1e-12)
+
+
 def test_k_from_two_to_n_minus_one():
     rng = np.random.default_rng(11)
     X = rng.normal(size=(7, 2))

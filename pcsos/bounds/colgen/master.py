@@ -52,6 +52,12 @@ COST_MAX = 2.0 ** 50
 IPM_ZERO = 1e-6
 
 
+def _cost_unit(big: float) -> float:
+    """The unit of the costs HiGHS is given (:class:`Master`): a power of two near ``big``
+    below 1 and above COST_MAX, else 1."""
+    return 2.0 ** round(math.log2(big)) if 0 < big < 1 or big > COST_MAX else 1.0
+
+
 class MasterError(RuntimeError):
     """HiGHS could not solve the master LP (the engine stops; its bound so far stands)."""
 
@@ -82,7 +88,7 @@ class Master:
         # COST_MAX too: HiGHS reads a cost of 1e20 or more as infinite (data at 1e10, SSEs
         # near 1e22, ended its master in status Unknown). Between, the costs go as they
         # are, as before
-        self.unit = 2.0 ** round(math.log2(big)) if 0 < big < 1 or big > COST_MAX else 1.0
+        self.unit = _cost_unit(big)
         h.setOptionValue("solver", "simplex")
         # one thread, as every HiGHS model of pcsos (pcsos.milp): the tree runs nodes side
         # by side, and HiGHS's scheduler is process-wide, sized by the first model that runs
@@ -119,6 +125,7 @@ class Master:
         self.n_artificial = n_art
         self.n_art = n_art + 2 * s  # generated column j sits at j + n_art
         self.big = float(big)
+        self._box_costs = np.full(2 * s, float(big))  # in the data's units
         self.boxed = False
         #: simplex, interior-point and crossover iterations over every solve so far
         self.pivots = 0
@@ -180,8 +187,24 @@ class Master:
         return len(new)
 
     def set_big(self, big: float) -> None:
-        """Give every artificial column the cost ``big`` (the basis stays valid)."""
+        """Give every artificial column the cost ``big``, and the box columns too while no
+        box is set (as :meth:`set_box` with None would); the basis stays valid."""
         self.big = float(big)
+        # the unit follows big: past 1e20, HiGHS's infinite cost, the change would be lost
+        # and the master solved as before. A new unit changes every cost, only costs, so
+        # the basis stays valid, and duals come back in the data's units
+        rescale = _cost_unit(big) != self.unit
+        self.unit = _cost_unit(big)
+        if not self.boxed:
+            self._box_costs = np.full(2 * self.s, self.big)
+        if rescale or not self.boxed:
+            self.h.changeColsCost(2 * self.s, np.arange(self.n_artificial, self.n_art,
+                                                        dtype=np.int32),
+                                  self._box_costs / self.unit)
+        if rescale and self.columns:
+            self.h.changeColsCost(len(self.columns), np.arange(
+                self.n_art, self.n_art + len(self.columns), dtype=np.int32),
+                np.asarray(self.costs) / self.unit)
         self.h.changeColsCost(self.n_artificial, np.arange(self.n_artificial, dtype=np.int32),
                               np.full(self.n_artificial, float(big) / self.unit))
 
@@ -196,6 +219,7 @@ class Master:
             c = np.asarray(center, dtype=np.float64)
             costs = np.concatenate([c + delta, -(c - delta)])
         self.boxed = center is not None
+        self._box_costs = costs
         self.h.changeColsCost(2 * s, np.arange(self.n_artificial, self.n_art, dtype=np.int32),
                               costs / self.unit)
 
