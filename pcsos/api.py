@@ -564,8 +564,17 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                  seconds=tr.seconds, root_lower_bound=max(float(tr.root_bound), 0.0),
                  root_gap=float(root_gap), root_size=problem.s, log=rows, n=instance.n,
                  k=instance.k)
+    refused = [r for r in rows if r.get("sdp_memory") is not None]
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
+    elif refused and (resumed or rows[0].get("sdp_memory") is None):
+        # nodes below the root (or in an earlier run) refused for memory: the tree counts
+        # them as unresolved, and only the log said why
+        need = max(r["sdp_memory"] for r in refused)
+        have = min(r["memory_available"] for r in refused)
+        res.message += (f"; {len(refused)} node(s) did not run their SDP: it needs up to "
+                        f"{need / 2 ** 30:.3g} GiB of memory, more than the {have / 2 ** 30:.3g} "
+                        "GiB available")
     elif tr.status == "optimal" and rows and rows[0].get("decomposition_subsets") \
             and "sdp_iterations" not in rows[0]:
         # a large root closed by its decomposition bound, its own SDP never run

@@ -204,14 +204,15 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     if workers is not None:
         workers = resolve_workers(workers)
     if subset_size is not None and executor is None and dask is None \
-            and bound_settings.device == "cpu":
+            and bound_settings.on_cpu():
         # the subsets' SDPs run here, one per worker at a time: past the memory, the OS
         # would kill the run, clustering and all
-        copies = resolve_workers(workers)
-        short = sdp_memory_short(min(int(subset_size), inst.n), copies)
+        count, size = _layout(inst.n, int(subset_size), resolve_workers(workers))
+        copies = min(resolve_workers(workers), count)
+        short = sdp_memory_short(min(size, inst.n), copies)
         if short is not None:
             raise InputError(
-                f"subsets of {subset_size} points need about {short[0] / 2 ** 30:.3g} GiB of "
+                f"subsets of {min(size, inst.n)} points need about {short[0] / 2 ** 30:.3g} GiB of "
                 f"memory for {copies} SDP solve(s) side by side, more than the "
                 f"{short[1] / 2 ** 30:.3g} GiB available: choose a smaller subset size",
                 source="subset_size")
@@ -230,6 +231,13 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     finally:
         if client is not None:
             close(client, own)
+
+
+def _layout(n: int, size: int, workers: int) -> tuple[int, int]:
+    """``(count, size)``: how many subsets a pass makes of n points with at most ``size``
+    each on ``workers`` workers (:func:`subset_count`), and the size they then have."""
+    count = subset_count(n, size, workers)
+    return count, (math.ceil(n / count) if count > 1 else size)
 
 
 def _certify(inst, labels, subset_size, deadline: Deadline, workers, executor, heuristic,
@@ -271,9 +279,7 @@ def _certify(inst, labels, subset_size, deadline: Deadline, workers, executor, h
         1.0 - WIDER_SHARE
 
     def bound_pass(size, share, stage):
-        count = subset_count(inst.n, int(size), workers)
-        if count > 1:
-            size = math.ceil(inst.n / count)
+        _, size = _layout(inst.n, int(size), workers)
         subsets = partition(inst, lab, size, seed=seed)
         if progress is not None:
             progress(stage, 0, len(subsets), objective)

@@ -277,7 +277,7 @@ class _NodeRun:
         # the SDP's size limits and the decomposition ahead of it are the SDP's alone
         sdp_engine = self.engine == "sdp"
         need = sdp_seconds(self.problem.s) if sdp_engine else 0.0
-        if sdp_engine and self.options.bound_settings.device == "cpu":
+        if sdp_engine and self.options.bound_settings.on_cpu():
             short = sdp_memory_short(self.problem.s)
             if short is not None:  # the OS would kill the process mid-solve, result and all
                 return self.too_large(need, memory=short)
@@ -645,29 +645,64 @@ def sdp_memory_short(s: int, copies: int = 1) -> tuple[float, float] | None:
     return (need, have) if have is not None and need > have else None
 
 
-def memory_available() -> float | None:
-    """Bytes the machine can still give: Linux's MemAvailable, capped by a cgroup v2 limit
-    (memory.max less memory.current: a container's); None where unknown (no /proc)."""
+def memory_available(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> float | None:
+    """Bytes the machine can still give: Linux's MemAvailable, capped by the memory limits of
+    this process's cgroup and those above it (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``: a container's, a batch job's) less what they hold but their
+    reclaimable page cache; None where unknown (no ``proc``/meminfo)."""
     have = None
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(os.path.join(proc, "meminfo"), encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     have = float(line.split()[1]) * 1024.0
                     break
+        with open(os.path.join(proc, "self", "cgroup"), encoding="ascii") as f:
+            groups = f.read().splitlines()
     except (OSError, ValueError, IndexError):
-        return None
+        return have
+    for line in groups:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[1] == "":  # v2
+            base, files = cgroup, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in parts[1].split(","):  # v1
+            base = os.path.join(cgroup, "memory")
+            files = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        else:
+            continue
+        segments = [p for p in parts[2].split("/") if p]
+        for depth in range(len(segments), -1, -1):  # the limits above apply too
+            left = _cgroup_left(os.path.join(base, *segments[:depth]), *files)
+            if left is not None:
+                have = left if have is None else min(have, left)
+    return have
+
+
+def _cgroup_left(folder: str, limit_file: str, usage_file: str, cache_key: str
+                 ) -> float | None:
+    """Bytes left under the cgroup ``folder``'s memory limit; None without one (or files)."""
     try:
-        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+        with open(os.path.join(folder, limit_file), encoding="ascii") as f:
             limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as f:
+        if limit == "max" or float(limit) >= 2.0 ** 60:  # v1 writes "no limit" as ~2^63
+            return None
+        with open(os.path.join(folder, usage_file), encoding="ascii") as f:
             used = float(f.read().strip())
-        if limit != "max":
-            left = max(0.0, float(limit) - used)
-            have = left if have is None else min(have, left)
+    except (OSError, ValueError):
+        return None
+    cache = 0.0  # the page cache the kernel reclaims before it kills
+    try:
+        with open(os.path.join(folder, "memory.stat"), encoding="ascii") as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == cache_key:
+                    cache = float(value)
+                    break
     except (OSError, ValueError):
         pass
-    return have
+    return max(0.0, float(limit) - max(0.0, used - cache))
 
 
 def _round_callback(ctx: Context):

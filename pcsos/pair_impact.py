@@ -278,8 +278,8 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres, deadline)
     out: list[PairImpact] = []
 
-    def stopped() -> bool:
-        return stop_event is not None and stop_event.is_set()
+    def stopped() -> bool:  # a time_limit given as a Deadline may carry a stop signal
+        return (stop_event is not None and stop_event.is_set()) or deadline.stopped()
 
     timed_out = False
     for kind, pairs, duals in (("ML", inst.ml, dual_ml), ("CL", inst.cl, dual_cl)):

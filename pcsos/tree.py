@@ -820,8 +820,9 @@ def _result(st: _Search, status: str, tol: float, max_nodes, time_limit) -> Tree
                        else "stopped with unresolved nodes"),
         "time_limit": f"time limit of {time_limit:g} s reached" if time_limit else "time limit",
         "interrupted": "interrupted",
-        "unresolved": (f"{len(st.unresolved)} node(s) could not be resolved numerically; "
-                       f"the gap {gap:.3g} is certified"),
+        "unresolved": (f"{len(st.unresolved)} node(s) could not be resolved (a bound that "
+                       f"failed or was not run; the log's rows say which); the gap {gap:.3g} "
+                       "is certified"),
     }
     return TreeResult(status=status, solution=st.inc.solution, objective=ub, lower_bound=lb,
                       gap=gap, nodes=st.processed, seconds=st.elapsed(),

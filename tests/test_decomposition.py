@@ -704,11 +704,15 @@ def test_subsets_beyond_the_memory_are_refused(monkeypatch):
     import pcsos.node
 
     monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
-    one = 8.0 * pcsos.node.SDP_DOUBLES * 40 ** 2
+    one = 8.0 * pcsos.node.SDP_DOUBLES * 30 ** 2  # 60 points at most 40 each: 2 of 30
     monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.5 * one)
     X = _blobs(20, [(0, 0), (4, 0), (0, 4)], 0.5, 0)
-    with pytest.raises(InputError, match="subsets of 40 points need about .* for 2 SDP") as e:
+    with pytest.raises(InputError, match="subsets of 30 points need about .* for 2 SDP") as e:
         pcsos.certify(X, 3, subset_size=40, workers=2)
     assert e.value.source == "subset_size"
-    cert = pcsos.certify(X, 3, subset_size=40, workers=1)  # one fits
-    assert cert.lower_bound > 0
+    cert = pcsos.certify(X, 3, subset_size=40, workers=1)  # one at a time fits
+    assert cert.lower_bound > 0 and cert.subset_size == 30
+    # one subset runs one SDP, whatever the workers
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 8.0 * pcsos.node.SDP_DOUBLES
+                        * 60 ** 2 * 1.5)
+    assert pcsos.certify(X, 3, subset_size=100, workers=2).lower_bound > 0

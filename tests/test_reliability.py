@@ -277,6 +277,26 @@ def test_a_root_sdp_beyond_the_memory_is_not_started(monkeypatch, tmp_path, caps
     assert "the SDP at s = 200 super-points needs about" in capsys.readouterr().err
 
 
+def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    calls = []
+
+    def memory():  # the root's check passes, its children's fail
+        calls.append(1)
+        return 1e12 if len(calls) == 1 else 1.0
+
+    monkeypatch.setattr(pcsos.node, "memory_available", memory)
+    X, k, cl = _branching(n=90, k=3, n_cl=30)
+    res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, bound_settings={"engine": "sdp"},
+                      cp_settings={"families": "none"}, max_nodes=3)
+    refused = [r for r in res.log if r.get("sdp_memory") is not None]
+    assert res.log[0].get("sdp_memory") is None and refused
+    assert all(r["closed"] == "sdp_too_large" and r["kind"] != "root" for r in refused)
+    assert res.status == "unresolved" and "numerically" not in res.message
+    assert f"{len(refused)} node(s) did not run their SDP" in res.message
+    assert 0.0 < res.lower_bound <= res.objective
+
+
 def test_memory_available_reads_this_machine():
     have = pcsos.node.memory_available()
     if not os.path.exists("/proc/meminfo"):
@@ -284,6 +304,37 @@ def test_memory_available_reads_this_machine():
     else:
         assert have is not None and 0.0 <= have <= os.sysconf("SC_PAGE_SIZE") * os.sysconf(
             "SC_PHYS_PAGES")
+
+
+def _files(root: pathlib.Path, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_memory_available_takes_the_least_cgroup_limit(tmp_path, version):
+    """MemAvailable, capped by this process's cgroup and those above it (a batch job in a
+    container), each less what it holds but its reclaimable page cache."""
+    proc, cg = tmp_path / "proc", tmp_path / "cgroup"
+    _files(proc, {"meminfo": "MemTotal: 9000 kB\nMemAvailable: 4000 kB\n"})
+    if version == 2:
+        _files(proc, {"self/cgroup": "0::/job/42\n"})
+        _files(cg, {"job/42/memory.max": "max\n", "job/42/memory.current": "5\n",
+                    "job/memory.max": "3000000\n", "job/memory.current": "1000000\n",
+                    "job/memory.stat": "anon 1\ninactive_file 400000\nfile 3\n"})
+    else:
+        _files(proc, {"self/cgroup": "9:cpu:/\n4:memory:/job/42\n"})
+        _files(cg, {"memory/job/42/memory.limit_in_bytes": "3000000\n",
+                    "memory/job/42/memory.usage_in_bytes": "1000000\n",
+                    "memory/job/42/memory.stat": "total_inactive_file 400000\n",
+                    "memory/memory.limit_in_bytes": "9223372036854771712\n",
+                    "memory/memory.usage_in_bytes": "8000000\n"})
+    assert pcsos.node.memory_available(str(proc), str(cg)) == 3000000 - (1000000 - 400000)
+    # a looser limit leaves MemAvailable; no /proc at all: unknown
+    _files(proc, {"meminfo": "MemAvailable: 1000 kB\n"})
+    assert pcsos.node.memory_available(str(proc), str(cg)) == 1000 * 1024
+    assert pcsos.node.memory_available(str(tmp_path / "none"), str(cg)) is None
 
 
 def test_progress_reports_from_the_first_second():

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pcsos.bounds.arrays import DEVICES, get_backend
+from pcsos.bounds.arrays import DEVICES, cuda_available, get_backend
 from pcsos.bounds.colgen.engine import (
     BOX_SHARE,
     CHILD_EXACT_EVERY,
@@ -193,6 +193,11 @@ class BoundSettings:
         these settings give (every caller of the LP engine passes them so)."""
         return {"aggregate": self.aggregate, "box": self.box, "exact_every": self.exact_every,
                 "master_method": self.master_method, "sr_rounds": self.sr_rounds}
+
+    def on_cpu(self) -> bool:
+        """Whether the SDP solver runs on the CPU: device 'cpu', or 'auto' without a GPU (a
+        namespace module given as the device does not count)."""
+        return self.device == "cpu" or (self.device == "auto" and not cuda_available())
 
     def engine_of(self, instance) -> str:
         """:meth:`engine_for` an :class:`~pcsos.problem.Instance` (its k, d, exact sizes,

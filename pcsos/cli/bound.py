@@ -210,13 +210,13 @@ def run(args: argparse.Namespace) -> int:
     # a bound needs an iteration and a safe bound, three s x s eigendecompositions at least:
     # where those cannot end in the time left, say so before starting (s = 5 000 with
     # --time-limit 5 ran 29 s and took 4 GB), as the tree refuses such a root
-    need = sdp_seconds(problem.s, iterations=3) if bs.device == "cpu" else 0.0
+    need = sdp_seconds(problem.s, iterations=3) if bs.on_cpu() else 0.0
     if need > deadline.remaining():
         raise UndecidedError(
             f"the SDP at s = {problem.s} super-points needs at least {need:.0f} s, more than "
             f"the {deadline.remaining():.0f} s left: raise --time-limit, or bound subsets "
             "of the data with pcsos certify")
-    short = sdp_memory_short(problem.s) if bs.device == "cpu" else None
+    short = sdp_memory_short(problem.s) if bs.on_cpu() else None
     if short is not None:  # the OS would kill the process mid-solve, report and all
         need, have = short
         raise UndecidedError(
