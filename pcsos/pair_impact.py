@@ -275,7 +275,9 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     value = inst.objective(lab)
     Xc = inst.X - inst.X.mean(axis=0)
     centres = np.vstack([Xc[lab == h].mean(axis=0) for h in range(inst.k)])
-    dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres, deadline)
+    # at most half of what is left, so that a slow LP leaves the drops, the ranking key, time
+    dual_ml, dual_cl = _dual_scores(Xc, inst.k, inst.ml, inst.cl, centres,
+                                    deadline.within(share=0.5))
     out: list[PairImpact] = []
 
     def stopped() -> bool:  # a time_limit given as a Deadline may carry a stop signal
