@@ -17,8 +17,12 @@ import inspect
 import numpy as np
 
 from pcsos.api import solve
-from pcsos.errors import InfeasibleError, InputError, is_integer
+from pcsos.errors import InfeasibleError, InputError, UndecidedError, is_integer
 from pcsos.options import ABS_TOL, SolverOptions
+
+#: what fit sets (scikit-learn's validation sets the two feature attributes)
+_FITTED = ("n_features_in_", "feature_names_in_", "result_", "labels_", "cluster_centers_",
+           "inertia_", "lower_bound_", "gap_", "n_nodes_", "status_")
 
 __all__ = ["PCSOSClustering"]
 
@@ -217,9 +221,22 @@ feasibility_backend, order, branching
         InputError
             Bad input (scikit-learn's ValueError / TypeError for malformed X).
         InfeasibleError
-            The pairs admit no clustering into ``n_clusters`` non-empty clusters, or none
-            was found before a limit.
+            The pairs admit no clustering into ``n_clusters`` non-empty clusters.
+        UndecidedError
+            No clustering was found before a limit stopped the solver.
         """
+        # a fit that fails leaves the estimator unfitted, not half the old fit and half
+        # the new data's shape (predict would then break on a shape mismatch)
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        try:
+            return self._fit(X, ml, cl, sample_weight, init_labels)
+        except BaseException:
+            for name in _FITTED:
+                self.__dict__.pop(name, None)
+            raise
+
+    def _fit(self, X, ml, cl, sample_weight, init_labels) -> PCSOSClustering:
         Xa = self._validate(X, reset=True)
         if isinstance(self.n_clusters, (int, np.integer)) and Xa.shape[0] < self.n_clusters:
             raise InputError(f"n_samples = {Xa.shape[0]} is less than n_clusters = "
@@ -231,9 +248,9 @@ feasibility_backend, order, branching
                     init_labels=init_labels, verbose=self.verbose)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
-        if res.labels is None:
-            raise InfeasibleError(f"no clustering found before the solver stopped "
-                                  f"({res.status}: {res.message})", reason=res.status)
+        if res.labels is None:  # feasible or not, undecided at the stop
+            raise UndecidedError(f"no clustering found before the solver stopped "
+                                 f"({res.status}: {res.message})")
         self.result_ = res
         # solve validated the weights: n positive finite numbers
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)

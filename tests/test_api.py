@@ -14,7 +14,7 @@ from bruteforce import brute_force
 
 import pcsos
 import pcsos.api as api
-from pcsos.errors import InfeasibleError, InputError
+from pcsos.errors import InfeasibleError, InputError, UndecidedError
 from pcsos.problem import pairs_satisfied, sse
 
 WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
@@ -190,6 +190,29 @@ def test_estimator_params_and_errors():
     with pytest.raises(ValueError, match="X has 5 features, but PCSOSClustering is "
                        "expecting 2 features"):
         est.predict(np.zeros((2, 5)))
+
+
+def test_a_failed_fit_leaves_the_estimator_unfitted():
+    X = _blobs(k=2)[0]
+    est = pcsos.PCSOSClustering(2, workers=1).fit(X)
+    with pytest.raises(InfeasibleError):
+        est.fit(np.hstack([X, X]), ml=[(0, 1)], cl=[(0, 1)])
+    assert not any(hasattr(est, a) for a in ("labels_", "cluster_centers_", "result_",
+                                             "n_features_in_"))
+    with pytest.raises(ValueError, match="not fitted"):  # not a shape mismatch
+        est.predict(np.hstack([X, X]))
+
+
+def test_an_estimator_stopped_before_any_clustering_is_undecided():
+    # a cannot-link graph that the greedy colouring cannot colour with 4: deciding it
+    # takes the ILP, which a microsecond does not hold
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    cl = [(i, j) for i in range(60) for j in range(i + 1, 60) if rng.random() < 0.12]
+    est = pcsos.PCSOSClustering(4, workers=1, time_limit=1e-6)  # no work fits in a microsecond
+    with pytest.raises(UndecidedError, match="no clustering found before the solver stopped"):
+        est.fit(X, cl=cl)
+    assert not hasattr(est, "labels_")
 
 
 def test_estimator_clones_with_sklearn():
