@@ -15,6 +15,7 @@ import numpy as np
 
 from pcsos.bounds.settings import BoundSettings
 from pcsos.clock import Deadline
+from pcsos.cuts.loop import CuttingPlaneSettings
 from pcsos.decomposition import (
     SUBSET_MAX,
     SubsetBound,
@@ -26,7 +27,7 @@ from pcsos.decomposition import (
     subset_size_for,
 )
 from pcsos.distributed import close, connect
-from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed
+from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed, is_integer
 from pcsos.heuristics import run_heuristic
 from pcsos.node import sdp_memory_short
 from pcsos.options import resolve_workers
@@ -198,8 +199,9 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     inst = make_instance(X, k, ml, cl, weights=sample_weight)
     check_seed(seed)
     bound_settings = BoundSettings.make(bound_settings, source="bound_settings")
-    if subset_size is not None and (isinstance(subset_size, bool) or not subset_size >= 1):
-        raise InputError(f"subset size must be >= 1, got {subset_size!r}",
+    cp_settings = CuttingPlaneSettings.make(cp_settings)  # None: subset_settings()
+    if subset_size is not None and not (is_integer(subset_size) and subset_size >= 1):
+        raise InputError(f"subset size must be a whole number >= 1, got {subset_size!r}",
                          source="subset_size")
     if workers is not None:
         workers = resolve_workers(workers)

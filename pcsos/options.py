@@ -180,20 +180,9 @@ class SolverOptions:
 
     def _cut_settings(self):
         cp = self.cp_settings
-        if cp is None or isinstance(cp, dict):
-            # the tree's defaults, and the loop stops once the node can be pruned
-            kw = {**TREE_CUT_DEFAULTS, **dict(cp or {}), "prune_tol": self.tol,
-                  "prune_abs_tol": self.abs_tol}
-            try:
-                return CuttingPlaneSettings(**kw)
-            except (TypeError, ValueError) as exc:
-                raise InputError(f"invalid cutting-plane settings: {exc}",
-                                 source="cp_settings") from None
-        if not isinstance(cp, CuttingPlaneSettings):
-            raise InputError(f"cp_settings must be a CuttingPlaneSettings, a dict or None, "
-                             f"got {type(cp).__name__}", source="cp_settings")
-        # the loop must stop where the tree prunes
-        return dataclasses.replace(cp, prune_tol=self.tol, prune_abs_tol=self.abs_tol)
+        # a dict goes over the tree's defaults; the loop must stop where the tree prunes
+        return dataclasses.replace(CuttingPlaneSettings.make(cp, **TREE_CUT_DEFAULTS),
+                                   prune_tol=self.tol, prune_abs_tol=self.abs_tol)
 
 
 def _check_positive_int(name: str, v) -> None:

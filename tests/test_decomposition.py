@@ -716,3 +716,23 @@ def test_subsets_beyond_the_memory_are_refused(monkeypatch):
     monkeypatch.setattr(pcsos.node, "memory_available", lambda: 8.0 * pcsos.node.SDP_DOUBLES
                         * 60 ** 2 * 1.5)
     assert pcsos.certify(X, 3, subset_size=100, workers=2).lower_bound > 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"subset_size": "10"}, "subset_size: subset size must be a whole number"),
+    ({"subset_size": 2.5}, "subset_size: subset size must be a whole number"),
+    ({"cp_settings": 5}, "cp_settings: cp_settings must be a CuttingPlaneSettings"),
+    ({"cp_settings": {"bogus": 1}}, "cp_settings: invalid cutting-plane settings"),
+])
+def test_certify_checks_its_settings_at_the_edge(kwargs, message):
+    # before: a raw TypeError, a size silently truncated, or an AttributeError deep in the
+    # loop after the heuristic had run
+    X = _blobs(10, [(0, 0), (4, 0), (0, 4)], 0.5, 0)
+    with pytest.raises(InputError, match=message):
+        pcsos.certify(X, 3, workers=1, **kwargs)
+
+
+def test_certify_takes_cut_settings_as_a_dict():
+    X = _blobs(10, [(0, 0), (4, 0), (0, 4)], 0.5, 0)
+    cert = pcsos.certify(X, 3, workers=1, subset_size=10, cp_settings={"max_rounds_root": 1})
+    assert 0 < cert.lower_bound <= cert.objective

@@ -31,6 +31,7 @@ from pcsos.cuts.separation import (
     parse_families,
     separate,
 )
+from pcsos.errors import InputError
 from pcsos.problem import Problem
 from pcsos.tree import gap_closed
 
@@ -227,6 +228,25 @@ class CuttingPlaneSettings:
         if self.eps_violation_fine is not None and not self.eps_violation_fine >= 0:
             raise ValueError(f"eps_violation_fine must be >= 0 or None, "
                              f"got {self.eps_violation_fine}")
+
+    @classmethod
+    def make(cls, settings, source: str = "cp_settings", **defaults
+             ) -> CuttingPlaneSettings | None:
+        """``settings`` as given, or built from a dict over ``defaults``; None stays None
+        when there are no defaults. Anything else, or a dict with an unknown key or a bad
+        value, is an :class:`~pcsos.InputError` naming ``source``."""
+        if isinstance(settings, cls):
+            return settings
+        if settings is None and not defaults:
+            return None
+        if settings is None or isinstance(settings, dict):
+            try:
+                return cls(**{**defaults, **dict(settings or {})})
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"invalid cutting-plane settings: {exc}",
+                                 source=source) from None
+        raise InputError(f"{source} must be a CuttingPlaneSettings, a dict or None, got "
+                         f"{type(settings).__name__}", source=source)
 
 
 @dataclass
