@@ -156,7 +156,7 @@ def check_instance(instance: Instance, backend: str = "highs",
     Raises
     ------
     InputError
-        An unknown backend or method.
+        An unknown backend or method, or ``instance`` not an Instance.
     BackendUnavailableError
         ``backend='gurobi'`` without gurobipy or its licence, once an ILP is needed (the
         cheap tests decide many instances without one).

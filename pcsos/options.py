@@ -10,6 +10,7 @@ caller (a warm start, an executor, callbacks, stop events, printing) stays a key
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,8 +141,9 @@ class SolverOptions:
         _positive_int = _check_positive_int
         if not (is_real(self.tol) and 0 <= self.tol < 1):
             raise InputError(f"tol must be a number in [0, 1), got {self.tol!r}", source="tol")
-        if not (is_real(self.abs_tol) and self.abs_tol >= 0):
-            raise InputError(f"abs_tol must be a number >= 0, got {self.abs_tol!r}",
+        # not inf: it would certify any clustering optimal, whatever its gap
+        if not (is_real(self.abs_tol) and 0 <= self.abs_tol < math.inf):
+            raise InputError(f"abs_tol must be a finite number >= 0, got {self.abs_tol!r}",
                              source="abs_tol")
         for name in ("max_nodes", "workers", "threads", "root_threads"):
             _positive_int(name, getattr(self, name))

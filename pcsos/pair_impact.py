@@ -118,13 +118,20 @@ def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
     """The value of the best clustering found for ``inst`` (a pair removed), started from
     ``lab``, which obeys every pair of ``inst``."""
     if exact:
-        res = solve_instance(inst, init_labels=lab, time_limit=time_limit.seconds(),
+        res = solve_instance(inst, init_labels=lab, time_limit=_solve_seconds(time_limit),
                              stop_event=stop_event, **solve_options)
         return res.objective
     problem = Problem.from_instance(inst, infer_k2=False)
     h = run_heuristic(heuristic, problem, seed=seed, init_labels=lab,
                       time_limit=time_limit, stop_event=stop_event)
     return h.objective if h.status == "found" else math.inf
+
+
+def _solve_seconds(deadline: Deadline) -> float | None:
+    """The time left as :func:`~pcsos.api.solve_instance` takes it: None without a limit,
+    else at least a nanosecond (it refuses 0, which a spent limit leaves)."""
+    left = deadline.seconds()
+    return None if left is None else max(left, 1e-9)
 
 
 def _dual_scores(Xc: np.ndarray, k: int, ml: np.ndarray, cl: np.ndarray,
@@ -257,7 +264,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     if labels is None:
         # half at most, so that a first solve that runs to its limit leaves the pairs time
         first = deadline.within(share=0.5) if total else deadline
-        res = solve_instance(inst, time_limit=first.seconds(), stop_event=stop_event,
+        res = solve_instance(inst, time_limit=_solve_seconds(first), stop_event=stop_event,
                              **solve_options)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)

@@ -36,7 +36,18 @@ def _as_pairs(pairs, name: str, n: int) -> tuple[np.ndarray, int]:
     """Validate, orient (i < j) and deduplicate pairs; return them sorted and the duplicates."""
     if pairs is None:
         return np.empty((0, 2), dtype=np.int64), 0
-    arr = np.asarray(pairs if not isinstance(pairs, np.ndarray) else pairs, dtype=object)
+    if isinstance(pairs, (str, bytes, dict)):
+        raise InputError(f"{name} must be an iterable of (i, j) pairs, got "
+                         f"{type(pairs).__name__}", source=name)
+    if not isinstance(pairs, (np.ndarray, list, tuple)):
+        # a set or a generator of pairs, as the docs' "iterable" allows (numpy reads one as
+        # a single object)
+        try:
+            pairs = list(pairs)
+        except TypeError:
+            raise InputError(f"{name} must be an iterable of (i, j) pairs, got "
+                             f"{type(pairs).__name__}", source=name) from None
+    arr = np.asarray(pairs, dtype=object)
     if arr.size == 0:
         return np.empty((0, 2), dtype=np.int64), 0
     if arr.ndim != 2 or arr.shape[1] != 2:
@@ -649,8 +660,12 @@ class Problem:
 
         Raises :class:`~pcsos.errors.InfeasibleError` when a cannot-link pair lies inside a
         must-link component (naming the chain) or, for k = 2 with ``infer_k2``, when the
-        cannot-link graph has an odd cycle.
+        cannot-link graph has an odd cycle, and :class:`~pcsos.errors.InputError` when
+        ``instance`` is not an Instance.
         """
+        if not isinstance(instance, Instance):
+            raise InputError(f"expected an Instance (from pcsos.make_instance), got "
+                             f"{type(instance).__name__}", source="instance")
         n = instance.n
         ml = instance.ml
         g = coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))

@@ -107,7 +107,8 @@ def test_infeasible_is_a_status_with_an_explanation():
     {"order": "random"}, {"heuristic": "no-such"}, {"root_heuristic": "no-such"},
     {"feasibility_backend": "cplex"},
     {"bound_settings": {"backend": "sdpnal"}}, {"threads": 0}, {"seed": -3},
-    {"cp_settings": {"no_such_setting": 1}},
+    {"cp_settings": {"no_such_setting": 1}}, {"cp_settings": 5},
+    {"abs_tol": float("inf")},  # it would certify any clustering optimal
 ])
 def test_bad_options_raise_input_error(kwargs):
     with pytest.raises(InputError):
@@ -123,6 +124,21 @@ def test_bad_data_raises_input_error():
         api.solve(_uniform(6), 0)
     with pytest.raises(InputError):
         api.solve(_uniform(6), 2, ml=[(0, 9)])
+
+
+def test_pairs_come_in_any_iterable():
+    X = np.array([[0.0, 0], [0, 2], [10, 0], [10, 2]])
+    want = api.solve(X, 2, cl=[(0, 1)], workers=1).labels.tolist()
+    for pairs in ({(0, 1)}, ((i, i + 1) for i in (0,)), np.array([[0, 1]]), ((0, 1),)):
+        assert api.solve(X, 2, cl=pairs, workers=1).labels.tolist() == want
+    for bad in ("01", {0: 1}, 5):
+        with pytest.raises(InputError, match="cl must be an iterable of"):
+            api.solve(X, 2, cl=bad)
+
+
+def test_entry_points_name_an_argument_of_the_wrong_kind():
+    with pytest.raises(InputError, match="expected an Instance"):
+        pcsos.check_instance(np.zeros((3, 2)))
 
 
 def test_limits_and_stop_event_return_certified_gaps():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from bruteforce import brute_force
 
-from pcsos.errors import InputError
+from pcsos.errors import InputError, UndecidedError
 from pcsos.pair_impact import impact
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -157,3 +157,10 @@ def test_a_spent_time_limit_scores_no_pair():
     assert res.notes[-1] == f"time limit of 0 s reached: 0 of {res.total} pairs scored"
     with pytest.raises(InputError, match="time_limit"):
         impact(X, k, ml, cl, labels=lab, time_limit=-1)
+    # spent before the first solve: its best clustering, or UndecidedError; never an
+    # error about a time limit of 0 that the user never gave
+    try:
+        res = impact(X, k, ml, cl, time_limit=1e-9)
+    except UndecidedError:
+        return
+    assert res.pairs == [] and res.interrupted
