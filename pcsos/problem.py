@@ -227,17 +227,7 @@ def make_instance(X, k: int, ml: Iterable = (), cl: Iterable = (), *, weights=No
     ...
     pcsos.errors.InputError: X: non-finite value nan at row 1, column 0 (1 in all)
     """
-    Xa = _real_array(X, "data is not a numeric matrix", "X")
-    if Xa.ndim == 1:
-        Xa = Xa[:, None]
-    if Xa.ndim != 2 or Xa.shape[0] == 0 or Xa.shape[1] == 0:
-        raise InputError(f"data must be a non-empty n x d matrix, got shape {Xa.shape}",
-                         source="X")
-    bad = ~np.isfinite(Xa)
-    if bad.any():
-        r, c = map(int, np.argwhere(bad)[0])
-        raise InputError(f"non-finite value {Xa[r, c]} at row {r}, column {c} "
-                         f"({int(bad.sum())} in all)", source="X")
+    Xa = _as_points(X)
     check_magnitude(Xa)
     k = _whole(k, "k")
     n = Xa.shape[0]
@@ -308,6 +298,23 @@ def _real_array(values, what: str, source: str) -> np.ndarray:
         return np.array(raw, dtype=np.float64, copy=True)
     except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int of 400 digits
         raise InputError(f"{what}: {exc}", source=source) from None
+
+
+def _as_points(X) -> np.ndarray:
+    """``X`` as a float64 (n, d) copy (a 1-D array: one column), else an InputError naming
+    what is wrong: not real numbers, no rows or columns, a non-finite value (its place)."""
+    Xa = _real_array(X, "data is not a numeric matrix", "X")
+    if Xa.ndim == 1:
+        Xa = Xa[:, None]
+    if Xa.ndim != 2 or Xa.shape[0] == 0 or Xa.shape[1] == 0:
+        raise InputError(f"data must be a non-empty n x d matrix, got shape {Xa.shape}",
+                         source="X")
+    bad = ~np.isfinite(Xa)
+    if bad.any():
+        r, c = map(int, np.argwhere(bad)[0])
+        raise InputError(f"non-finite value {Xa[r, c]} at row {r}, column {c} "
+                         f"({int(bad.sum())} in all)", source="X")
+    return Xa
 
 
 def _as_weights(weights, n: int) -> np.ndarray | None:
@@ -448,7 +455,8 @@ def sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) ->
     Raises
     ------
     InputError
-        X is not an (n, d) array, or ``labels`` or ``weights`` do not have n entries.
+        X is not an (n, d) array of finite numbers, ``labels`` do not have n entries, or
+        ``weights`` are not n positive finite numbers.
 
     Examples
     --------
@@ -458,19 +466,13 @@ def sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) ->
     >>> sse([[0.0], [2.0], [10.0]], [0, 0, 1], weights=[3.0, 1.0, 1.0])
     3.0
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = _as_points(X)
     labels = np.asarray(labels)
-    if X.ndim == 1:
-        X = X[:, None]
-    if X.ndim != 2:
-        raise InputError(f"X must be an n x d matrix, got shape {X.shape}", source="X")
     n = len(X)
     if labels.shape != (n,):
         raise InputError(f"expected {n} labels (one per row of X), got shape {labels.shape}",
                          source="labels")
-    if weights is not None and np.shape(weights) != (n,):
-        raise InputError(f"expected {n} weights (one per row of X), got shape "
-                         f"{np.shape(weights)}", source="weights")
+    weights = _as_weights(weights, n)  # positive and finite: no cluster of weight 0
     total = 0.0
     for h in np.unique(labels):
         inside = labels == h
@@ -478,7 +480,7 @@ def sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) ->
         if weights is None:
             total += float(((P - P.mean(axis=0)) ** 2).sum())
         else:
-            w = np.asarray(weights, dtype=np.float64)[inside]
+            w = weights[inside]
             mu = (w @ P) / w.sum()
             total += float(w @ ((P - mu) ** 2).sum(axis=1))
     return total

@@ -294,3 +294,15 @@ def test_data_solve_as_at_their_own_scale(k):
         assert res.status == "optimal", (e, res.message)
         assert res.objective / 4.0 ** e == pytest.approx(base.objective, rel=2e-4)
         assert res.lower_bound <= res.objective
+
+
+@pytest.mark.parametrize("args, message", [
+    (([[0.0], [1.0]], [0, 0], [-1.0, 1.0]), "weight -1.0 of point 0 is negative"),
+    (([[0.0], [np.nan]], [0, 0]), "non-finite value nan at row 1"),
+    (([["a"], ["b"]], [0, 1]), "data is not a numeric matrix"),
+    (([[0.0], [1.0]], [0]), "expected 2 labels"),
+])
+def test_sse_checks_its_input(args, message):
+    # before: nan with a RuntimeWarning, or a raw numpy ValueError
+    with pytest.raises(InputError, match=message):
+        sse(*args)
