@@ -38,7 +38,7 @@ from pcsos.branching import PseudoCosts
 from pcsos.checkpoint import read_checkpoint, write_checkpoint
 from pcsos.clock import Deadline
 from pcsos.distributed import DaskExecutor, DaskSignals, close, connect
-from pcsos.errors import InfeasibleError, InputError, is_integer
+from pcsos.errors import InfeasibleError, InputError, check_hooks, is_integer
 from pcsos.feasibility import check_problem
 from pcsos.io import (
     INT_MAX,
@@ -421,6 +421,8 @@ def solve_instance(
     ('optimal', [0, 1, 1, 1])
     """
     opts = SolverOptions.make(options, **changes).checked()
+    check_hooks(callback=callback, progress=progress, stop_event=stop_event,
+                abort_event=abort_event, executor=executor)
     start = None if init_labels is None else check_start(instance, init_labels)
     state = None
     if resume is not None:

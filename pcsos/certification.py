@@ -27,7 +27,14 @@ from pcsos.decomposition import (
     subset_size_for,
 )
 from pcsos.distributed import close, connect
-from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed, is_integer
+from pcsos.errors import (
+    InfeasibleError,
+    InputError,
+    UndecidedError,
+    check_hooks,
+    check_seed,
+    is_integer,
+)
 from pcsos.heuristics import run_heuristic
 from pcsos.node import sdp_memory_short
 from pcsos.options import resolve_workers
@@ -198,6 +205,7 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
     deadline = Deadline.checked(time_limit).within(stop=stop_event)
     inst = make_instance(X, k, ml, cl, weights=sample_weight)
     check_seed(seed)
+    check_hooks(progress=progress, stop_event=stop_event, executor=executor)
     bound_settings = BoundSettings.make(bound_settings, source="bound_settings")
     cp_settings = CuttingPlaneSettings.make(cp_settings)  # None: subset_settings()
     if subset_size is not None and not (is_integer(subset_size) and subset_size >= 1):

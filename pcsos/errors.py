@@ -35,6 +35,27 @@ def check_seed(seed, source: str = "seed") -> None:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}", source=source)
 
 
+def check_hooks(source: str = "", **hooks) -> None:
+    """Raise :class:`InputError` naming the argument unless each hook is None or of its
+    kind, told by its name: ``*_event`` has ``is_set()`` (a threading.Event), ``executor``
+    is a ``concurrent.futures.Executor``, anything else is callable (before: a raw
+    TypeError or AttributeError once the work had started, the root node's solve lost)."""
+    from concurrent.futures import Executor
+
+    for name, value in hooks.items():
+        if value is None:
+            continue
+        if name.endswith("_event"):
+            ok, kind = callable(getattr(value, "is_set", None)), "an event (threading.Event)"
+        elif name == "executor":
+            ok, kind = isinstance(value, Executor), "a concurrent.futures.Executor"
+        else:
+            ok, kind = callable(value), "callable"
+        if not ok:
+            raise InputError(f"{name} must be {kind} or None, got {type(value).__name__}",
+                             source=source + name)
+
+
 class PcsosError(Exception):
     """Base class of every error pcsos raises on purpose.
 

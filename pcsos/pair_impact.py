@@ -35,7 +35,13 @@ from scipy.sparse import coo_matrix, vstack
 
 from pcsos.api import solve_instance
 from pcsos.clock import Deadline
-from pcsos.errors import InfeasibleError, InputError, UndecidedError, check_seed
+from pcsos.errors import (
+    InfeasibleError,
+    InputError,
+    UndecidedError,
+    check_hooks,
+    check_seed,
+)
 from pcsos.heuristics import get_heuristic, run_heuristic
 from pcsos.options import SolverOptions
 from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance
@@ -256,6 +262,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
             raise InputError(f"impact does not support {name} yet", source=name)
     get_heuristic(heuristic)  # an unknown name is an InputError listing the known ones
     check_seed(seed)
+    check_hooks(progress=progress, stop_event=stop_event)
     deadline = Deadline.checked(time_limit)  # the whole run's, not each solve's
     SolverOptions.make(**solve_options).checked()  # a misspelt option is named, not dropped
     inst = make_instance(X, k, ml, cl)

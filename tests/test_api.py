@@ -306,3 +306,18 @@ def test_sse_checks_its_input(args, message):
     # before: nan with a RuntimeWarning, or a raw numpy ValueError
     with pytest.raises(InputError, match=message):
         sse(*args)
+
+
+@pytest.mark.parametrize("call", [
+    lambda X: pcsos.solve(X, 2, callback=5),
+    lambda X: pcsos.solve(X, 2, progress="x"),
+    lambda X: pcsos.solve(X, 2, stop_event=5),
+    lambda X: pcsos.solve(X, 2, executor=5),
+    lambda X: pcsos.impact(X, 2, ml=[(0, 1)], progress=5),
+    lambda X: pcsos.certify(X, 2, stop_event=object()),
+])
+def test_hooks_of_the_wrong_kind_are_named_before_any_work(call):
+    # before: a raw TypeError or AttributeError once the feasibility check and the root
+    # node had run
+    with pytest.raises(InputError, match="must be (callable|an event|a concurrent)"):
+        call(np.array([[0.0, 0], [0, 2], [10, 0], [10, 2]]))
