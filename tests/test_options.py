@@ -31,7 +31,8 @@ def test_unknown_option_names_the_known_ones():
 @pytest.mark.parametrize("change, needle", [
     ({"tol": 1.5}, "tol must be a number in"),
     ({"tol": True}, "tol must be a number in"),
-    ({"abs_tol": -1}, "abs_tol must be a number >= 0"),
+    ({"abs_tol": -1}, "abs_tol must be a finite number >= 0"),
+    ({"abs_tol": float("inf")}, "abs_tol must be a finite number >= 0"),
     ({"max_nodes": 0}, "max_nodes must be a positive integer"),
     ({"workers": 2.5}, "workers must be a positive integer"),
     ({"workers": 2.0}, "workers must be a positive integer"),
