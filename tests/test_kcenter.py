@@ -205,6 +205,11 @@ def test_errors():
     assert ei.value.reason == "cl_clique" and len(ei.value.pairs) == 6
     with pytest.raises(InputError):
         solve(X, 2, search="nope")
+    # before: raw TypeErrors deep in the search, or a negative MILP limit accepted
+    for name, bad in (("max_runs", "5"), ("rtol", "0.1"), ("exact_max_n", "a"),
+                      ("milp_time_limit", -1), ("refine", "no")):
+        with pytest.raises(InputError, match=f"^{name}: {name} must"):
+            solve(X, 2, **{name: bad})
 
 
 def test_run_limit_and_determinism():

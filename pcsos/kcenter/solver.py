@@ -44,7 +44,7 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 from scipy.spatial.distance import pdist
 
 from pcsos.clock import Deadline
-from pcsos.errors import InfeasibleError, InputError, check_seed
+from pcsos.errors import InfeasibleError, InputError, check_seed, is_integer, is_real
 from pcsos.kcenter.cover import clique_cover
 from pcsos.kcenter.geometry import BigPoints
 from pcsos.kcenter.rds import max_rds
@@ -427,8 +427,17 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
     if search not in ("auto", "exact", "bisect"):
         raise InputError(f"search must be 'auto', 'exact' or 'bisect', got {search!r}",
                          source="search")
-    if not (0 < rtol < 1):
-        raise InputError(f"rtol must lie in (0, 1), got {rtol}", source="rtol")
+    if not (is_real(rtol) and 0 < rtol < 1):
+        raise InputError(f"rtol must lie in (0, 1), got {rtol!r}", source="rtol")
+    for name, value in (("max_runs", max_runs), ("exact_max_n", exact_max_n)):
+        if not (is_integer(value) and value >= 1):
+            raise InputError(f"{name} must be a whole number >= 1, got {value!r}",
+                             source=name)
+    if not (is_real(milp_time_limit) and milp_time_limit > 0):
+        raise InputError(f"milp_time_limit must be a number of seconds > 0, got "
+                         f"{milp_time_limit!r}", source="milp_time_limit")
+    if not isinstance(refine, (bool, np.bool_)):
+        raise InputError(f"refine must be True or False, got {refine!r}", source="refine")
     inst = problem.instance
     k = problem.k
     bp = BigPoints(inst.X, problem.point_labels)
