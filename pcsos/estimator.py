@@ -100,7 +100,9 @@ feasibility_backend, order, branching
         The fields of :class:`~pcsos.options.SolverOptions`, same names, same defaults
         (``heuristic_options`` None for empty).
     random_state : int, numpy Generator or RandomState, optional
-        Seed of every random choice (None: 0, so that fits repeat).
+        Seed of every random choice (None: 0, not fresh entropy as in scikit-learn, so
+        that fits repeat; with ``workers=1``, since nodes that finish side by side do so in
+        an order that varies).
     verbose : bool, default False
         Print the progress table on stderr.
 

@@ -378,7 +378,8 @@ class _NodeRun:
     def decompose(self, labels, size: int, share: float) -> bool:
         """One pass of :meth:`decomposition_first` on subsets of at most ``size`` points
         within ``share`` of the time left; False when its ceiling skips it."""
-        subsets = partition(self.problem.instance, labels, size)
+        subsets = partition(self.problem.instance, labels, size,
+                            seed=_decomposition_seed(self.options))
         ceiling = _decomposition_ceiling(self.problem, labels, subsets)
         if not self.closed(ceiling):
             self.row_note = {"decomposition_ceiling": ceiling}
@@ -540,10 +541,15 @@ def _decomposition_size(k: int) -> int:
     return min(subset_size_for(k), DECOMPOSITION_SUBSET)
 
 
-def _decomposition_subsets(problem: Problem, labels) -> list[np.ndarray]:
+def _decomposition_seed(options: SolverOptions) -> int:
+    """The seed of the root's decomposition: of its split and of its subsets' bounds."""
+    return 0 if options.seed is None else int(options.seed)
+
+
+def _decomposition_subsets(problem: Problem, labels, seed: int) -> list[np.ndarray]:
     """The subsets the root's decomposition bound uses, guided by the clustering ``labels``."""
     inst = problem.instance
-    return partition(inst, labels, _decomposition_size(inst.k))
+    return partition(inst, labels, _decomposition_size(inst.k), seed=seed)
 
 
 def _decomposition_ceiling(problem: Problem, labels, subsets) -> float:
@@ -569,11 +575,11 @@ def _decomposition(problem: Problem, labels, ctx: Context, options: SolverOption
 
     inst = problem.instance
     if subsets is None:
-        subsets = _decomposition_subsets(problem, labels)
+        subsets = _decomposition_subsets(problem, labels, _decomposition_seed(options))
     lb, parts = decomposition_bound(
         inst, subsets, time_limit=ctx.deadline.within(share=share), workers=1, labels=labels,
         bound_settings=options.bound_settings, cp_settings=subset_settings(options.cp_settings),
-        seed=0 if options.seed is None else int(options.seed), blas_limit=None,
+        seed=_decomposition_seed(options), blas_limit=None,
         stop_event=_Cancelled(ctx))
     floor = spectral_floor(problem)
     return {"decomposition_bound": max(lb, floor), "decomposition_subsets": len(parts),

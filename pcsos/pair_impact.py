@@ -125,7 +125,7 @@ def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
     ``lab``, which obeys every pair of ``inst``."""
     if exact:
         res = solve_instance(inst, init_labels=lab, time_limit=_solve_seconds(time_limit),
-                             stop_event=stop_event, **solve_options)
+                             stop_event=stop_event, seed=seed, **solve_options)
         return res.objective
     problem = Problem.from_instance(inst, infer_k2=False)
     h = run_heuristic(heuristic, problem, seed=seed, init_labels=lab,
@@ -212,7 +212,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
     exact : bool, default False
         Re-solve with the exact solver instead.
     seed : int, default 0
-        Seed of the heuristic.
+        Seed of the heuristic and of the solves (the first, and the exact re-solves).
     time_limit : float, optional
         Seconds for the whole run. The first solve may take up to half of them; each
         re-solve gets an equal share of what is left for the pairs not yet scored. Once
@@ -272,7 +272,7 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
         # half at most, so that a first solve that runs to its limit leaves the pairs time
         first = deadline.within(share=0.5) if total else deadline
         res = solve_instance(inst, time_limit=_solve_seconds(first), stop_event=stop_event,
-                             **solve_options)
+                             seed=seed, **solve_options)
         if res.status == "infeasible":
             raise InfeasibleError(res.message, pairs=res.infeasible_pairs)
         if res.labels is None:

@@ -127,3 +127,16 @@ def test_json_to_stdout_keeps_stdout_pure_json(instance, capsys, command):
     out, err = capsys.readouterr()
     json.loads(out)
     assert err.strip()  # the report is still shown, on stderr
+
+
+def test_a_run_without_seed_repeats_from_its_json(instance):
+    # the default seed is 0, as in every other command, and the JSON records it
+    tmp, data, _, cons = instance
+    reps = []
+    for t in range(2):
+        path = tmp / f"r{t}.json"
+        assert main(["heuristic", "cop-kmeans", str(data), "-c", str(cons), "-q",
+                     "--json", str(path)]) == 0
+        reps.append(json.loads(path.read_text()))
+    assert reps[0]["seed"] == 0 and reps[0]["labels"] == reps[1]["labels"]
+    assert reps[0]["objective"] == reps[1]["objective"]

@@ -164,3 +164,19 @@ def test_a_spent_time_limit_scores_no_pair():
     except UndecidedError:
         return
     assert res.pairs == [] and res.interrupted
+
+
+def test_the_seed_reaches_every_solve(monkeypatch):
+    import pcsos.pair_impact as pi
+
+    X, k, ml, cl = _case(2)
+    seeds = []
+    real = pi.solve_instance
+
+    def solve(inst, **kw):
+        seeds.append(kw.get("seed"))
+        return real(inst, **kw)
+
+    monkeypatch.setattr(pi, "solve_instance", solve)
+    impact(X, k, ml, cl, exact=True, seed=5, workers=1)
+    assert len(seeds) == 1 + len(ml) + len(cl) and set(seeds) == {5}

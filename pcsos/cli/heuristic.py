@@ -51,8 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME",
                         help="heuristic: " + ", ".join(available_heuristics()))
     add_instance_arguments(parser, weights=True, sizes=True)
-    parser.add_argument("--seed", type=nonnegative_int, default=None,
-                        help="random seed (default: fresh entropy)")
+    # 0 as in every other command: a run repeats from its own JSON, which records it
+    parser.add_argument("--seed", type=nonnegative_int, default=0,
+                        help="random seed (default: 0)")
     parser.add_argument("--time-limit", metavar="SECONDS", type=seconds, default=None,
                         help="wall-clock limit of the heuristic (default: none)")
     parser.add_argument("--option", "-o", metavar="KEY=VALUE", action="append", default=[],
