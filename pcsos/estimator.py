@@ -175,7 +175,9 @@ feasibility_backend, order, branching
         self.verbose = verbose
 
     def solver_options(self) -> SolverOptions:
-        """The :class:`~pcsos.options.SolverOptions` these parameters stand for."""
+        """The :class:`~pcsos.options.SolverOptions` these parameters stand for (a Generator
+        or RandomState ``random_state`` draws its seed here, anew at each call, as each fit
+        does)."""
         kw = {name: getattr(self, name) for name in SolverOptions.names() if name != "seed"}
         kw["heuristic_options"] = dict(self.heuristic_options or {})
         return SolverOptions(seed=_seed(self.random_state), **kw)
