@@ -140,3 +140,15 @@ def test_a_run_without_seed_repeats_from_its_json(instance):
         reps.append(json.loads(path.read_text()))
     assert reps[0]["seed"] == 0 and reps[0]["labels"] == reps[1]["labels"]
     assert reps[0]["objective"] == reps[1]["objective"]
+
+
+@pytest.mark.parametrize("command", [["bound"], ["heuristic", "cop-kmeans"], ["certify"],
+                                     ["impact"], ["kcenter"]])
+def test_every_command_says_what_its_readers_ignored(tmp_path, command, capsys):
+    # a misspelt key is an unconstrained problem: solve and check said so, these did not
+    data = tmp_path / "d.txt"
+    data.write_text("6 2\n0 0\n0 1\n1 0\n5 5\n5 6\n6 5\n")
+    cons = tmp_path / "c.json"
+    cons.write_text('{"ml": [[0, 1]], "typo_cl": [[2, 3]]}')
+    assert main([*command, str(data), "-c", str(cons), "-k", "2"]) == 0
+    assert "note: unknown JSON keys ignored: 'typo_cl'" in capsys.readouterr().err

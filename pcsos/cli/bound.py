@@ -30,6 +30,7 @@ from pcsos.cli.common import (
     load_instance,
     nonnegative_int,
     positive_int,
+    print_notes,
     report_stream,
     seconds,
     sse_value,
@@ -196,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
     """Load the instance, bound it, print the summary, write --json; returns 0."""
     deadline = Deadline(args.time_limit)  # the limit covers loading too
     inst, info = load_instance(args)
+    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
+        print_notes(info)
     problem = Problem.from_instance(inst)
     # a bound of an infeasible instance is valid but says nothing: exit 3 naming the pairs,
     # as pcsos check does (a cannot-link clique larger than k ran 20 000 iterations first)

@@ -18,7 +18,13 @@ import argparse
 import sys
 
 from pcsos.cli import Interrupts
-from pcsos.cli.common import add_instance_arguments, load_instance, nonnegative_int, report_stream
+from pcsos.cli.common import (
+    add_instance_arguments,
+    load_instance,
+    nonnegative_int,
+    print_notes,
+    report_stream,
+)
 from pcsos.errors import UndecidedError
 from pcsos.io import read_labels, write_json
 from pcsos.problem import check_start
@@ -51,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from pcsos.pair_impact import impact  # lazy: start-up (the solver loads for this command only)
 
     inst, info = load_instance(args)
+    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
+        print_notes(info)
     # checked here, so that an error names the file, not the API's 'labels'
     labels = (check_start(inst, read_labels(args.label_file), source=args.label_file)
               if args.label_file else None)

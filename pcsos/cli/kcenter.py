@@ -14,6 +14,7 @@ from pcsos.cli.common import (
     add_instance_arguments,
     load_instance,
     nonnegative_int,
+    print_notes,
     report_stream,
     seconds,
 )
@@ -46,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Solve and report; returns the exit code."""
     inst, info = load_instance(args)
+    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
+        print_notes(info)
     res = solve_instance(inst, args)
     rep = {"data": info["data"], "constraints": info["constraints"], "n": inst.n,
            "d": inst.d, "k": inst.k, "notes": info["data_notes"] + info["constraint_notes"],
