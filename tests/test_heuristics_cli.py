@@ -118,7 +118,8 @@ def test_time_limit_covers_the_whole_command(instance, monkeypatch):
 
 
 @pytest.mark.parametrize("command", [["heuristic", "s-mdeclust"], ["solve"], ["bound"],
-                                     ["certify"], ["check"]])
+                                     ["certify"], ["check"], ["bound", "--verbose"],
+                                     ["bound", "--verbose", "--method", "colgen"]])
 def test_json_to_stdout_keeps_stdout_pure_json(instance, capsys, command):
     """With --json -, the human-readable report goes to stderr: stdout parses as JSON."""
     _, data, _, cons = instance

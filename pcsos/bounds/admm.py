@@ -40,6 +40,7 @@ a pool (:class:`_Pool`) rather than from fresh allocations.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import scipy.linalg as sla
@@ -750,7 +751,8 @@ def _iterate(model: SDPModel, st: BoundSettings, be: ArrayBackend, clock: Deadli
         if verbose and (it % 50 == 0 or it == 1):
             print(f"it {it:5d}  pobj {pobj * sc.scale:.8e}  dobj {dobj * sc.scale:.8e}  "
                   f"pinf {pinf:.2e}  dinf {dinf:.2e}  gap {relgap:.2e}  sigma {sigma:.2e}  "
-                  f"rank {rank}" + (f"  aa_rej {aa.rejected}" if aa is not None else ""))
+                  f"rank {rank}" + (f"  aa_rej {aa.rejected}" if aa is not None else ""),
+                  file=sys.stderr)  # stdout may carry a --json - document
         if progress is not None:
             progress({"it": it, "pinf": pinf, "dinf": dinf, "gap": relgap, "sigma": sigma,
                       "rank": rank})

@@ -25,6 +25,7 @@ widens where it binds, and where it does not
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -583,7 +584,8 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
             add += [c for c in more if c[0] not in have]
             if verbose:
                 print(f"colgen it {it:5d} cols {len(master.columns):6d} lp {lp_value:.10g} "
-                      f"bound {best:.10g} ({clock.elapsed():.1f} s)", flush=True)
+                      f"bound {best:.10g} ({clock.elapsed():.1f} s)", file=sys.stderr,
+                      flush=True)  # stdout may carry a --json - document
             if not add:
                 if artificial and big < big_max:
                     # the artificial columns are in use: the box may be what holds them
