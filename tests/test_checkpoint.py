@@ -648,3 +648,17 @@ def test_fuzzed_checkpoint_bytes_slow(valid_checkpoint, data):
 @given(data=st.data())
 def test_fuzzed_checkpoint_structure_slow(valid_checkpoint, data):
     _fuzz_structure(valid_checkpoint, data)
+
+
+def test_no_output_may_overwrite_the_checkpoint_resumed_from(tmp_path):
+    from pcsos.cli import main
+
+    ck = tmp_path / "ck.npz"
+    common = [str(ROOT / "data/blobs.txt"), "-c", str(ROOT / "data/blobs_constraints.txt"),
+              "-k", "3", "-q", "--workers", "1"]
+    assert main(["solve", *common, "--max-nodes", "1", "--checkpoint", str(ck)]) == 0
+    before = ck.read_bytes()
+    assert main(["solve", *common, "--resume", str(ck), "--json", str(ck)]) == 2
+    assert ck.read_bytes() == before  # refused before any work: the checkpoint is whole
+    # the checkpoint itself may go on in the file it resumed from
+    assert main(["solve", *common, "--resume", str(ck), "--checkpoint", str(ck)]) == 0

@@ -23,7 +23,8 @@ __all__ = ["add_bound_arguments", "add_cut_arguments", "add_instance_arguments",
 #: the options of any subcommand that name a file to write ('-' is standard output)
 OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpoint")
 #: the options that name files to read, which no output may overwrite
-INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file", "weights")
+INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file", "weights",
+                 "resume")
 
 
 def report_stream(args: argparse.Namespace):
@@ -397,7 +398,8 @@ def check_output_paths(args: argparse.Namespace) -> None:
             why = "it is not writable"
         elif not os.path.exists(real) and not os.access(parent, os.W_OK | os.X_OK):
             why = f"its directory {parent} is not writable"
-        elif real in inputs:
+        elif real in inputs and not (name == "checkpoint" and inputs[real] == "--resume"):
+            # a checkpoint goes on in the file it resumed from: it is written atomically
             why = f"it is the input file of {inputs[real]}"
         elif real in seen:
             why = f"it is also the file of {seen[real]}"
