@@ -153,3 +153,19 @@ def test_every_command_says_what_its_readers_ignored(tmp_path, command, capsys):
     cons.write_text('{"ml": [[0, 1]], "typo_cl": [[2, 3]]}')
     assert main([*command, str(data), "-c", str(cons), "-k", "2"]) == 0
     assert "note: unknown JSON keys ignored: 'typo_cl'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["bound", "--method", "colgen", "--prune-tol", "5"], "--prune-tol: must be in [0, 1)"),
+    (["bound", "--prune-tol", "nan"], "--prune-tol: must be >= 0"),
+    (["bound", "--method", "colgen", "--max-iter", "0"], "--max-iter: must be >= 1"),
+    (["solve", "--time-limit", "abc"], "--time-limit: expected a number of seconds"),
+    (["impact", "--time-limit", "-1"], "--time-limit: must be >= 0 seconds"),
+])
+def test_numeric_flags_are_checked_where_they_are_read(instance, capsys, argv, needle):
+    # before: --prune-tol 5 gave a 'target' bound of -427, --max-iter -1 a bound of 77
+    # where the LP's is 106.7, and two commands read time limits as plain floats
+    _, data, _, _ = instance
+    with pytest.raises(SystemExit) as info:
+        main([argv[0], str(data), "-k", "3", *argv[1:]])
+    assert info.value.code == 2 and needle in capsys.readouterr().err

@@ -34,6 +34,7 @@ from pcsos.cli.common import (
     report_stream,
     seconds,
     sse_value,
+    tolerance,
     weights_sizes,
 )
 from pcsos.clock import Deadline
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="a known SSE: stop once (UB - LB)/UB <= --prune-tol (the last "
                          "solve stops there, status 'target': its SDP objective is then that "
                          "of an unconverged iterate; the safe bound is valid)")
-    cp.add_argument("--prune-tol", type=float, default=1e-4,
+    cp.add_argument("--prune-tol", type=tolerance, default=1e-4,
                     help="pruning tolerance for --upper-bound (default 1e-4)")
     cp.add_argument("--seed", type=nonnegative_int, default=0,
                     help="seed of the triangle visiting order (default 0)")
@@ -79,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="relative KKT tolerance (default %(default)g); the bound is valid at "
                              "any tol, but may sit further than tol below the SDP "
                              "optimum (docs/safe_bound.md)")
-    parser.add_argument("--max-iter", type=int, default=None, metavar="N",
+    parser.add_argument("--max-iter", type=positive_int, default=None, metavar="N",
                         help="iteration cap of the solver (default: the backend's)")
     parser.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                         help="wall-clock limit of the solve (the bound stays valid)")

@@ -108,6 +108,14 @@ def seconds(text: str) -> float:
     return _number(text, "a number of seconds", " seconds")
 
 
+def tolerance(text: str) -> float:
+    """An argparse type: a relative tolerance, a number in [0, 1)."""
+    value = _number(text, "a number in [0, 1)")
+    if not value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
 def sse_value(text: str) -> float:
     """An argparse type: a value of the objective, a number >= 0 or inf (nan is none)."""
     return _number(text, "a sum of squares")

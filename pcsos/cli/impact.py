@@ -24,6 +24,7 @@ from pcsos.cli.common import (
     nonnegative_int,
     print_notes,
     report_stream,
+    seconds,
 )
 from pcsos.errors import UndecidedError
 from pcsos.io import read_labels, write_json
@@ -40,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="re-solves each instance without one pair (default: ipc-kmeans)")
     parser.add_argument("--exact", action="store_true",
                         help="re-solve each instance without one pair exactly (slow)")
-    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                         help="for the whole command: the first solve takes at most half, "
                              "each re-solve an equal share of the rest; when it is spent, "
                              "the pairs scored so far are reported (interrupted: true)")

@@ -34,6 +34,7 @@ from pcsos.cli.common import (
     nonnegative_int,
     print_notes,
     report_stream,
+    seconds,
     weights_sizes,
 )
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS
@@ -77,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           f"or tiny optimum (default: {ABS_TOL:g}; 0 turns it off)")
     lim.add_argument("--max-nodes", type=int, default=None, metavar="N",
                      help="stop after N nodes (default: none; the paper used 200)")
-    lim.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+    lim.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                      help="stop after this many seconds (default: none)")
     alg = parser.add_argument_group("algorithm")
     add_parallel_arguments(alg, what="nodes", where="processed in parallel")
