@@ -764,17 +764,44 @@ def cannot_write(exc: OSError, where: str) -> InputError:
 def writing(path):
     """A text file to write (``'-'``: stdout, flushed at the end); an OSError while opening,
     writing or closing it (a full disk, /dev/full, a directory) is an InputError naming
-    ``path``, as every pcsos output's is."""
+    ``path``, as every pcsos output's is. A regular file is written beside itself and
+    renamed over the old one once whole, so that a write that fails midway leaves the old
+    file as it was, not cut short; a device or a pipe (/dev/null, a fifo) is written in
+    place, as is a file whose folder does not let pcsos create one."""
     where = os.fspath(path)
+    tmp = None
     try:
         if where == "-":
             yield sys.stdout
             sys.stdout.flush()
-        else:
+            return
+        real = os.path.realpath(where)
+        if not os.path.exists(real) or os.path.isfile(real):
+            tmp = os.path.join(os.path.dirname(real),
+                               f".{os.path.basename(real)}.{os.getpid()}.{id(path):x}.tmp")
+            try:
+                # mode 0o666 less the umask, as open(where, "w") would give a new file
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except OSError:
+                tmp = None  # a folder that refuses new files: in place, as before
+        if tmp is None:
             with open(where, "w", encoding="utf-8") as fh:
                 yield fh
+            return
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            yield fh
+        if os.path.exists(real):
+            os.chmod(tmp, os.stat(real).st_mode & 0o7777)  # the old file's permissions
+        os.replace(tmp, real)
+        tmp = None
     except OSError as exc:
         raise cannot_write(exc, where) from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def _check_labels(labels, k: int | None = None) -> np.ndarray:

@@ -416,3 +416,20 @@ def test_csv_errors_name_the_line_not_the_record(tmp_path):
     with pytest.raises(InputError) as exc:
         read_data(_w(tmp_path, "d.csv", 'x0,x1,class\n"1\n",2,0\n3,x,1\n'))
     assert exc.value.line == 4
+
+
+def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path):
+    from pcsos.io import writing
+
+    out = tmp_path / "res.json"
+    out.write_text('{"old": true}\n')
+    out.chmod(0o640)
+    with pytest.raises(InputError, match="cannot write: No space left"):
+        with writing(out) as fh:
+            fh.write('{"new": ')
+            raise OSError(28, "No space left on device")  # as a full disk would, midway
+    assert out.read_text() == '{"old": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res.json"]  # no temporary left
+    with writing(out) as fh:
+        fh.write('{"new": true}\n')
+    assert out.read_text() == '{"new": true}\n' and (out.stat().st_mode & 0o777) == 0o640
