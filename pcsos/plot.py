@@ -307,7 +307,11 @@ def _save(fig, path) -> None:
     # checked first, so that a ValueError of savefig itself is one of drawing (see _drawing)
     ext = os.path.splitext(path)[1][1:].lower()
     supported = fig.canvas.get_supported_filetypes()
-    if ext and ext not in supported:
+    if not ext:
+        # matplotlib would add '.png' and write another file than the one named ('-' too)
+        raise InputError(f"the image's format follows its extension: give {path!r} one "
+                         f"({', '.join(sorted(supported))})", source=path)
+    if ext not in supported:
         raise InputError(f"Format {ext!r} is not supported (supported formats: "
                          f"{', '.join(sorted(supported))})", source=path)
     existed = os.path.exists(path)

@@ -124,6 +124,10 @@ def test_cli_cluster_plot_and_its_errors(tmp_path):
     assert "Traceback" not in p.stderr
     p = plot("--labels", lab, "-o", lab)  # would overwrite an input
     assert p.returncode == 2 and "input file of --labels" in p.stderr
+    for out in ("-", tmp_path / "noext"):  # matplotlib wrote './-.png' and 'noext.png'
+        p = plot("--labels", lab, "-o", out)
+        assert p.returncode == 2 and "format follows its extension" in p.stderr
+    assert not (ROOT / "-.png").exists() and not (tmp_path / "noext.png").exists()
 
 
 def test_missing_matplotlib_is_a_clear_error(monkeypatch):
