@@ -169,3 +169,12 @@ def test_numeric_flags_are_checked_where_they_are_read(instance, capsys, argv, n
     with pytest.raises(SystemExit) as info:
         main([argv[0], str(data), "-k", "3", *argv[1:]])
     assert info.value.code == 2 and needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["bound"], ["check"], ["kcenter"]])
+def test_quiet_prints_nothing_and_still_writes(instance, capsys, command, tmp_path):
+    # bound, check and kcenter had no -q (an unrecognised argument, exit 2)
+    _, data, _, cons = instance
+    out = tmp_path / "r.json"
+    assert main([*command, str(data), "-c", str(cons), "-q", "--json", str(out)]) == 0
+    assert capsys.readouterr() == ("", "") and json.loads(out.read_text())

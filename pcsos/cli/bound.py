@@ -24,6 +24,7 @@ from pcsos.cli.common import (
     add_bound_arguments,
     add_cut_arguments,
     add_instance_arguments,
+    add_quiet_argument,
     bound_settings,
     cut_settings,
     describe_weights_sizes,
@@ -52,6 +53,7 @@ CUT_MODES = ("all", "all,star", "pair", "triangle", "clique", "star", "none")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos bound``."""
     add_instance_arguments(parser, weights=True, sizes=True)
+    add_quiet_argument(parser)
     # a metavar: argparse lists choices joined by commas, and 'all,star' read as two
     parser.add_argument("--cuts", choices=CUT_MODES, default="none", metavar="MODE",
                         help="cutting planes at the root: all (pair, triangle and clique), "

@@ -11,6 +11,7 @@ import argparse
 
 from pcsos.cli.common import (
     add_instance_arguments,
+    add_quiet_argument,
     describe_weights_sizes,
     load_instance,
     report_stream,
@@ -26,6 +27,7 @@ from pcsos.problem import Problem
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos check``."""
     add_instance_arguments(parser, weights=True, sizes=True)
+    add_quiet_argument(parser)
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="also write the report as JSON ('-' = stdout)")
     parser.add_argument("--backend", choices=BACKENDS, default="highs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -18,7 +19,8 @@ from pcsos.problem import Instance, check_magnitude, make_instance
 
 __all__ = ["add_bound_arguments", "add_cut_arguments", "add_instance_arguments",
            "bound_settings", "check_output_paths", "cut_settings", "describe_weights_sizes",
-           "load_instance", "parse_options", "print_notes", "weights_sizes"]
+           "load_instance", "parse_options", "print_notes", "weights_sizes",
+           "add_quiet_argument"]
 
 #: the options of any subcommand that name a file to write ('-' is standard output)
 OUTPUT_OPTIONS = ("log", "jsonl", "result", "labels", "json", "output", "checkpoint")
@@ -28,10 +30,18 @@ INPUT_OPTIONS = ("data", "constraints", "init_labels", "run", "label_file", "wei
 
 
 def report_stream(args: argparse.Namespace):
-    """Where a command's human-readable output goes: stderr when an output option writes
-    to stdout (``--json -``, ``--labels -``, ...), so that stdout holds that output alone;
-    else stdout."""
+    """Where a command's human-readable output goes: nowhere with ``-q``; stderr when an
+    output option writes to stdout (``--json -``, ``--labels -``, ...), so that stdout
+    holds that output alone; else stdout."""
+    if getattr(args, "quiet", False):
+        return io.StringIO()  # discarded
     return sys.stderr if _to_stdout(args) else sys.stdout
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser) -> None:
+    """``-q``: no report and no notes; the files asked for are still written."""
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print nothing (the files asked for are still written)")
 
 
 def _to_stdout(args: argparse.Namespace) -> list[str]:

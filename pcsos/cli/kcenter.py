@@ -12,6 +12,7 @@ import argparse
 
 from pcsos.cli.common import (
     add_instance_arguments,
+    add_quiet_argument,
     load_instance,
     nonnegative_int,
     print_notes,
@@ -27,6 +28,7 @@ from pcsos.problem import Problem
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``pcsos kcenter``."""
     add_instance_arguments(parser)
+    add_quiet_argument(parser)
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result (labels, centers, radius, bound) as JSON "
                              "('-' = stdout)")
