@@ -141,7 +141,9 @@ class InfeasibleError(PcsosError):
                  pairs: Sequence[tuple[int, int]] = ()):
         self.reason = reason
         self.pairs = [tuple(map(int, p)) for p in pairs]
-        super().__init__(message)
+        # a Feasibility's or a Result's message starts with the word, and the CLI writes
+        # it before every InfeasibleError: "infeasible: infeasible: ..." otherwise
+        super().__init__(str(message).removeprefix("infeasible: "))
 
 
 class UndecidedError(PcsosError):

@@ -321,3 +321,12 @@ def test_hooks_of_the_wrong_kind_are_named_before_any_work(call):
     # node had run
     with pytest.raises(InputError, match="must be (callable|an event|a concurrent)"):
         call(np.array([[0.0, 0], [0, 2], [10, 0], [10, 2]]))
+
+
+def test_an_infeasible_error_says_infeasible_once():
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    clique = [(a, b) for a in range(4) for b in range(a + 1, 4)]  # 4 > k
+    assert api.solve(X, 3, cl=clique).message.startswith("infeasible: 4 groups")
+    with pytest.raises(InfeasibleError) as err:
+        pcsos.PCSOSClustering(3).fit(X, cl=clique)
+    assert str(err.value).startswith("4 groups are pairwise cannot-linked")  # the CLI adds

@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     # as pcsos check does (a cannot-link clique larger than k ran 20 000 iterations first)
     fz = check_problem(problem, time_limit=deadline.within(10.0, share=0.1))
     if fz.feasible is False:
-        raise InfeasibleError(fz.message.removeprefix("infeasible: "), reason=fz.reason,
+        raise InfeasibleError(fz.message, reason=fz.reason,
                               pairs=fz.pairs)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
     bs = bound_settings(args, engine=args.method)

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         write_json(args.json, rep)
     if rep["feasible"] is False:
-        raise InfeasibleError(rep["message"].removeprefix("infeasible: "),
+        raise InfeasibleError(rep["message"],
                               reason=rep["reason"], pairs=rep["pairs"])
     if rep["feasible"] is None:
         raise UndecidedError(rep["message"])
