@@ -178,3 +178,15 @@ def test_quiet_prints_nothing_and_still_writes(instance, capsys, command, tmp_pa
     out = tmp_path / "r.json"
     assert main([*command, str(data), "-c", str(cons), "-q", "--json", str(out)]) == 0
     assert capsys.readouterr() == ("", "") and json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("flag, value", [("--sdp-tol", "0"), ("--threads", "0"),
+                                         ("--root-threads", "0"), ("--max-nodes", "0"),
+                                         ("--checkpoint-every", "0")])
+def test_solve_names_the_flag_given(instance, capsys, flag, value):
+    # before: '--bound-option.tol: ...', 'threads: ...', 'max_nodes: ...' (the library's
+    # names) once the instance had been read
+    _, data, _, _ = instance
+    with pytest.raises(SystemExit) as info:
+        main(["solve", str(data), "-k", "3", flag, value])
+    assert info.value.code == 2 and f"argument {flag}: must be" in capsys.readouterr().err

@@ -31,6 +31,7 @@ from pcsos.cli.common import (
     load_instance,
     nonnegative_int,
     positive_int,
+    positive_number,
     print_notes,
     report_stream,
     seconds,
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="admm",
                         help="SDP solver: admm (default, built in), mosek (licensed), "
                              "scs or clarabel (via cvxpy, references)")
-    parser.add_argument("--tol", type=float, default=SDP_TOL,
+    parser.add_argument("--tol", type=positive_number, default=SDP_TOL,
                         help="relative KKT tolerance (default %(default)g); the bound is valid at "
                              "any tol, but may sit further than tol below the SDP "
                              "optimum (docs/safe_bound.md)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import sys
 from typing import Any
@@ -123,6 +124,22 @@ def tolerance(text: str) -> float:
     value = _number(text, "a number in [0, 1)")
     if not value < 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number > 0 (a solver's tolerance)."""
+    value = _number(text, "a number > 0")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0 (an interval)."""
+    value = seconds(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text}")
     return value
 
 

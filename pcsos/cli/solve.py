@@ -32,9 +32,13 @@ from pcsos.cli.common import (
     describe_weights_sizes,
     load_instance,
     nonnegative_int,
+    positive_int,
+    positive_number,
+    positive_seconds,
     print_notes,
     report_stream,
     seconds,
+    tolerance,
     weights_sizes,
 )
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS
@@ -65,27 +69,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--checkpoint", metavar="FILE",
                      help="write the open nodes, incumbent and bounds to FILE (atomically) "
                           "every --checkpoint-every seconds and at the end, to --resume later")
-    out.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+    out.add_argument("--checkpoint-every", type=positive_seconds, default=60.0, metavar="SECONDS",
                      help="seconds between checkpoints (default: 60)")
     out.add_argument("--resume", metavar="FILE",
                      help="go on from a checkpoint of the same data and pairs (nodes and "
                           "time are summed; --time-limit applies to this run)")
     lim = parser.add_argument_group("limits")
-    lim.add_argument("--tol", type=float, default=_DEFAULTS.tol,
+    lim.add_argument("--tol", type=tolerance, default=_DEFAULTS.tol,
                      help="relative gap tolerance (UB - LB) / UB (default: %(default)g)")
     lim.add_argument("--abs-tol", type=float, default=None, metavar="TOL",
                      help="absolute gap tolerance UB - LB, in units of the SSE; closes a zero "
                           f"or tiny optimum (default: {ABS_TOL:g}; 0 turns it off)")
-    lim.add_argument("--max-nodes", type=int, default=None, metavar="N",
+    lim.add_argument("--max-nodes", type=positive_int, default=None, metavar="N",
                      help="stop after N nodes (default: none; the paper used 200)")
     lim.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
                      help="stop after this many seconds (default: none)")
     alg = parser.add_argument_group("algorithm")
     add_parallel_arguments(alg, what="nodes", where="processed in parallel")
-    alg.add_argument("--threads", type=int, default=None,
+    alg.add_argument("--threads", type=positive_int, default=None,
                      help="BLAS threads per worker (default: 1; more pays only on an "
                           "otherwise idle machine)")
-    alg.add_argument("--root-threads", type=int, default=None,
+    alg.add_argument("--root-threads", type=positive_int, default=None,
                      help="BLAS threads for the root node, which runs alone (default: "
                           "--threads; more pays only on an otherwise idle machine); the "
                           "root's LP prices over the cluster's mean in max(this, "
@@ -108,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)
-    alg.add_argument("--sdp-tol", type=float, default=BoundSettings.tol,
+    alg.add_argument("--sdp-tol", type=positive_number, default=BoundSettings.tol,
                      help="relative KKT tolerance of the SDP solver (default: %(default)g)")
     alg.add_argument("--cuts", default=TREE_CUT_DEFAULTS["families"], metavar="FAMILIES",
                      help="cut families: a comma list of all (pair, triangle and clique), "
