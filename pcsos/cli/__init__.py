@@ -1,8 +1,9 @@
 """The ``pcsos`` command line: one subcommand per module of this package.
 
 Exit codes: 0 success (feasible / solved / stopped at a limit with a certified gap),
-1 internal error, 2 invalid input or usage, 3 infeasible constraints, 130 interrupted
-before any result existed.
+1 no answer within the limits (an UndecidedError: ``check`` undecided, no clustering found,
+an SDP refused for time or memory) or an internal error, 2 invalid input or usage, 3
+infeasible constraints, 130 interrupted before any result existed.
 
 Ctrl-C (SIGINT) and SIGTERM are taken over before anything heavy is imported
 (:class:`Interrupts`): before a command's work starts (reading, set-up) they end it with
