@@ -190,3 +190,11 @@ def test_solve_names_the_flag_given(instance, capsys, flag, value):
     with pytest.raises(SystemExit) as info:
         main(["solve", str(data), "-k", "3", flag, value])
     assert info.value.code == 2 and f"argument {flag}: must be" in capsys.readouterr().err
+
+
+def test_solve_names_an_unknown_sdp_backend_by_its_flag(instance, capsys):
+    _, data, _, _ = instance  # before: '--bound-option.backend: ...'
+    with pytest.raises(SystemExit) as info:
+        main(["solve", str(data), "-k", "3", "--sdp-backend", "foo"])
+    assert info.value.code == 2
+    assert "argument --sdp-backend: invalid choice: 'foo'" in capsys.readouterr().err

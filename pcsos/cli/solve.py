@@ -20,6 +20,7 @@ import dataclasses
 import math
 
 from pcsos.bounds.settings import AUTO_RULE, ENGINES, BoundSettings
+from pcsos.bounds.settings import BACKENDS as SDP_BACKENDS
 from pcsos.branching import RULES
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
@@ -110,6 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "(the set-partitioning LP by column generation, for many clusters "
                           f"in few dimensions) or auto (default: {AUTO_RULE})")
     alg.add_argument("--sdp-backend", default=BoundSettings.backend, metavar="NAME",
+                     choices=SDP_BACKENDS,  # argparse names the flag and the choices
                      help="SDP backend: admm (default), mosek, scs, clarabel")
     add_bound_arguments(alg)
     alg.add_argument("--sdp-tol", type=positive_number, default=BoundSettings.tol,
