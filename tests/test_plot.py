@@ -117,6 +117,8 @@ def test_cli_cluster_plot_and_its_errors(tmp_path):
     p = plot("--labels", lab, "-c", cons, "-o", png)
     assert p.returncode == 0, p.stderr
     _check_png(png, (720, 840))
+    p = plot("--labels", lab, "-o", tmp_path / "q.png", "-q")  # -q as every command
+    assert p.returncode == 0 and p.stdout == "" and (tmp_path / "q.png").exists()
     short = tmp_path / "short.txt"
     short.write_text("0\n1\n")
     p = plot("--labels", short, "-o", tmp_path / "x.png")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from pcsos.cli.common import add_quiet_argument
 from pcsos.errors import InputError
 from pcsos.io import read_constraints, read_data, read_labels
 from pcsos.plot import plot_clusters, plot_progress, read_run
@@ -27,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("progress", help="bound, incumbent and gap of a run")
     p.add_argument("run", metavar="RUN.jsonl", help="the --jsonl file of pcsos solve")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="image to write")
+    add_quiet_argument(p)
     p.add_argument("--title", default=None,
                    help="the figure's title (default: the nodes and the seconds of the run)")
     c = sub.add_parser("clusters", help="a clustering with its pairs, in 2-D")
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("-c", "--constraints", metavar="FILE", default=None,
                    help="ML / CL pairs to draw")
     c.add_argument("-o", "--output", required=True, metavar="FILE", help="image to write")
+    add_quiet_argument(c)
     c.add_argument("--title", default=None,
                    help="the axes' title (default: the points, clusters and pairs, and how "
                         "many pairs are broken)")
@@ -57,5 +60,6 @@ def run(args: argparse.Namespace) -> int:
             ml, cl = cons.ml, cons.cl
         plot_clusters(data.X, labels, ml, cl, args.output, title=args.title,
                       source=args.data)
-    print(f"wrote {args.output}")
+    if not args.quiet:
+        print(f"wrote {args.output}")
     return 0
