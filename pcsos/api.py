@@ -51,7 +51,7 @@ from pcsos.io import (
     write_json,
 )
 from pcsos.log import ProgressPrinter
-from pcsos.node import NodeData, process_node
+from pcsos.node import NodeData, memory_shortfall, process_node
 from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
 from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance
 from pcsos.tree import NodeEvent, branch_and_bound, relative_gap
@@ -572,11 +572,9 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
     elif refused and (resumed or rows[0].get("sdp_memory") is None):
         # nodes below the root (or in an earlier run) refused for memory: the tree counts
         # them as unresolved, and only the log said why
-        need = max(r["sdp_memory"] for r in refused)
-        have = min(r["memory_available"] for r in refused)
-        res.message += (f"; {len(refused)} node(s) did not run their SDP: it needs up to "
-                        f"{need / 2 ** 30:.3g} GiB of memory, more than the {have / 2 ** 30:.3g} "
-                        "GiB available")
+        shortfall = memory_shortfall(max(r["sdp_memory"] for r in refused),
+                                     min(r["memory_available"] for r in refused))
+        res.message += f"; {len(refused)} node(s) did not run their SDP: it needs up to {shortfall}"
     elif tr.status == "optimal" and rows and rows[0].get("decomposition_subsets") \
             and "sdp_iterations" not in rows[0]:
         # a large root closed by its decomposition bound, its own SDP never run
@@ -589,12 +587,10 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
         est = rows[0].get("sdp_estimate") if rows else None
         memory = rows[0].get("sdp_memory") if rows else None
         if memory is not None:  # refused for lack of memory
-            have = rows[0]["memory_available"]
             res.message = (f"the root's SDP relaxation (size s = {problem.s}) needs about "
-                           f"{memory / 2 ** 30:.3g} GiB of memory, more than the "
-                           f"{have / 2 ** 30:.3g} GiB available, so it was not started (the "
-                           "set-partitioning LP, engine 'colgen', needs no s x s matrix); "
-                           f"the gap {gap:.3g} is certified")
+                           f"{memory_shortfall(memory, rows[0]['memory_available'])}, so it "
+                           "was not started (the set-partitioning LP, engine 'colgen', needs "
+                           f"no s x s matrix); the gap {gap:.3g} is certified")
         elif est is not None:  # refused for lack of time: the time limit is why it stopped
             res.status = "time_limit"
             res.message = (f"time limit of {time_limit:g} s; the root's SDP relaxation (size "

@@ -36,7 +36,7 @@ from pcsos.errors import (
     is_integer,
 )
 from pcsos.heuristics import run_heuristic
-from pcsos.node import sdp_memory_short
+from pcsos.node import memory_shortfall, sdp_memory_short
 from pcsos.options import resolve_workers
 from pcsos.problem import Problem, check_start, make_instance
 
@@ -217,14 +217,14 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
             and bound_settings.on_cpu():
         # the subsets' SDPs run here, one per worker at a time: past the memory, the OS
         # would kill the run, clustering and all
-        count, size = _layout(inst.n, int(subset_size), resolve_workers(workers))
-        copies = min(resolve_workers(workers), count)
-        short = sdp_memory_short(min(size, inst.n), copies)
+        pool = resolve_workers(workers)
+        count, size = _layout(inst.n, int(subset_size), pool)
+        size, copies = min(size, inst.n), min(pool, count)
+        short = sdp_memory_short(size, copies)
         if short is not None:
             raise InputError(
-                f"subsets of {min(size, inst.n)} points need about {short[0] / 2 ** 30:.3g} GiB of "
-                f"memory for {copies} SDP solve(s) side by side, more than the "
-                f"{short[1] / 2 ** 30:.3g} GiB available: choose a smaller subset size",
+                f"subsets of {size} points need about {memory_shortfall(*short)}, for "
+                f"{copies} SDP solve(s) side by side: choose a smaller subset size",
                 source="subset_size")
     client = None
     if dask is not None:

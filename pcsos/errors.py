@@ -35,7 +35,7 @@ def check_seed(seed, source: str = "seed") -> None:
         raise InputError(f"seed must be a non-negative integer, got {seed!r}", source=source)
 
 
-def check_hooks(source: str = "", **hooks) -> None:
+def check_hooks(**hooks) -> None:
     """Raise :class:`InputError` naming the argument unless each hook is None or of its
     kind, told by its name: ``*_event`` has ``is_set()`` (a threading.Event), ``executor``
     is a ``concurrent.futures.Executor``, anything else is callable (before: a raw
@@ -53,7 +53,7 @@ def check_hooks(source: str = "", **hooks) -> None:
             ok, kind = callable(value), "callable"
         if not ok:
             raise InputError(f"{name} must be {kind} or None, got {type(value).__name__}",
-                             source=source + name)
+                             source=name)
 
 
 class PcsosError(Exception):

@@ -231,8 +231,6 @@ feasibility_backend, order, branching
         """
         # a fit that fails leaves the estimator unfitted, not half the old fit and half
         # the new data's shape (predict would then break on a shape mismatch)
-        for name in _FITTED:
-            self.__dict__.pop(name, None)
         try:
             return self._fit(X, ml, cl, sample_weight, init_labels)
         except BaseException:

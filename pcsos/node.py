@@ -651,6 +651,12 @@ def sdp_memory_short(s: int, copies: int = 1) -> tuple[float, float] | None:
     return (need, have) if have is not None and need > have else None
 
 
+def memory_shortfall(need: float, have: float) -> str:
+    """How every refusal for memory says it: '<need> GiB of memory, more than the <have>
+    GiB available'."""
+    return f"{need / 2 ** 30:.3g} GiB of memory, more than the {have / 2 ** 30:.3g} GiB available"
+
+
 def memory_available(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> float | None:
     """Bytes the machine can still give: Linux's MemAvailable, capped by the memory limits of
     this process's cgroup and those above it (v2 ``memory.max``, v1

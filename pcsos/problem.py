@@ -173,7 +173,7 @@ class Instance:
     def objective(self, labels) -> float:
         """The objective of the clustering ``labels`` (one label per point) computed from
         the data: :func:`sse` with this instance's weights."""
-        return sse(self.X, labels, self.weights)
+        return _sse(self.X, _one_label_each(labels, self.n), self.weights)
 
     @property
     def d(self) -> int:
@@ -467,12 +467,22 @@ def sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) ->
     3.0
     """
     X = _as_points(X)
+    labels = _one_label_each(labels, len(X))
+    weights = _as_weights(weights, len(X))  # positive and finite: no cluster of weight 0
+    return _sse(X, labels, weights)
+
+
+def _one_label_each(labels, n: int) -> np.ndarray:
     labels = np.asarray(labels)
-    n = len(X)
     if labels.shape != (n,):
         raise InputError(f"expected {n} labels (one per row of X), got shape {labels.shape}",
                          source="labels")
-    weights = _as_weights(weights, n)  # positive and finite: no cluster of weight 0
+    return labels
+
+
+def _sse(X: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> float:
+    """:func:`sse` of checked arrays (an instance's: its data and weights were checked when
+    it was made, and the objective is recomputed on every incumbent)."""
     total = 0.0
     for h in np.unique(labels):
         inside = labels == h

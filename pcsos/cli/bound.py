@@ -45,7 +45,7 @@ from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
 from pcsos.feasibility import check_problem
 from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
-from pcsos.node import sdp_memory_short, sdp_seconds
+from pcsos.node import memory_shortfall, sdp_memory_short, sdp_seconds
 from pcsos.problem import Problem
 
 CUT_MODES = ("all", "all,star", "pair", "triangle", "clique", "star", "none")
@@ -217,19 +217,18 @@ def run(args: argparse.Namespace) -> int:
     # a bound needs an iteration and a safe bound, three s x s eigendecompositions at least:
     # where those cannot end in the time left, say so before starting (s = 5 000 with
     # --time-limit 5 ran 29 s and took 4 GB), as the tree refuses such a root
-    need = sdp_seconds(problem.s, iterations=3) if bs.on_cpu() else 0.0
+    cpu = bs.on_cpu()
+    need = sdp_seconds(problem.s, iterations=3) if cpu else 0.0
     if need > deadline.remaining():
         raise UndecidedError(
             f"the SDP at s = {problem.s} super-points needs at least {need:.0f} s, more than "
             f"the {deadline.remaining():.0f} s left: raise --time-limit, or bound subsets "
             "of the data with pcsos certify")
-    short = sdp_memory_short(problem.s) if bs.on_cpu() else None
+    short = sdp_memory_short(problem.s) if cpu else None
     if short is not None:  # the OS would kill the process mid-solve, report and all
-        need, have = short
         raise UndecidedError(
-            f"the SDP at s = {problem.s} super-points needs about {need / 2 ** 30:.3g} GiB of "
-            f"memory, more than the {have / 2 ** 30:.3g} GiB available: use --method colgen, "
-            "or bound subsets of the data with pcsos certify")
+            f"the SDP at s = {problem.s} super-points needs about {memory_shortfall(*short)}: "
+            "use --method colgen, or bound subsets of the data with pcsos certify")
     res, extra = compute_bound(problem, args, deadline)
     total = deadline.elapsed()
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)

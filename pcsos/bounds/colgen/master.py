@@ -193,8 +193,8 @@ class Master:
         # the unit follows big: past 1e20, HiGHS's infinite cost, the change would be lost
         # and the master solved as before. A new unit changes every cost, only costs, so
         # the basis stays valid, and duals come back in the data's units
-        rescale = _cost_unit(big) != self.unit
-        self.unit = _cost_unit(big)
+        unit = _cost_unit(big)
+        rescale, self.unit = unit != self.unit, unit
         if not self.boxed:
             self._box_costs = np.full(2 * self.s, self.big)
         if rescale or not self.boxed:
