@@ -1,4 +1,5 @@
-"""Ctrl-C keeps what was found in ``certify``, ``heuristic`` and ``impact`` (issue 29).
+"""Ctrl-C keeps what was found in ``certify``, ``heuristic``, ``impact`` (issue 29) and
+``bound``.
 
 Each subprocess run is long by construction (subsets whose SDPs take seconds each and
 outnumber the workers, generations that cannot end, hundreds of pairs to re-solve) and the
@@ -157,10 +158,32 @@ def test_impact_keeps_the_pairs_scored(tmp_path):
     assert "note: interrupted" in out
 
 
+# ------------------------------------------------------------------- subprocess: bound
+@posix
+@pytest.mark.parametrize("cuts", ["none", "all"])
+def test_bound_keeps_a_valid_bound(tmp_path, cuts):
+    # 800 points in 4 discs, a tolerance no iterate reaches: the solve runs until stopped
+    X, truth, ml, cl, opt = _separated(800, 4, 40.0)
+    _write_data(tmp_path / "data.txt", X)
+    _write_pairs(tmp_path / "cons.txt", ml, cl)
+    run = Child(_pcsos("bound", "data.txt", "-c", "cons.txt", "-k", 4, "--cuts", cuts,
+                       "--tol", 1e-15, "--verbose", "--json", "out.json"), tmp_path)
+    run.wait_for(r"^it +50 ")  # an iterate exists, with a dual to bound from
+    sent = run.interrupt()
+    rc, out, err = run.finish()
+    assert time.monotonic() - sent < 60  # slack for a loaded machine
+    assert rc == 0, err
+    assert "stop requested; finishing with the safe bound so far" in err
+    res = json.loads((tmp_path / "out.json").read_text())
+    assert res["status"] == "interrupted" and "stopped on request" in res["message"]
+    assert re.search(r"status interrupted", out), out
+    assert 0 < res["lower_bound"] <= opt * (1 + 1e-9)
+
+
 # ------------------------------------------------- subprocess: before anything was found
 @posix
 @pytest.mark.parametrize("command", [["certify", "--heuristic", "ipc-kmeans"],
-                                     ["heuristic", "s-mdeclust"], ["impact"]])
+                                     ["heuristic", "s-mdeclust"], ["impact"], ["bound"]])
 def test_sigint_before_anything_was_found_exits_130(tmp_path, command):
     fifo = tmp_path / "data.txt"
     os.mkfifo(fifo)

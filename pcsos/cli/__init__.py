@@ -11,8 +11,9 @@ exit code 130 and one line, never a traceback. Once the work runs, the first ask
 and keep what it found: ``pcsos solve`` its best clustering and a certified gap (the second
 abandons the running nodes at once, the third exits 130 without output); ``certify`` its
 clustering and a valid bound from the subsets bounded so far; ``heuristic`` its best
-clustering; ``impact`` the pairs scored so far (for these three the second exits 130 at
-once). A command stopped before it found anything exits 130.
+clustering; ``impact`` the pairs scored so far; ``bound`` the safe bound of where its solve
+stopped (for these four the second exits 130 at once). A command stopped before it found
+anything exits 130.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ iterations and the seconds. The instance's feasibility is checked first (within 
 of the time, 10 s at most; undecided, the bound goes on). Exit codes: 0 bound computed
 (also when the solver stopped at a limit: the bound is still valid), 1 the SDP cannot run
 a few iterations in the time limit (an estimate from the size; the message says what it
-needs), 2 invalid input or an unavailable backend, 3 the constraints are infeasible.
+needs), 2 invalid input or an unavailable backend, 3 the constraints are infeasible, 130
+interrupted before the bound started. Ctrl-C during the solve stops it and reports the safe
+bound of the iterate it stopped at (valid, status 'interrupted'); a second Ctrl-C quits
+without a result.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pcsos.bounds.colgen import ColGenResult, colgen_bound
 from pcsos.bounds.eig import eig_methods
 from pcsos.bounds.settings import AUTO_RULE
 from pcsos.bounds.solve import blas_threads
+from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_bound_arguments,
     add_cut_arguments,
@@ -120,6 +124,8 @@ def compute_bound(problem: Problem, args: argparse.Namespace,
                               root=True, bound_settings=bs, threads=threads,
                               seed=args.seed, time_limit=deadline)
     if loop.sdp is None:
+        if deadline.stopped():  # Ctrl-C before the first solve ended: exit code 130
+            raise KeyboardInterrupt
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
     # the best safe bound over the rounds (each is valid), with the last round's solve
     res = replace(loop.sdp, lower_bound=loop.lower_bound,
@@ -163,11 +169,9 @@ def _instance_fields(inst, info, problem: Problem) -> dict:
             **weights_sizes(inst, info)}
 
 
-def run_colgen(args: argparse.Namespace, problem: Problem, inst, info,
-               deadline: Deadline) -> int:
-    """``pcsos bound --method colgen``: bound, print the summary, write --json."""
-    res = colgen_root(problem, args, deadline)
-    total = deadline.elapsed()
+def report_colgen(args: argparse.Namespace, res: ColGenResult, problem: Problem, inst,
+                  info, total: float) -> None:
+    """``pcsos bound --method colgen``'s summary and --json."""
     out = report_stream(args)
     _print_instance(out, inst, info, problem)
     print(f"method:          colgen, status {res.status} ({res.message})", file=out)
@@ -194,26 +198,10 @@ def run_colgen(args: argparse.Namespace, problem: Problem, inst, info,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
             "status": res.status, "message": res.message, "profile": res.profile,
             "history": [list(h) for h in res.history]})
-    return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    """Load the instance, bound it, print the summary, write --json; returns 0."""
-    deadline = Deadline(args.time_limit)  # the limit covers loading too
-    inst, info = load_instance(args)
-    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
-        print_notes(info)
-    problem = Problem.from_instance(inst)
-    # a bound of an infeasible instance is valid but says nothing: exit 3 naming the pairs,
-    # as pcsos check does (a cannot-link clique larger than k ran 20 000 iterations first)
-    fz = check_problem(problem, time_limit=deadline.within(10.0, share=0.1))
-    if fz.feasible is False:
-        raise InfeasibleError(fz.message, reason=fz.reason,
-                              pairs=fz.pairs)
-    # --bound-option engine=... may name the method too (it wins, as every --bound-option)
-    bs = bound_settings(args, engine=args.method)
-    if bs.engine_of(inst) == "colgen":
-        return run_colgen(args, problem, inst, info, deadline)
+def _sdp_fits(problem: Problem, bs, deadline: Deadline) -> None:
+    """Refuse (UndecidedError) an SDP that cannot run in the time or the memory left."""
     # a bound needs an iteration and a safe bound, three s x s eigendecompositions at least:
     # where those cannot end in the time left, say so before starting (s = 5 000 with
     # --time-limit 5 ran 29 s and took 4 GB), as the tree refuses such a root
@@ -229,8 +217,48 @@ def run(args: argparse.Namespace) -> int:
         raise UndecidedError(
             f"the SDP at s = {problem.s} super-points needs about {memory_shortfall(*short)}: "
             "use --method colgen, or bound subsets of the data with pcsos certify")
-    res, extra = compute_bound(problem, args, deadline)
+
+
+def _interrupted(res, stop) -> object:
+    """``res`` with status 'interrupted' where a stop request (not the time limit) ended it;
+    its bound is valid either way."""
+    if stop.is_set() and res.status == "time_limit":
+        return replace(res, status="interrupted",
+                       message="stopped on request: the safe bound of the last iterate")
+    return res
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the instance, bound it, print the summary, write --json; returns 0."""
+    deadline = Deadline(args.time_limit)  # the limit covers loading too
+    inst, info = load_instance(args)
+    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
+        print_notes(info)
+    problem = Problem.from_instance(inst)
+    # --bound-option engine=... may name the method too (it wins, as every --bound-option)
+    bs = bound_settings(args, engine=args.method)
+    method = bs.engine_of(inst)
+    with Interrupts.armed_for(args, "bound", args.quiet, abort=False,
+                              keeps="the safe bound so far") as intr:
+        work = deadline.within(stop=intr.stop)
+        # a bound of an infeasible instance is valid but says nothing: exit 3 naming the
+        # pairs, as pcsos check does (a cannot-link clique larger than k ran 20 000
+        # iterations first)
+        fz = check_problem(problem, time_limit=work.within(10.0, share=0.1))
+        if intr.stop.is_set():  # before the bound began: nothing to report, exit code 130
+            raise KeyboardInterrupt
+        if fz.feasible is False:
+            raise InfeasibleError(fz.message, reason=fz.reason, pairs=fz.pairs)
+        if method == "colgen":
+            res = colgen_root(problem, args, work)
+        else:
+            _sdp_fits(problem, bs, work)
+            res, extra = compute_bound(problem, args, work)
+        res = _interrupted(res, intr.stop)
     total = deadline.elapsed()
+    if method == "colgen":
+        report_colgen(args, res, problem, inst, info, total)
+        return 0
     rel_gap = ((res.sdp_value - res.lower_bound) / abs(res.sdp_value)
                if res.sdp_value else float("nan"))
     out = report_stream(args)
