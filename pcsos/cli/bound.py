@@ -181,7 +181,8 @@ def report_colgen(args: argparse.Namespace, res: ColGenResult, problem: Problem,
           "master)", file=out)
     print(f"safe bound:      {res.lower_bound:.10g}  (Lagrangian, from the exact pricing)",
           file=out)
-    print(f"columns:         {len(res.columns)}, pricing boxes {res.pricing_boxes}",
+    print(f"columns:         {res.profile['master_columns']} in the master "
+          f"({len(res.columns)} in its last solution), pricing boxes {res.pricing_boxes}",
           file=out)
     print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
           file=out)
@@ -194,7 +195,8 @@ def report_colgen(args: argparse.Namespace, res: ColGenResult, problem: Problem,
         write_json(args.json, {
             **_instance_fields(inst, info, problem), "method": "colgen",
             "lp_value": res.lp_value, "lower_bound": res.lower_bound,
-            "columns": len(res.columns), "pricing_boxes": res.pricing_boxes,
+            "columns": res.profile["master_columns"], "solution_columns": len(res.columns),
+            "pricing_boxes": res.pricing_boxes,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
             "status": res.status, "message": res.message, "profile": res.profile,
             "history": [list(h) for h in res.history]})

@@ -172,7 +172,9 @@ class ColGenResult:
     often the aggregation was refined;
     ``profile``: where the time went, in seconds of the run's clock: ``master_seconds`` over
     ``master_solves`` solves of ``master_pivots`` HiGHS iterations, ``exact_seconds`` over
-    ``exact_pricings`` exact pricings, ``heuristic_seconds`` in the heuristic pricing;
+    ``exact_pricings`` exact pricings, ``heuristic_seconds`` in the heuristic pricing,
+    and ``master_columns``, the master's columns at the end (``columns`` holds those its last
+    solution weighs, none where a stop left the box binding);
     ``cuts``: the subset-row cuts of the master at the end ((t, 3) super-points; module
     :mod:`.subset_rows`).
     """
@@ -695,6 +697,7 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
         pi_lp = agg.disaggregate(solve_master()[0]) if it == 0 else pi_lp
         prove(pi_lp, (), PRICING_TOL * max(abs(lp_value) if math.isfinite(lp_value) else total,
                                              1e-300) / k)
+    profile["master_columns"] = len(master.columns)  # at the end, retired ones not counted
     # the columns of the last master solved, which lam weighs (more may have come since)
     held, held_costs = master.columns[:len(lam)], master.costs[:len(lam)]
     Z = _matrix(s, held, lam, data.e)
