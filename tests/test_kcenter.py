@@ -144,7 +144,7 @@ def test_labelled_constraints_within_two_of_optimum(seed):
     res = solve(X, k, ml, cl)
     check_result(X, k, ml, cl, res)
     assert res.stats["cover_exact"]
-    assert res.status == 0
+    assert res.status == "solved"
     assert res.radius >= opt * (1 - 1e-12)
     assert res.radius <= 2 * opt * (1 + 1e-8)
     assert res.lower_bound <= opt * (1 + 1e-12)
@@ -165,7 +165,7 @@ def test_random_pairs_against_brute_force(seed):
     for search in ("exact", "bisect"):
         res = solve(X, k, ml, cl, search=search, seed=seed)
         check_result(X, k, ml, cl, res)
-        assert res.status == 0
+        assert res.status == "solved"
         assert res.lower_bound <= opt * (1 + 1e-12)
         assert res.radius >= opt * (1 - 1e-12)
         if res.stats["cover_exact"]:
@@ -180,7 +180,7 @@ def test_exact_bound_certifies_ratio_two():
     ml, cl = labelled_constraints(rng, classes, 30)
     res = solve(X, 5, ml, cl)
     check_result(X, 5, ml, cl, res)
-    assert res.status == 0 and res.stats["search"] == "exact"
+    assert res.status == "solved" and res.stats["search"] == "exact"
     assert res.radius <= 2 * res.lower_bound * (1 + 1e-8)
     bis = solve(X, 5, ml, cl, search="bisect", rtol=1e-3)
     check_result(X, 5, ml, cl, bis)
@@ -216,7 +216,7 @@ def test_run_limit_and_determinism():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(400, 3))
     res = solve(X, 6, max_runs=3)
-    assert res.status == 1 and res.stats["runs"] == 3
+    assert res.status == "run_limit" and res.stats["runs"] == 3
     check_result(X, 6, [], [], res)
     a = solve(X, 6, cl=[(0, 1), (2, 3)], seed=5)
     b = solve(X, 6, cl=[(0, 1), (2, 3)], seed=5)
@@ -336,3 +336,22 @@ def test_the_cannot_link_repair_stays_within_the_runs_time_limit(monkeypatch):
     cl = [(int(a), int(b)) for a, b in rng.integers(0, 60, size=(80, 2)) if a != b]
     ks.solve(X, 6, cl=cl, time_limit=4.0, seed=0)
     assert seen and all(t <= 4.0 for t in seen), seen
+
+
+def test_statuses_name_what_stopped_the_search(monkeypatch):
+    import pcsos.kcenter.solver as ks
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 2))
+    # a spent limit: the first (largest) threshold runs, then the search stops
+    res = solve(X, 5, time_limit=0.0, search="bisect")
+    assert res.status == "time_limit" and res.success
+    assert res.message.startswith("stopped at the time limit")
+    check_result(X, 5, [], [], res)
+    # a repair that finds no assignment leaves broken pairs: not a success, and they are listed
+    cl = [(int(a), int(b)) for a, b in rng.integers(0, 300, size=(200, 2)) if a != b]
+    monkeypatch.setattr(ks, "_repair", lambda E, lab, scl, time_limit: "none")
+    res = solve(X, 5, cl=cl, seed=0, max_runs=5)
+    assert res.stats["uncovered_cl_pairs"] and res.stats["violated"]  # the repair was needed
+    assert res.status == "repair_failed" and not res.success
+    assert res.message.startswith("cannot-link repair found no feasible assignment")

@@ -29,7 +29,7 @@ def test_kcenter_cli_json(tmp_path, capsys):
     rep = json.loads(js.read_text())
     lab = np.array(rep["labels"])
     assert lab[0] == lab[1] and lab[0] != lab[3] and lab[2] != lab[4]
-    assert len(rep["centers"]) == 2 and rep["status"] == 0
+    assert len(rep["centers"]) == 2 and rep["status"] == "solved"
     assert rep["lower_bound"] <= rep["radius"] <= 2 * rep["lower_bound"] * (1 + 1e-8)
     X = np.array([[0, 0], [0, 1], [1, 0], [9, 9], [9, 10], [10, 9]], float)
     r = np.linalg.norm(X - X[np.array(rep["centers"])[lab]], axis=1).max()

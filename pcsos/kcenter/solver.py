@@ -68,10 +68,11 @@ class KCenterResult:
     centers : (n_clusters,) index of the data point that is the centre of each cluster.
     radius : max over points of the Euclidean distance to the centre of their cluster.
     lower_bound : certified lower bound on the optimal constrained k-center radius r*.
-    status : 0 search finished (radius <= 2 (1 + tol) lower_bound unless ``repaired``),
-        1 stopped by ``time_limit`` / ``max_runs`` (feasible, weaker certificate),
-        2 the cannot-link repair found no feasible assignment in its time limit
-        (``labels`` then violate the pairs listed in ``stats["violated"]``).
+    status : 'solved' (the search finished: radius <= 2 (1 + tol) lower_bound unless
+        ``repaired``), 'time_limit' / 'run_limit' (stopped by ``time_limit`` / ``max_runs``:
+        feasible, a weaker certificate), or 'repair_failed' (the cannot-link repair found no
+        feasible assignment in its time limit: ``labels`` then violate the pairs listed in
+        ``stats["violated"]``).
     message : one line saying what is certified.
     stats : counters and timings (see :func:`solve`).
     """
@@ -80,14 +81,14 @@ class KCenterResult:
     centers: np.ndarray
     radius: float
     lower_bound: float
-    status: int
+    status: str
     message: str
     stats: dict = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
-        """True when the labels satisfy every constraint (status 0 or 1)."""
-        return self.status in (0, 1)
+        """True when the labels satisfy every constraint (any status but 'repair_failed')."""
+        return self.status != "repair_failed"
 
     @property
     def ratio(self) -> float:
@@ -480,7 +481,12 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
         return True
 
     def out_of_time() -> bool:
-        return runs >= max_runs or clock.expired()
+        nonlocal limit
+        limit = ("run_limit" if runs >= max_runs else
+                 "time_limit" if clock.expired() else None)
+        return limit is not None
+
+    limit = None  # what stopped the search, if anything did
 
     if mode == "exact":
         psi = np.unique(np.concatenate([[0.0], pdist(bp.X)]))
@@ -524,15 +530,17 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
     _, eta_best, lab, centres, repaired, violated, Pd = best
     plab, cpts, rad, raw = _labels_and_radius(bp, lab, centres, Pd, refine)
     if len(violated):
-        status = 2
+        status = "repair_failed"
         pairs = [problem.original_pair(int(a), int(b)) for a, b in violated[:5]]
         message = (f"cannot-link repair found no feasible assignment in "
                    f"{milp_time_limit:g} s; violated pairs include {pairs}")
     else:
-        status = 1 if stopped else 0
+        status = limit if stopped else "solved"
         guarantee = ("radius <= 2 r* holds for the clique-covered pairs only (repair used)"
                      if repaired != "no" else "radius/lower_bound certifies the ratio")
-        message = (f"{'stopped at the run/time limit' if stopped else 'search finished'}: "
+        how = {"run_limit": "stopped at the run limit", "time_limit": "stopped at the time "
+               "limit"}.get(status, "search finished")
+        message = (f"{how}: "
                    f"radius {rad:.6g}, certified r* >= {lower:.6g}; {guarantee}")
     stats = {
         "search": mode, "runs": runs, "successful_runs": succ, "swaps": eng.swaps,
@@ -562,7 +570,8 @@ def solve(X, k: int, ml=(), cl=(), *, seed=None, time_limit: float | None = None
     seed : shuffles the order of equal-size cannot-link cliques (the result is
         deterministic for a given seed, and for ``seed=None``).
     time_limit, max_runs : stop the radius search after this many seconds / threshold runs
-        (status 1; the best radius and the bound proved so far are returned).
+        (status 'time_limit' / 'run_limit'; the best radius and the bound proved so far are
+        returned).
     search : "exact" (binary search over all pairwise distances; lower bound = the smallest
         distance above the last failure), "bisect" (continuous, to relative width ``rtol``;
         lower bound = eta_fail / 2) or "auto" (exact when n <= ``exact_max_n``).
