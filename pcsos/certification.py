@@ -95,6 +95,17 @@ class CertifyResult:
     interrupted: bool = False
 
     @property
+    def status(self) -> str:
+        """'interrupted' (a stop request ended the run early) or 'done' (every subset bounded
+        as far as its share of the time allowed)."""
+        return "interrupted" if self.interrupted else "done"
+
+    @property
+    def success(self) -> bool:
+        """True when the run was not interrupted (the bound is valid either way)."""
+        return not self.interrupted
+
+    @property
     def cut_short(self) -> list[int]:
         """Indices of the subsets whose bounding a stop request ended early or skipped."""
         return [t for t, b in enumerate(self.subsets) if b.cut_short]
@@ -104,7 +115,8 @@ class CertifyResult:
         return {"lower_bound": self.lower_bound, "objective": self.objective,
                 "gap": self.gap, "spectral_floor": self.spectral_floor,
                 "heuristic": self.heuristic, "seconds": self.seconds,
-                "message": self.message, "subset_size": self.subset_size,
+                "status": self.status, "message": self.message,
+                "subset_size": self.subset_size,
                 "interrupted": self.interrupted, "cut_short": self.cut_short,
                 "labels": self.labels.tolist(),
                 "subsets": [{"points": b.points.tolist(), "n": b.n, "s": b.s,

@@ -99,6 +99,9 @@ class ImpactResult:
         scored by then.
     total : int
         Pairs to score (-1: not counted, for a result built by hand).
+    status : str
+        'done' (every pair scored), 'interrupted' (a stop request ended the run) or
+        'time_limit'.
     """
 
     pairs: list[PairImpact]
@@ -109,13 +112,25 @@ class ImpactResult:
     notes: list[str] = field(default_factory=list)
     interrupted: bool = False
     total: int = -1
+    status: str = "done"
+
+    @property
+    def success(self) -> bool:
+        """True when every pair was scored."""
+        return self.status == "done"
+
+    @property
+    def message(self) -> str:
+        """How it ended, in a sentence: the notes, or that every pair was scored."""
+        return "; ".join(self.notes) if self.notes else f"{len(self.pairs)} pairs scored"
 
     def to_dict(self) -> dict:
         """JSON-ready: ``pairs`` as a list of objects, highest score first."""
         return {"pairs": [vars(p) for p in self.pairs], "labels": self.labels.tolist(),
                 "objective": self.objective, "optimal": self.optimal,
                 "seconds": self.seconds, "notes": list(self.notes),
-                "interrupted": self.interrupted, "total": self.total}
+                "interrupted": self.interrupted, "total": self.total,
+                "status": self.status, "message": self.message}
 
 
 def _value_without(inst: Instance, lab: np.ndarray, heuristic: str, exact: bool,
@@ -321,9 +336,12 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
         if stopped() or timed_out:
             break
     interrupted = len(out) < total and (stopped() or timed_out)
+    status = "done"
     if interrupted:
-        why = "interrupted" if stopped() else f"time limit of {deadline.limit:g} s reached"
+        status = "interrupted" if stopped() else "time_limit"
+        why = ("interrupted" if stopped() else
+               f"time limit of {deadline.limit:g} s reached")
         notes.append(f"{why}: {len(out)} of {total} pairs scored")
     out.sort(key=lambda p: (-p.score, -(p.dual if math.isfinite(p.dual) else 0.0)))
     return ImpactResult(out, canonical_labels(lab), value, optimal, time.perf_counter() - t0,
-                        notes, interrupted, total)
+                        notes, interrupted, total, status)

@@ -435,6 +435,7 @@ def test_cli_certify_json(tmp_path):
     out = json.loads(js.read_text())
     # 75 points in subsets of at most 30 take 3, rounded up to 4 for the 2 worker processes
     assert out["lower_bound"] <= out["objective"] and len(out["subsets"]) == 4
+    assert out["status"] == "done" and out["interrupted"] is False
     assert max(len(s["points"]) for s in out["subsets"]) <= 30
     assert sorted(sum((s["points"] for s in out["subsets"]), [])) == list(range(75))
     assert "lower bound" in p.stdout and "gap" in p.stdout

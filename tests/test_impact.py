@@ -142,6 +142,7 @@ def test_time_limit_is_the_whole_runs(monkeypatch):
     res = impact(X, k, ml, cl, time_limit=1000.0, workers=1)
     total = len(ml) + len(cl)
     assert len(res.pairs) == total and not res.interrupted
+    assert res.status == "done" and res.success and res.message == f"{total} pairs scored"
     assert seen[0][0] == "first" and 0 < seen[0][1] <= 500.0
     shares = [s for what, s in seen[1:] if what == "pair"]
     assert len(shares) == total
@@ -154,7 +155,9 @@ def test_a_spent_time_limit_scores_no_pair():
     opt, lab = brute_force(X, k, ml, cl)
     res = impact(X, k, ml, cl, labels=lab, time_limit=0)
     assert res.pairs == [] and res.interrupted and res.total == len(ml) + len(cl)
+    assert res.status == "time_limit" and not res.success
     assert res.notes[-1] == f"time limit of 0 s reached: 0 of {res.total} pairs scored"
+    assert res.message.endswith(res.notes[-1])
     with pytest.raises(InputError, match="time_limit"):
         impact(X, k, ml, cl, labels=lab, time_limit=-1)
     # spent before the first solve: its best clustering, or UndecidedError; never an

@@ -88,6 +88,7 @@ def test_certify_keeps_its_clustering_and_a_valid_bound(tmp_path):
     assert len(np.unique(labels)) == 4 and pairs_satisfied(labels, np.array(ml), np.array(cl))
     assert res["objective"] == pytest.approx(sse(X, labels), rel=1e-9)
     assert res["interrupted"] is True and len(res["cut_short"]) >= 1
+    assert res["status"] == "interrupted"
     assert res["cut_short"] == [t for t, s in enumerate(res["subsets"]) if s["cut_short"]]
     assert sum(not s["cut_short"] for s in res["subsets"]) >= 1
     assert 0 < res["lower_bound"] <= opt * (1 + 1e-9)  # a bounded subset counts
@@ -151,6 +152,7 @@ def test_impact_keeps_the_pairs_scored(tmp_path):
     assert rc == 0, err
     res = json.loads((tmp_path / "imp.json").read_text())
     assert res["interrupted"] is True and res["total"] == 300
+    assert res["status"] == "interrupted"
     assert 1 <= len(res["pairs"]) < 300
     assert any(note.startswith("interrupted:") for note in res["notes"])
     given = {("ML", *p) for p in ml} | {("CL", *p) for p in cl}
@@ -252,6 +254,7 @@ def sixty():
 
 def _check_stopped(res, X, ml, cl, opt):
     assert res.interrupted and res.cut_short
+    assert res.status == "interrupted" and not res.success
     assert res.lower_bound <= opt * (1 + 1e-9)
     assert pairs_satisfied(res.labels, np.array(ml), np.array(cl))
     inst = make_instance(X, 3, ml, cl)
