@@ -183,3 +183,28 @@ def test_the_seed_reaches_every_solve(monkeypatch):
     monkeypatch.setattr(pi, "solve_instance", solve)
     impact(X, k, ml, cl, exact=True, seed=5, workers=1)
     assert len(seeds) == 1 + len(ml) + len(cl) and set(seeds) == {5}
+
+
+def test_cli_workers_reach_every_solve(monkeypatch, tmp_path):
+    import pcsos.pair_impact as pi
+    from pcsos.cli import main
+
+    X, k, ml, cl = _case(3)
+    (tmp_path / "d.txt").write_text(f"{len(X)} 2\n" + "".join(
+        f"{float(a)!r} {float(b)!r}\n" for a, b in X))
+    (tmp_path / "c.txt").write_text("".join(f"ML {i} {j}\n" for i, j in ml)
+                                    + "".join(f"CL {i} {j}\n" for i, j in cl))
+    workers = []
+    real = pi.solve_instance
+
+    def solve(inst, **kw):
+        workers.append(kw.get("workers"))
+        return real(inst, **kw)
+
+    monkeypatch.setattr(pi, "solve_instance", solve)
+    assert main(["impact", str(tmp_path / "d.txt"), "-c", str(tmp_path / "c.txt"), "-k",
+                 str(k), "--exact", "--workers", "1", "-q"]) == 0
+    assert len(workers) == 1 + len(ml) + len(cl) and set(workers) == {1}
+    with pytest.raises(SystemExit) as ei:  # argparse's usage error
+        main(["impact", str(tmp_path / "d.txt"), "-k", str(k), "--workers", "0"])
+    assert ei.value.code == 2

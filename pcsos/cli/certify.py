@@ -26,6 +26,7 @@ from pcsos.cli.common import (
     add_bound_arguments,
     add_instance_arguments,
     add_parallel_arguments,
+    add_quiet_argument,
     bound_settings,
     load_instance,
     nonnegative_int,
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_bound_arguments(parser)
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write the result with the partition as JSON ('-' = stdout)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    add_quiet_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

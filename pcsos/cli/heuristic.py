@@ -24,6 +24,7 @@ import time
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_instance_arguments,
+    add_quiet_argument,
     describe_weights_sizes,
     load_instance,
     nonnegative_int,
@@ -64,8 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the report as JSON ('-' = stdout)")
     parser.add_argument("--result", metavar="FILE", default=None,
                         help="write the n x k 0/1 assignment matrix (pc-sos-sdp result format)")
-    parser.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress on stderr")
+    add_quiet_argument(parser)
 
 
 class _Progress:

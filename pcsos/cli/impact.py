@@ -20,8 +20,10 @@ import sys
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
     add_instance_arguments,
+    add_quiet_argument,
     load_instance,
     nonnegative_int,
+    positive_int,
     print_notes,
     report_stream,
     seconds,
@@ -46,11 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "each re-solve an equal share of the rest; when it is spent, "
                              "the pairs scored so far are reported (interrupted: true)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--workers", type=positive_int, default=None,
+                        help="nodes solved at once by the first solve and by --exact's "
+                             "re-solves (default: CPU count; 1 makes a run reproducible)")
     parser.add_argument("--top", type=nonnegative_int, default=20, metavar="N",
                         help="pairs printed (default: 20; --json has them all)")
     parser.add_argument("--json", metavar="FILE", default=None,
                         help="write every pair's scores as JSON ('-' = stdout)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    add_quiet_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             res = impact(inst.X, inst.k, inst.ml, inst.cl, labels, heuristic=args.heuristic,
                          exact=args.exact, seed=args.seed, time_limit=args.time_limit,
-                         progress=progress, stop_event=intr.stop, workers=None)
+                         progress=progress, stop_event=intr.stop,
+                         workers=args.workers)
         except UndecidedError:
             if intr.stop.is_set():  # stopped before a clustering existed: exit code 130
                 raise KeyboardInterrupt from None

@@ -28,6 +28,7 @@ from pcsos.cli.common import (
     add_cut_arguments,
     add_instance_arguments,
     add_parallel_arguments,
+    add_quiet_argument,
     bound_settings,
     cut_settings,
     describe_weights_sizes,
@@ -65,8 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "(pc-sos-sdp result format)")
     out.add_argument("--labels", metavar="FILE", help="write one label per line")
     out.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
-    out.add_argument("-q", "--quiet", action="store_true",
-                     help="no readers' notes, progress table or summary")
+    add_quiet_argument(out)
     out.add_argument("--checkpoint", metavar="FILE",
                      help="write the open nodes, incumbent and bounds to FILE (atomically) "
                           "every --checkpoint-every seconds and at the end, to --resume later")
