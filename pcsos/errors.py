@@ -108,7 +108,8 @@ class InputError(PcsosError, ValueError):
         self.line = line
         where = ""
         if source is not None:
-            where = f"{source}:{line}: " if line is not None else f"{source}: "
+            shown = "<stdin>" if source == "-" else source  # the file '-' is standard input
+            where = f"{shown}:{line}: " if line is not None else f"{shown}: "
         super().__init__(where + message)
 
 

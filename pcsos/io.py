@@ -119,13 +119,18 @@ QUOTE_MAX = 80
 #: how often (seconds) a wait for a FIFO's or a terminal's data looks for a pending signal
 WAIT_STEP = 0.05
 
+#: the name of standard input: a file named ``-`` is read from stdin (one per command), as
+#: ``-`` names stdout for the outputs
+STDIN = "-"
+
 
 def open_input(path, *, binary: bool = False):
     """``path`` opened for reading: UTF-8 text, or bytes with ``binary``; raises what
     ``open()`` raises. Every file pcsos reads is opened here.
 
-    A regular file is opened directly. Anything else (a FIFO, ``/dev/stdin``, a terminal) is
-    opened and read whole in a helper thread while the calling thread waits in steps of
+    ``path`` :data:`STDIN` (``-``) is standard input. A regular file is opened directly.
+    Anything else (standard input, a FIFO, a terminal) is opened and read whole in a helper
+    thread while the calling thread waits in steps of
     :data:`WAIT_STEP`, and comes back as an in-memory file. Such a file can block in
     ``open()`` or ``read()`` until its writer comes. CPython runs a Python signal handler only
     between bytecodes, so a Ctrl-C that lands between its last check and that blocking call
@@ -136,7 +141,7 @@ def open_input(path, *, binary: bool = False):
     """
     path = os.fspath(path)
     try:
-        regular = stat.S_ISREG(os.stat(path).st_mode)
+        regular = path != STDIN and stat.S_ISREG(os.stat(path).st_mode)
     except (OSError, ValueError):  # missing, a NUL in the name, ...: open() says which
         regular = True
     if regular:
@@ -151,6 +156,8 @@ def _read_all(path: str) -> bytes:
             and hasattr(signal, "pthread_sigmask")):
         # the caller's thread takes the signals (and the kernel prefers it anyway)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    if path == STDIN:
+        return sys.stdin.buffer.read()
     with open(path, "rb") as fh:
         return fh.read()
 

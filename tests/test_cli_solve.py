@@ -194,6 +194,27 @@ def test_one_output_at_most_goes_to_stdout_and_then_the_report_does_not():
     assert "Nodes" in p.stderr
 
 
+def test_an_input_named_dash_is_read_from_stdin():
+    # the same solve from the file and from stdin, data or constraints
+    p = _run(BLOBS, "-c", BLOBS_C, "-k", 3, "-q", "--workers", 1, "--labels", "-")
+    assert p.returncode == 0, p.stderr
+    q = _run("-", "-c", BLOBS_C, "-k", 3, "-q", "--workers", 1, "--labels", "-",
+             input=BLOBS.read_text())
+    r = _run(BLOBS, "-c", "-", "-k", 3, "-q", "--workers", 1, "--labels", "-",
+             input=BLOBS_C.read_text())
+    assert q.returncode == 0 and r.returncode == 0, (q.stderr, r.stderr)
+    assert p.stdout == q.stdout == r.stdout and len(p.stdout.split()) == 75
+    # errors name it as standard input, with the line
+    p = _run("-", "-k", 3, input="4 2\n0 0\n0 x\n")
+    assert p.returncode == 2
+    assert p.stderr.strip() == "pcsos solve: error: <stdin>:3: non-numeric value 'x' in column 2"
+    # one input at most reads it, and no checkpoint
+    p = _run("-", "-c", "-", "-k", 3, input="")
+    assert p.returncode == 2 and "DATA and --constraints both name '-' (stdin)" in p.stderr
+    p = _run(BLOBS, "-k", 3, "--resume", "-", input="")
+    assert p.returncode == 2 and "--resume: a checkpoint is an archive" in p.stderr
+
+
 def test_a_checkpoint_cannot_go_to_stdout():
     p = _run(BLOBS, "-k", 3, "-q", "--checkpoint", "-")
     assert p.returncode == 2 and "give it a file, not '-'" in p.stderr

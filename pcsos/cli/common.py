@@ -15,7 +15,7 @@ from pcsos.bounds.settings import BoundSettings
 from pcsos.cuts.loop import TAIL_OFF_ROOT_ROUNDS, TREE_CUT_DEFAULTS, CuttingPlaneSettings
 from pcsos.cuts.separation import COLLECT
 from pcsos.errors import InputError
-from pcsos.io import read_constraints, read_data, read_weights
+from pcsos.io import STDIN, read_constraints, read_data, read_weights
 from pcsos.problem import Instance, check_magnitude, make_instance
 
 __all__ = ["add_bound_arguments", "add_cut_arguments", "add_instance_arguments",
@@ -405,14 +405,24 @@ def check_output_paths(args: argparse.Namespace) -> None:
 
     Each of ``OUTPUT_OPTIONS`` that is set must name a file (not a directory) in an existing,
     writable directory, must not be an input file, and no two may name the same file;
-    otherwise the result of a long solve would be lost at the end.
+    otherwise the result of a long solve would be lost at the end. Of the inputs, one at most
+    may be ``-`` (stdin), and not ``--resume``.
     """
     if len(stdout := _to_stdout(args)) > 1:  # their outputs would be mixed in one stream
         raise InputError(f"{' and '.join(stdout)} both name '-' (stdout): give one of them a "
                          "file", source=stdout[1])
+    given = {name: os.fspath(p) for name in INPUT_OPTIONS
+             if (p := getattr(args, name, None)) is not None}
+    stdin = [_option_name(name) for name, p in given.items() if p == STDIN]
+    if len(stdin) > 1:  # the first would read it all
+        raise InputError(f"{' and '.join(stdin)} both name '-' (stdin): give one of them a "
+                         "file", source=stdin[1])
+    if given.get("resume") == STDIN:
+        raise InputError("a checkpoint is an archive to resume from: give it a file, not '-'",
+                         source="--resume")
     seen: dict[str, str] = {}
-    inputs = {os.path.realpath(os.fspath(p)): _option_name(name)
-              for name in INPUT_OPTIONS if (p := getattr(args, name, None)) is not None}
+    inputs = {os.path.realpath(p): _option_name(name) for name, p in given.items()
+              if p != STDIN}
     for name in OUTPUT_OPTIONS:
         path = getattr(args, name, None)
         if name == "checkpoint" and path is not None and os.fspath(path) == "-":
