@@ -169,24 +169,29 @@ def test_a_spent_time_limit_scores_no_pair():
     assert res.pairs == [] and res.interrupted
 
 
-def test_the_seed_reaches_every_solve(monkeypatch):
+def _solves(monkeypatch) -> list[dict]:
+    """The keywords of every solve that impact starts, recorded as it runs."""
     import pcsos.pair_impact as pi
 
-    X, k, ml, cl = _case(2)
-    seeds = []
+    calls: list[dict] = []
     real = pi.solve_instance
 
     def solve(inst, **kw):
-        seeds.append(kw.get("seed"))
+        calls.append(kw)
         return real(inst, **kw)
 
     monkeypatch.setattr(pi, "solve_instance", solve)
+    return calls
+
+
+def test_the_seed_reaches_every_solve(monkeypatch):
+    X, k, ml, cl = _case(2)
+    calls = _solves(monkeypatch)
     impact(X, k, ml, cl, exact=True, seed=5, workers=1)
-    assert len(seeds) == 1 + len(ml) + len(cl) and set(seeds) == {5}
+    assert len(calls) == 1 + len(ml) + len(cl) and {c.get("seed") for c in calls} == {5}
 
 
 def test_cli_workers_reach_every_solve(monkeypatch, tmp_path):
-    import pcsos.pair_impact as pi
     from pcsos.cli import main
 
     X, k, ml, cl = _case(3)
@@ -194,17 +199,10 @@ def test_cli_workers_reach_every_solve(monkeypatch, tmp_path):
         f"{float(a)!r} {float(b)!r}\n" for a, b in X))
     (tmp_path / "c.txt").write_text("".join(f"ML {i} {j}\n" for i, j in ml)
                                     + "".join(f"CL {i} {j}\n" for i, j in cl))
-    workers = []
-    real = pi.solve_instance
-
-    def solve(inst, **kw):
-        workers.append(kw.get("workers"))
-        return real(inst, **kw)
-
-    monkeypatch.setattr(pi, "solve_instance", solve)
+    calls = _solves(monkeypatch)
     assert main(["impact", str(tmp_path / "d.txt"), "-c", str(tmp_path / "c.txt"), "-k",
                  str(k), "--exact", "--workers", "1", "-q"]) == 0
-    assert len(workers) == 1 + len(ml) + len(cl) and set(workers) == {1}
+    assert len(calls) == 1 + len(ml) + len(cl) and {c.get("workers") for c in calls} == {1}
     with pytest.raises(SystemExit) as ei:  # argparse's usage error
         main(["impact", str(tmp_path / "d.txt"), "-k", str(k), "--workers", "0"])
     assert ei.value.code == 2
