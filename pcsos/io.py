@@ -156,9 +156,10 @@ def _read_all(path: str) -> bytes:
             and hasattr(signal, "pthread_sigmask")):
         # the caller's thread takes the signals (and the kernel prefers it anyway)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    if path == STDIN:
-        return sys.stdin.buffer.read()
-    with open(path, "rb") as fh:
+    # standard input through a handle of its own: blocked in sys.stdin's buffer, this thread
+    # held its lock, and the interpreter's exit (after Ctrl-C) aborted on it; a closed stdin
+    # is then an OSError (EBADF) like any unreadable file
+    with (open(os.dup(0), "rb") if path == STDIN else open(path, "rb")) as fh:
         return fh.read()
 
 

@@ -94,14 +94,12 @@ class ImpactResult:
         Wall time.
     notes : list of str
         What the run had to note (e.g. a first solve stopped at its limit).
-    interrupted : bool
-        A stop request or the time limit ended the run: ``pairs`` holds only the pairs
-        scored by then.
     total : int
         Pairs to score (-1: not counted, for a result built by hand).
     status : str
         'done' (every pair scored), 'interrupted' (a stop request ended the run) or
-        'time_limit'.
+        'time_limit' (the time limit did); in the last two, ``pairs`` holds only the pairs
+        scored by then.
     """
 
     pairs: list[PairImpact]
@@ -110,9 +108,13 @@ class ImpactResult:
     optimal: bool
     seconds: float
     notes: list[str] = field(default_factory=list)
-    interrupted: bool = False
     total: int = -1
     status: str = "done"
+
+    @property
+    def interrupted(self) -> bool:
+        """A stop request or the time limit ended the run (status other than 'done')."""
+        return self.status != "done"
 
     @property
     def success(self) -> bool:
@@ -335,13 +337,13 @@ def impact(X, k: int, ml=(), cl=(), labels=None, *, heuristic: str = "ipc-kmeans
                 progress(len(out), total)
         if stopped() or timed_out:
             break
-    interrupted = len(out) < total and (stopped() or timed_out)
     status = "done"
-    if interrupted:
-        status = "interrupted" if stopped() else "time_limit"
-        why = ("interrupted" if stopped() else
-               f"time limit of {deadline.limit:g} s reached")
-        notes.append(f"{why}: {len(out)} of {total} pairs scored")
+    if len(out) < total:
+        asked = stopped()  # read once: a stop coming now must not split status and note
+        if asked or timed_out:
+            status = "interrupted" if asked else "time_limit"
+            why = "interrupted" if asked else f"time limit of {deadline.limit:g} s reached"
+            notes.append(f"{why}: {len(out)} of {total} pairs scored")
     out.sort(key=lambda p: (-p.score, -(p.dual if math.isfinite(p.dual) else 0.0)))
     return ImpactResult(out, canonical_labels(lab), value, optimal, time.perf_counter() - t0,
-                        notes, interrupted, total, status)
+                        notes, total, status)

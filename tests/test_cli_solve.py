@@ -215,6 +215,31 @@ def test_an_input_named_dash_is_read_from_stdin():
     assert p.returncode == 2 and "--resume: a checkpoint is an archive" in p.stderr
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="a pseudo-terminal (Linux)")
+def test_stdin_from_a_terminal_says_it_waits():
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pcsos", "solve", "-", "-k", "2",
+                             "--labels", "-", "--workers", "1"], cwd=ROOT, stdin=slave,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    try:
+        # the first line it prints, before it waits (a hang guard, not a speed limit)
+        assert select.select([proc.stderr], [], [], 300)[0], "nothing printed"
+        said = proc.stderr.readline()
+        assert said == "pcsos solve: reading DATA from the terminal (end it with Ctrl-D)\n"
+        os.write(master, b"4 2\n0 0\n0 1\n5 5\n5 6\n\x04")  # the data, then Ctrl-D
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        os.close(master)
+    assert proc.returncode == 0, err
+    assert out.split() == ["0", "0", "1", "1"]
+
+
 def test_a_checkpoint_cannot_go_to_stdout():
     p = _run(BLOBS, "-k", 3, "-q", "--checkpoint", "-")
     assert p.returncode == 2 and "give it a file, not '-'" in p.stderr

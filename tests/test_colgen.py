@@ -750,8 +750,10 @@ def test_the_cli_bounds_and_solves_with_the_lp(tmp_path, capsys):
     rep = json.loads(out.read_text())
     assert rep["method"] == "colgen" and rep["lower_bound"] <= opt + 1e-12 * opt
     assert rep["profile"]["exact_pricings"] == len(rep["history"]) >= 1
-    # the master's columns, and those of its solution (a clustering into 3: 3 at least)
-    assert rep["columns"] == rep["profile"]["master_columns"] >= rep["solution_columns"] >= 3
+    # the master's columns, those of its last solve, and those its solution weighs (a
+    # clustering into 3: 3 at least)
+    assert rep["master_columns"] == rep["profile"]["master_columns"] >= rep["columns"]
+    assert rep["columns"] >= rep["solution_columns"] >= 3
     # the pricing schedule is a bound option, checked where the user gives it
     assert main(["bound", str(data), "-k", "3", "--method", "colgen",
                  "--bound-option", "exact_every=0"]) == 2

@@ -93,6 +93,54 @@ def test_sigint_while_reading(instance):
     assert rc == 130 and "pcsos solve: interrupted" in err and "status:" not in out
 
 
+def _kernel_shows_pipe_reads() -> bool:
+    """Whether /proc's wchan names a pipe read (Linux, where the kernel shows it): probed
+    on a thread of this process that blocks reading a pipe until it is written to."""
+    import threading
+
+    r, w = os.pipe()
+    t = threading.Thread(target=os.read, args=(r, 1), daemon=True)
+    t.start()
+    try:
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:
+            if any("pipe" in f["wchan"] for f in thread_status(os.getpid()).values()):
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        os.write(w, b"x")
+        t.join(5)
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self/task").is_dir(),
+                    reason="reads the threads' wait channels from /proc (Linux)")
+def test_sigint_while_reading_stdin(tmp_path):
+    # a wait for data on stdin ('-') that never comes: it aborted the interpreter at exit
+    # ("could not acquire lock for <stdin>"), its reader holding sys.stdin's lock
+    if not _kernel_shows_pipe_reads():
+        pytest.skip("the kernel does not show a pipe read in /proc/PID/task/*/wchan")
+    proc = subprocess.Popen([sys.executable, "-m", "pcsos", "check", "-", "-k", "3"],
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 900.0  # a hang guard: the poll ends once the read waits
+        while not any("pipe" in f["wchan"] for f in thread_status(proc.pid).values()):
+            assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(300)  # stdin stays open: an EOF must not end the read first
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        proc.kill()
+        if proc.stdin is not None:
+            proc.stdin.close()
+    assert proc.returncode == 130 and "pcsos check: interrupted" in err, (out, err)
+    assert not any(bad in out + err for bad in BAD) and "Fatal Python error" not in err
+
+
 @pytest.mark.skipif(not pathlib.Path("/proc/self/task").is_dir(),
                     reason="reads thread signal masks from /proc (Linux)")
 def test_only_the_main_thread_takes_signals_while_reading(instance):

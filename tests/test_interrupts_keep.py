@@ -162,13 +162,12 @@ def test_impact_keeps_the_pairs_scored(tmp_path):
 
 # ------------------------------------------------------------------- subprocess: bound
 @posix
-@pytest.mark.parametrize("cuts", ["none", "all"])
-def test_bound_keeps_a_valid_bound(tmp_path, cuts):
+def test_bound_keeps_a_valid_bound(tmp_path):
     # 800 points in 4 discs, a tolerance no iterate reaches: the solve runs until stopped
     X, truth, ml, cl, opt = _separated(800, 4, 40.0)
     _write_data(tmp_path / "data.txt", X)
     _write_pairs(tmp_path / "cons.txt", ml, cl)
-    run = Child(_pcsos("bound", "data.txt", "-c", "cons.txt", "-k", 4, "--cuts", cuts,
+    run = Child(_pcsos("bound", "data.txt", "-c", "cons.txt", "-k", 4,
                        "--tol", 1e-15, "--verbose", "--json", "out.json"), tmp_path)
     run.wait_for(r"^it +50 ")  # an iterate exists, with a dual to bound from
     sent = run.interrupt()
@@ -365,7 +364,8 @@ def test_cli_stopped_before_anything_exits_130(tmp_path, capsys):
     X, ml, cl = _sixty()
     _write_data(tmp_path / "d.txt", X)
     _write_pairs(tmp_path / "c.txt", ml, cl)
-    for argv in (["heuristic", "s-mdeclust"], ["certify"]):
+    for argv in (["heuristic", "s-mdeclust"], ["certify"], ["bound"], ["bound", "--cuts", "all"],
+                 ["bound", "--method", "colgen"]):
         intr = Interrupts()  # a signal that came once the command was armed
         intr.stop.set()
         js = tmp_path / f"{argv[0]}.json"
@@ -373,3 +373,57 @@ def test_cli_stopped_before_anything_exits_130(tmp_path, capsys):
                      "-k", "3", "--json", str(js)], interrupts=intr) == 130
         assert f"pcsos {argv[0]}: interrupted" in capsys.readouterr().err
         assert not js.exists()
+
+
+def _bound_json(tmp_path, intr, *options) -> dict:
+    """``pcsos bound`` on 200 points in four discs, with ``intr`` as its signals; its JSON."""
+    X, truth, ml, cl, opt = _separated(200, 4, 40.0)
+    _write_data(tmp_path / "d.txt", X)
+    _write_pairs(tmp_path / "c.txt", ml, cl)
+    js = tmp_path / "b.json"
+    assert main(["bound", str(tmp_path / "d.txt"), "-c", str(tmp_path / "c.txt"), "-k", "4",
+                 *options, "--json", str(js), "-q"], interrupts=intr) == 0
+    rep = json.loads(js.read_text())
+    assert 0 < rep["lower_bound"] <= opt * (1 + 1e-9)
+    return rep
+
+
+def test_bound_stopped_between_cutting_plane_rounds(tmp_path, monkeypatch):
+    # the stop lands while the first round separates: the loop ends as at its time limit,
+    # with the first round's bound, and says it was stopped
+    import pcsos.cuts.loop as loop
+
+    intr = Interrupts()
+    real = loop._next_round_cuts
+
+    def separate(*args, **kw):
+        out = real(*args, **kw)
+        intr.stop.set()
+        return out
+
+    monkeypatch.setattr(loop, "_next_round_cuts", separate)
+    rep = _bound_json(tmp_path, intr, "--cuts", "all")
+    assert rep["status"] == "interrupted" and rep["cp_message"] == "stopped on request"
+    assert rep["message"] == "stopped on request: the best safe bound so far"
+
+
+def test_bound_stopped_in_colgen_heuristic_exits_130(tmp_path, monkeypatch, capsys):
+    # a stop before the column generation began leaves nothing to report (it reported a
+    # Lagrangian of -5e6 from the first duals before)
+    import pcsos.cli.bound as cli_bound
+
+    intr = Interrupts()
+    real = cli_bound.run_heuristic
+
+    def heuristic(*args, **kw):
+        out = real(*args, **kw)
+        intr.stop.set()
+        return out
+
+    monkeypatch.setattr(cli_bound, "run_heuristic", heuristic)
+    X, _, ml, cl, _ = _separated(200, 4, 40.0)
+    _write_data(tmp_path / "d.txt", X)
+    _write_pairs(tmp_path / "c.txt", ml, cl)
+    assert main(["bound", str(tmp_path / "d.txt"), "-c", str(tmp_path / "c.txt"), "-k", "4",
+                 "--method", "colgen"], interrupts=intr) == 130
+    assert "pcsos bound: interrupted" in capsys.readouterr().err

@@ -7,8 +7,9 @@ of the time, 10 s at most; undecided, the bound goes on). Exit codes: 0 bound co
 (also when the solver stopped at a limit: the bound is still valid), 1 the SDP cannot run
 a few iterations in the time limit (an estimate from the size; the message says what it
 needs), 2 invalid input or an unavailable backend, 3 the constraints are infeasible, 130
-interrupted before the bound started. Ctrl-C during the solve stops it and reports the safe
-bound of the iterate it stopped at (valid, status 'interrupted'); a second Ctrl-C quits
+interrupted before the bound started. Ctrl-C during the ADMM solve, the cutting-plane loop
+or the column generation stops it and reports the best safe bound so far (valid, status
+'interrupted'; MOSEK, SCS and Clarabel finish their solve first); a second Ctrl-C quits
 without a result.
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import replace
+
+import numpy as np
 
 from pcsos.bounds import BACKENDS, ENGINES, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.colgen import ColGenResult, colgen_bound
@@ -44,7 +47,7 @@ from pcsos.cli.common import (
     weights_sizes,
 )
 from pcsos.clock import Deadline
-from pcsos.cuts.loop import cutting_plane_loop
+from pcsos.cuts.loop import TIME_LIMIT, cutting_plane_loop
 from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
 from pcsos.feasibility import check_problem
 from pcsos.heuristics import run_heuristic
@@ -117,9 +120,12 @@ def compute_bound(problem: Problem, args: argparse.Namespace,
     threads = blas_threads(problem.s, args.threads)
     if args.cuts == "none":
         model = SDPModel.from_problem(problem)
+        _not_stopped(deadline)
         res = solve_sdp(model, bs, time_limit=deadline, threads=threads)
-        return res, {"cuts": args.cuts, "n_cuts": model.cuts.m}
+        return _stopped(res, deadline, res.status == "time_limit"), {
+            "cuts": args.cuts, "n_cuts": model.cuts.m}
     settings = cut_settings(args, args.cuts, args.prune_tol)
+    _not_stopped(deadline)
     loop = cutting_plane_loop(problem, upper_bound=args.upper_bound, settings=settings,
                               root=True, bound_settings=bs, threads=threads,
                               seed=args.seed, time_limit=deadline)
@@ -127,14 +133,16 @@ def compute_bound(problem: Problem, args: argparse.Namespace,
         if deadline.stopped():  # Ctrl-C before the first solve ended: exit code 130
             raise KeyboardInterrupt
         raise PcsosError(f"the cutting-plane loop produced no bound: {loop.message}")
-    # the best safe bound over the rounds (each is valid), with the last round's solve
-    res = replace(loop.sdp, lower_bound=loop.lower_bound,
-                  iterations=loop.iterations, seconds=loop.seconds)
+    # the best safe bound over the rounds (each is valid), with the last round's solve; a
+    # stop in a solve or between rounds (separating) ends the loop as its time limit does
+    stopped = deadline.stopped() and loop.flag == TIME_LIMIT
+    res = _stopped(replace(loop.sdp, lower_bound=loop.lower_bound, iterations=loop.iterations,
+                           seconds=loop.seconds), deadline, stopped)
     summ = loop.summary()
     return res, {"cuts": args.cuts, "n_cuts": loop.cuts.m, "cuts_by_family": summ["cuts"],
                  "cp_rounds": summ["cp_iter"], "cp_flag": loop.flag,
-                 "cp_message": loop.message, "avg_added": loop.avg_added,
-                 "rounds": summ["rounds"]}
+                 "cp_message": "stopped on request" if stopped else loop.message,
+                 "avg_added": loop.avg_added, "rounds": summ["rounds"]}
 
 
 def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) -> ColGenResult:
@@ -146,10 +154,12 @@ def colgen_root(problem: Problem, args: argparse.Namespace, deadline: Deadline) 
     target = (None if not math.isfinite(args.upper_bound)
               else args.upper_bound * (1 - 0.999 * args.prune_tol))
     bs = bound_settings(args)
-    return colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
-                        time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
-                        verbose=args.verbose, threads=args.threads or 1,
-                        **bs.colgen_options())
+    _not_stopped(deadline)
+    res = colgen_bound(problem, labels=h.super_labels, upper_bound=upper, bound_target=target,
+                       time_limit=deadline, max_iter=args.max_iter, seed=args.seed,
+                       verbose=args.verbose, threads=args.threads or 1,
+                       **bs.colgen_options())
+    return _stopped(res, deadline, res.status == "time_limit")
 
 
 def _print_instance(out, inst, info, problem: Problem) -> None:
@@ -181,9 +191,9 @@ def report_colgen(args: argparse.Namespace, res: ColGenResult, problem: Problem,
           "master)", file=out)
     print(f"safe bound:      {res.lower_bound:.10g}  (Lagrangian, from the exact pricing)",
           file=out)
-    print(f"columns:         {res.profile['master_columns']} in the master "
-          f"({len(res.columns)} in its last solution), pricing boxes {res.pricing_boxes}",
-          file=out)
+    used = int(np.count_nonzero(np.asarray(res.lam) > 1e-9))
+    print(f"columns:         {res.profile['master_columns']} in the master, {used} weighed by "
+          f"its last solution, pricing boxes {res.pricing_boxes}", file=out)
     print(f"iterations:      {res.iterations}, {res.seconds:.2f} s solve, {total:.2f} s total",
           file=out)
     p = res.profile
@@ -195,8 +205,8 @@ def report_colgen(args: argparse.Namespace, res: ColGenResult, problem: Problem,
         write_json(args.json, {
             **_instance_fields(inst, info, problem), "method": "colgen",
             "lp_value": res.lp_value, "lower_bound": res.lower_bound,
-            "columns": res.profile["master_columns"], "solution_columns": len(res.columns),
-            "pricing_boxes": res.pricing_boxes,
+            "columns": len(res.columns), "master_columns": res.profile["master_columns"],
+            "solution_columns": used, "pricing_boxes": res.pricing_boxes,
             "iterations": res.iterations, "seconds": res.seconds, "total_seconds": total,
             "status": res.status, "message": res.message, "profile": res.profile,
             "history": [list(h) for h in res.history]})
@@ -221,12 +231,18 @@ def _sdp_fits(problem: Problem, bs, deadline: Deadline) -> None:
             "use --method colgen, or bound subsets of the data with pcsos certify")
 
 
-def _interrupted(res, stop) -> object:
-    """``res`` with status 'interrupted' where a stop request (not the time limit) ended it;
-    its bound is valid either way."""
-    if stop.is_set() and res.status == "time_limit":
+def _not_stopped(deadline: Deadline) -> None:
+    """A stop request before the bound's solve began: nothing to report (exit code 130)."""
+    if deadline.stopped():
+        raise KeyboardInterrupt
+
+
+def _stopped(res, deadline: Deadline, ended_by_time: bool):
+    """``res`` with status 'interrupted' where a stop request ended it (its solve, or the
+    cutting-plane loop, reports that as its time limit); its bound is valid either way."""
+    if ended_by_time and deadline.stopped():
         return replace(res, status="interrupted",
-                       message="stopped on request: the safe bound of the last iterate")
+                       message="stopped on request: the best safe bound so far")
     return res
 
 
@@ -247,16 +263,14 @@ def run(args: argparse.Namespace) -> int:
         # pairs, as pcsos check does (a cannot-link clique larger than k ran 20 000
         # iterations first)
         fz = check_problem(problem, time_limit=work.within(10.0, share=0.1))
-        if intr.stop.is_set():  # before the bound began: nothing to report, exit code 130
-            raise KeyboardInterrupt
+        _not_stopped(work)
         if fz.feasible is False:
             raise InfeasibleError(fz.message, reason=fz.reason, pairs=fz.pairs)
         if method == "colgen":
             res = colgen_root(problem, args, work)
         else:
-            _sdp_fits(problem, bs, work)
+            _sdp_fits(problem, bs, deadline)  # the time the limit leaves, not a stop
             res, extra = compute_bound(problem, args, work)
-        res = _interrupted(res, intr.stop)
     total = deadline.elapsed()
     if method == "colgen":
         report_colgen(args, res, problem, inst, info, total)

@@ -68,6 +68,11 @@ def summarize(inst, info: dict, backend: str = "highs", time_limit: float | None
     return rep
 
 
+def _source(path: str | None) -> str:
+    """A file as the report names it: '-' is stdin, named as the errors name it."""
+    return "none" if path is None else "<stdin>" if path == "-" else path
+
+
 def _fmt(v) -> str:
     return "-" if v is None else str(v)
 
@@ -77,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
     inst, info = load_instance(args)
     rep = summarize(inst, info, args.backend, args.time_limit)
     out = report_stream(args)
-    print(f"data:          {rep['data']}  (header {rep['header']!r})", file=out)
+    print(f"data:          {_source(rep['data'])}  (header {rep['header']!r})", file=out)
     for note in rep["data_notes"]:
         print(f"  note: {note}", file=out)
-    print(f"constraints:   {_fmt(rep['constraints'])}", file=out)
+    print(f"constraints:   {_source(rep['constraints'])}", file=out)
     for note in rep["constraint_notes"]:
         print(f"  note: {note}", file=out)
     print(f"n = {rep['n']}, d = {rep['d']}, k = {rep['k']} (k from {rep['k_source']})",

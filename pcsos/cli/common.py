@@ -59,10 +59,10 @@ def add_instance_arguments(parser: argparse.ArgumentParser, *, weights: bool = F
     ``--sizes`` (for the commands that honour them)."""
     parser.add_argument("data", metavar="DATA",
                         help="data file: pc-sos-sdp text ('n d [k]' header), CSV with a "
-                             "'class' column, .npy or .npz")
+                             "'class' column, .npy or .npz ('-' = stdin, text)")
     parser.add_argument("-c", "--constraints", metavar="FILE", default=None,
                         help="constraint file: pc-sos-sdp text (ML/CL/DELTA/GAMMA lines) or "
-                             "PCCC JSON; omitted: no constraints")
+                             "PCCC JSON ('-' = stdin); omitted: no constraints")
     parser.add_argument("-k", "--k", metavar="K", type=int, default=None,
                         help="number of clusters; default: the k of an 'n d k' header or "
                              "max + 1 of a CSV class column")
@@ -451,6 +451,13 @@ def check_output_paths(args: argparse.Namespace) -> None:
         if why is not None:
             raise InputError(f"cannot write {path!r}: {why}", source=opt)
         seen[real] = opt
+
+
+def stdin_input(args: argparse.Namespace) -> str | None:
+    """The input option that names ``-`` (standard input) as the user wrote it, or None."""
+    return next((_option_name(name) for name in INPUT_OPTIONS
+                 if (p := getattr(args, name, None)) is not None and os.fspath(p) == STDIN),
+                None)
 
 
 def _option_name(dest: str) -> str:

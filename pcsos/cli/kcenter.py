@@ -2,8 +2,9 @@
 
 Prints the radius, the certified lower bound on the optimal radius r* and their ratio;
 ``--json FILE`` also writes labels, centres (point indices) and statistics. Exit codes:
-0 solved (all constraints satisfied), 1 the cannot-link repair found no assignment in its
-time limit or an internal error, 2 invalid input, 3 infeasible constraints.
+0 every constraint satisfied (status solved, time_limit or run_limit), 1 the cannot-link
+repair found no assignment in its time limit (repair_failed) or an internal error, 2
+invalid input, 3 infeasible constraints.
 """
 
 from __future__ import annotations

@@ -702,7 +702,9 @@ def colgen_bound(problem: Problem, *, columns=(), labels=None, upper_bound: floa
     held, held_costs = master.columns[:len(lam)], master.costs[:len(lam)]
     Z = _matrix(s, held, lam, data.e)
     lab = _labels(s, held, lam) if held and art_weight < 1e-9 else None
-    return ColGenResult(best, lp_value, status, list(held), lam, Z, lab, best_pi,
+    # an SSE is never negative: a Lagrangian below 0 (duals far from the LP's, as after a stop
+    # in the first pricing) bounds no better than 0
+    return ColGenResult(max(best, 0.0), lp_value, status, list(held), lam, Z, lab, best_pi,
                         it, clock.elapsed(), message, boxes, history,
                         costs=list(held_costs), rows=agg.n, splits=splits, profile=profile,
                         cuts=(sr.triples.copy() if sr is not None
