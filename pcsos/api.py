@@ -420,7 +420,7 @@ def solve_instance(
     >>> res.status, res.labels.tolist()
     ('optimal', [0, 1, 1, 1])
     """
-    opts = SolverOptions.make(options, **changes).checked()
+    opts = SolverOptions.make(options, **changes).checked().for_instance(instance)
     check_hooks(callback=callback, progress=progress, stop_event=stop_event,
                 abort_event=abort_event, executor=executor)
     start = None if init_labels is None else check_start(instance, init_labels)

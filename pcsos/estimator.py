@@ -18,7 +18,7 @@ import numpy as np
 
 from pcsos.api import solve
 from pcsos.errors import InfeasibleError, InputError, UndecidedError, is_integer
-from pcsos.options import ABS_TOL, SolverOptions
+from pcsos.options import SolverOptions
 
 #: what fit sets (scikit-learn's validation sets the two feature attributes)
 _FITTED = ("n_features_in_", "feature_names_in_", "result_", "labels_", "cluster_centers_",
@@ -140,7 +140,7 @@ feasibility_backend, order, branching
 
     def __init__(self, n_clusters: int = 8, *, size_min: int | None = None,
                  size_max: int | None = None, sizes=None, tol: float = 1e-4,
-                 abs_tol: float = ABS_TOL,
+                 abs_tol: float | None = None,
                  max_nodes: int | None = None, time_limit: float | None = None,
                  workers: int | None = None, threads: int | None = None,
                  root_threads: int | None = None, heuristic: str = "ipc-kmeans",

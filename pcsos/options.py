@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from pcsos.bounds.arrays import get_backend
 from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
@@ -25,9 +27,15 @@ from pcsos.tree import ORDERS
 
 __all__ = ["SolverOptions", "ABS_TOL", "ORDERS", "resolve_workers"]
 
-#: default absolute gap tolerance (as Gurobi's MIPGapAbs): a node closes when
-#: UB - LB <= abs_tol, which certifies a zero or tiny optimum whose relative gap is useless
+#: the default absolute gap tolerance, as a share of the data's total scatter (the SSE of one
+#: cluster): a node closes when UB - LB <= ABS_TOL * scatter, which certifies a zero or tiny
+#: optimum whose relative gap is useless. Relative to the data, so that the default answer
+#: does not change with its units (an absolute 1e-10 declared any clustering of data at 1e-7
+#: 'optimal' without a bound)
 ABS_TOL = 1e-10
+#: with it, a floor of rounding: this many eps^2 of the data's second moment sum w ||x||^2
+ROUNDING_FLOOR = 16.0
+EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass
@@ -41,8 +49,10 @@ class SolverOptions:
     ----------
     tol : float, default 1e-4
         Relative gap tolerance, (UB - LB) / UB, in [0, 1).
-    abs_tol : float, default 1e-10
-        Absolute gap tolerance UB - LB, in units of the SSE (0: off).
+    abs_tol : float, optional
+        Absolute gap tolerance UB - LB, in units of the SSE (0: off). Default (None):
+        ``ABS_TOL`` (1e-10) times the data's total scatter, the SSE of a single cluster, so
+        that it does not depend on the data's units (:meth:`for_instance`).
     max_nodes : int, optional
         Node limit, over every run of a resumed solve (None: none).
     time_limit : float, optional
@@ -98,7 +108,7 @@ class SolverOptions:
     """
 
     tol: float = 1e-4
-    abs_tol: float = ABS_TOL
+    abs_tol: float | None = None
     max_nodes: int | None = None
     time_limit: float | None = None
     workers: int | None = None
@@ -142,7 +152,8 @@ class SolverOptions:
         if not (is_real(self.tol) and 0 <= self.tol < 1):
             raise InputError(f"tol must be a number in [0, 1), got {self.tol!r}", source="tol")
         # not inf: it would certify any clustering optimal, whatever its gap
-        if not (is_real(self.abs_tol) and 0 <= self.abs_tol < math.inf):
+        if self.abs_tol is not None and not (is_real(self.abs_tol)
+                                             and 0 <= self.abs_tol < math.inf):
             raise InputError(f"abs_tol must be a finite number >= 0, got {self.abs_tol!r}",
                              source="abs_tol")
         for name in ("max_nodes", "workers", "threads", "root_threads"):
@@ -184,7 +195,24 @@ class SolverOptions:
         cp = self.cp_settings
         # a dict goes over the tree's defaults; the loop must stop where the tree prunes
         return dataclasses.replace(CuttingPlaneSettings.make(cp, **TREE_CUT_DEFAULTS),
-                                   prune_tol=self.tol, prune_abs_tol=self.abs_tol)
+                                   prune_tol=self.tol, prune_abs_tol=self.abs_tol or 0.0)
+
+    def for_instance(self, instance) -> SolverOptions:
+        """These (checked) options for ``instance``: the default ``abs_tol`` (None) becomes
+        ``ABS_TOL`` times its total scatter (``Instance.scatter``), plus
+        ``ROUNDING_FLOOR`` eps^2 times its second moment (a floor of rounding, for identical
+        points), and the cutting-plane loop prunes with it."""
+        if self.abs_tol is not None:
+            return self
+        # plus a floor of rounding: the SSEs of identical points are rounding (1e-30 at 3.7),
+        # as is their scatter, 0 or not, and the relative gap of such an optimum is 1; their
+        # rounding stays below eps^2 sum w ||x||^2 (about 50 times, measured)
+        X, w = instance.X, instance.weights
+        sq = np.einsum("ij,ij->i", X, X)
+        second = float(sq.sum() if w is None else w @ sq)
+        value = ABS_TOL * instance.scatter + ROUNDING_FLOOR * EPS ** 2 * second
+        return dataclasses.replace(self, abs_tol=value, cp_settings=dataclasses.replace(
+            self.cp_settings, prune_abs_tol=value))
 
 
 def _check_positive_int(name: str, v) -> None:

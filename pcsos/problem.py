@@ -150,6 +150,12 @@ class Instance:
         return float(self.n if self.weights is None else math.fsum(self.weights))
 
     @property
+    def scatter(self) -> float:
+        """The total scatter: the (weighted) SSE of all points about their mean, the
+        objective of a single cluster; every clustering's objective is at most this."""
+        return _sse(self.X, np.zeros(self.n, dtype=np.int64), self.weights)
+
+    @property
     def max_cluster_points(self) -> int:
         """The most points any cluster can hold: at most ``size_max`` (the largest of exact
         ``sizes``), and the other k - 1 clusters hold at least ``size_min`` (1 without

@@ -110,11 +110,18 @@ def assert_labels_obey(labels, k: int, ml=(), cl=()) -> None:
 
 
 def assert_certified_optimum(res, X, k: int, ml, cl, opt: float, *, tol: float,
-                             abs_tol: float, weights=None) -> None:
+                             abs_tol: float | None, weights=None) -> None:
     """A solve's answer against the enumerated optimum ``opt``: labels that obey the pairs,
     an objective that is their SSE and lies in [opt, opt within the tolerances], and a
     certificate: a lower bound at most opt whose gap to the objective meets the
-    tolerances (so it is itself within them of opt)."""
+    tolerances (so it is itself within them of opt). ``abs_tol`` None: the solver's
+    default for these data (a share of their scatter, :meth:`SolverOptions.for_instance`)."""
+    if abs_tol is None:
+        from pcsos.options import SolverOptions
+        from pcsos.problem import make_instance
+
+        abs_tol = SolverOptions().checked().for_instance(
+            make_instance(X, k, weights=weights)).abs_tol
     assert res.status == "optimal", res
     assert len(res.labels) == len(X)
     assert_labels_obey(res.labels, k, ml, cl)

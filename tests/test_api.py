@@ -15,7 +15,7 @@ from bruteforce import brute_force
 import pcsos
 import pcsos.api as api
 from pcsos.errors import InfeasibleError, InputError, UndecidedError
-from pcsos.problem import pairs_satisfied, sse
+from pcsos.problem import make_instance, pairs_satisfied, sse
 
 WEAK = {"cp_settings": {"families": "none"}, "bound_settings": {"tol": 1e-3}}
 
@@ -268,14 +268,36 @@ def test_result_json_keeps_what_null_stood_for():
 
 
 def test_a_certificate_from_the_absolute_tolerance_says_its_relative_gap():
-    # data at 1e-7 have an SSE below the default abs_tol (1e-10): 'optimal' then certifies
-    # only the absolute gap, and the message says how far the relative one is
+    # data at 1e-7 have an SSE below an abs_tol of 1e-10: 'optimal' then certifies only the
+    # absolute gap, and the message says how far the relative one is
     X = np.random.default_rng(5).normal(size=(12, 2)) * 1e-7
-    res = pcsos.solve(X, 3, tol=0.0, workers=1)
+    res = pcsos.solve(X, 3, tol=0.0, workers=1, abs_tol=1e-10)
     assert res.status == "optimal"
-    assert res.objective - res.lower_bound <= pcsos.api.ABS_TOL
+    assert res.objective - res.lower_bound <= 1e-10
     assert "absolute gap tolerance" in res.message and "relative gap" in res.message
     assert "lower abs_tol or rescale the data" in res.message
+
+
+def test_the_default_absolute_tolerance_is_relative_to_the_data():
+    # an absolute 1e-10 declared the heuristic's clustering of data at 1e-7 optimal with a
+    # bound of 0; the default is a share of the total scatter, so those data certify a
+    # relative gap, and an optimum of 0 (k distinct points) still closes
+    X = np.random.default_rng(5).normal(size=(40, 2))
+    ref = pcsos.solve(X, 4, workers=1, seed=0)
+    res = pcsos.solve(X * 1e-7, 4, workers=1, seed=0)
+    assert ref.status == res.status == "optimal" and res.gap <= 1e-4 and ref.gap <= 1e-4
+    assert res.objective * 1e14 == pytest.approx(ref.objective, rel=2e-4)
+    assert res.lower_bound > 0
+    scatter = make_instance(X * 1e-7, 4).scatter
+    assert scatter == pytest.approx(float(((X * 1e-7 - (X * 1e-7).mean(0)) ** 2).sum()))
+    opts = pcsos.SolverOptions().checked().for_instance(make_instance(X * 1e-7, 4))
+    assert opts.abs_tol == pcsos.api.ABS_TOL * scatter == opts.cp_settings.prune_abs_tol
+    # a number given is used as it is
+    assert pcsos.SolverOptions(abs_tol=0.5).checked().for_instance(
+        make_instance(X, 4)).abs_tol == 0.5
+    dup = np.repeat(X[:5], 3, axis=0)  # 5 distinct points, k = 5: the optimum is 0
+    zero = pcsos.solve(dup, 5, workers=1)
+    assert zero.status == "optimal" and zero.objective <= 1e-12 * make_instance(dup, 5).scatter
 
 
 @pytest.mark.parametrize("k", [3, 4])  # the SDP's default, and the set-partitioning LP's

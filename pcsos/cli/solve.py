@@ -80,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="relative gap tolerance (UB - LB) / UB (default: %(default)g)")
     lim.add_argument("--abs-tol", type=float, default=None, metavar="TOL",
                      help="absolute gap tolerance UB - LB, in units of the SSE; closes a zero "
-                          f"or tiny optimum (default: {ABS_TOL:g}; 0 turns it off)")
+                          f"or tiny optimum (default: {ABS_TOL:g} times the data's total "
+                          "scatter, the SSE of one cluster; 0 turns it off)")
     lim.add_argument("--max-nodes", type=positive_int, default=None, metavar="N",
                      help="stop after N nodes (default: none; the paper used 200)")
     lim.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
@@ -132,7 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def solver_options(args: argparse.Namespace) -> SolverOptions:
     """The :class:`SolverOptions` of the command line (the one place it is built)."""
     return SolverOptions(
-        tol=args.tol, abs_tol=ABS_TOL if args.abs_tol is None else args.abs_tol,
+        tol=args.tol, abs_tol=args.abs_tol,
         max_nodes=args.max_nodes, time_limit=args.time_limit,
         # with --dask, None: the cluster's threads
         workers=args.workers if args.dask else resolve_workers(args.workers),
@@ -205,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         start = check_start(inst, read_labels(args.init_labels), source=args.init_labels)
     if not args.quiet:
         print_notes(info)
-    opts = solver_options(args).checked()
+    opts = solver_options(args).checked().for_instance(inst)  # the log shows the abs_tol used
     cp, workers = opts.cp_settings, opts.workers
     settings = _settings(opts, args, inst)
     gap_log = GapLog(args.log) if args.log else None
