@@ -497,7 +497,7 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
 
     tr = branch_and_bound(process_node, NodeData(problem, known_feasible=True, hint=witness),
                           options=options, executor=executor, workers=workers, tol=opts.tol,
-                          abs_tol=opts.abs_tol, max_nodes=opts.max_nodes,
+                          abs_tol=opts.abs_gap, max_nodes=opts.max_nodes,
                           time_limit=deadline, order=opts.order,
                           callback=logger, progress=progress, stop_event=stop_event,
                           abort_event=abort_event, incumbent=start, resume=state,

@@ -238,7 +238,7 @@ class _NodeRun:
         self._heuristic_z = Z
 
     def closed(self, lb: float) -> bool:
-        return gap_closed(self.upper, lb, self.options.tol, self.options.abs_tol)
+        return gap_closed(self.upper, lb, self.options.tol, self.options.abs_gap)
 
     def unfinished(self, bound: float) -> NodeOutcome:
         # stopped by the deadline or a cancellation: the node stays open for the tree
@@ -756,7 +756,7 @@ def _colgen(problem: Problem, upper: float, labels, start: ColumnStart | None,
     target = None
     if math.isfinite(upper):
         # stop once the bound prunes the node (a hair inside the tree's pruning test)
-        target = upper - 0.999 * max(options.tol * abs(upper), options.abs_tol)
+        target = upper - 0.999 * max(options.tol * abs(upper), options.abs_gap)
     # two tests on purpose: a node with a parent's start (its columns and duals: its box is
     # centred from the first master) may stop to branch and prices exactly less often; the
     # root, which runs alone, takes every worker's core. A node without a start below the

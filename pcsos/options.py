@@ -197,6 +197,12 @@ class SolverOptions:
         return dataclasses.replace(CuttingPlaneSettings.make(cp, **TREE_CUT_DEFAULTS),
                                    prune_tol=self.tol, prune_abs_tol=self.abs_tol or 0.0)
 
+    @property
+    def abs_gap(self) -> float:
+        """``abs_tol`` as the node and the tree apply it: 0 where the default (None) was not
+        resolved by :meth:`for_instance` (options checked for a node run on its own)."""
+        return 0.0 if self.abs_tol is None else float(self.abs_tol)
+
     def for_instance(self, instance) -> SolverOptions:
         """These (checked) options for ``instance``: the default ``abs_tol`` (None) becomes
         ``ABS_TOL`` times its total scatter (``Instance.scatter``), plus

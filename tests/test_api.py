@@ -292,6 +292,9 @@ def test_the_default_absolute_tolerance_is_relative_to_the_data():
     assert scatter == pytest.approx(float(((X * 1e-7 - (X * 1e-7).mean(0)) ** 2).sum()))
     opts = pcsos.SolverOptions().checked().for_instance(make_instance(X * 1e-7, 4))
     assert opts.abs_tol == pcsos.api.ABS_TOL * scatter == opts.cp_settings.prune_abs_tol
+    assert opts.abs_gap == opts.abs_tol
+    # unresolved (a node run on its own), the default is no absolute tolerance at all
+    assert pcsos.SolverOptions().checked().abs_gap == 0.0
     # a number given is used as it is
     assert pcsos.SolverOptions(abs_tol=0.5).checked().for_instance(
         make_instance(X, 4)).abs_tol == 0.5
