@@ -420,7 +420,7 @@ def solve_instance(
     >>> res.status, res.labels.tolist()
     ('optimal', [0, 1, 1, 1])
     """
-    opts = SolverOptions.make(options, **changes).checked().for_instance(instance)
+    opts = SolverOptions.make(options, **changes).checked()
     check_hooks(callback=callback, progress=progress, stop_event=stop_event,
                 abort_event=abort_event, executor=executor)
     start = None if init_labels is None else check_start(instance, init_labels)
@@ -457,6 +457,7 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
            resumed=None, remote=None) -> Result:
     # the one clock of the solve: the feasibility check and the tree read it
     deadline = Deadline(opts.time_limit)
+    opts = opts.for_instance(instance)  # the default abs_tol, from the data
     workers = resolve_workers(opts.workers)
     threads = int(opts.threads) if opts.threads is not None else 1
     root_threads = int(opts.root_threads) if opts.root_threads is not None else threads

@@ -280,8 +280,8 @@ def test_a_certificate_from_the_absolute_tolerance_says_its_relative_gap():
 
 def test_the_default_absolute_tolerance_is_relative_to_the_data():
     # an absolute 1e-10 declared the heuristic's clustering of data at 1e-7 optimal with a
-    # bound of 0; the default is a share of the total scatter, so those data certify a
-    # relative gap, and an optimum of 0 (k distinct points) still closes
+    # bound of 0; the default is 64 eps of the total scatter (and a floor of rounding), so
+    # those data certify a relative gap, and an optimum of 0 (k distinct points) still closes
     X = np.random.default_rng(5).normal(size=(40, 2))
     ref = pcsos.solve(X, 4, workers=1, seed=0)
     res = pcsos.solve(X * 1e-7, 4, workers=1, seed=0)
@@ -291,8 +291,11 @@ def test_the_default_absolute_tolerance_is_relative_to_the_data():
     scatter = make_instance(X * 1e-7, 4).scatter
     assert scatter == pytest.approx(float(((X * 1e-7 - (X * 1e-7).mean(0)) ** 2).sum()))
     opts = pcsos.SolverOptions().checked().for_instance(make_instance(X * 1e-7, 4))
-    assert opts.abs_tol == pcsos.api.ABS_TOL * scatter == opts.cp_settings.prune_abs_tol
-    assert opts.abs_gap == opts.abs_tol
+    eps = np.finfo(float).eps
+    floor = 16 * eps ** 2 * float(((X * 1e-7) ** 2).sum())  # of rounding
+    assert pcsos.api.ABS_TOL == 64 * eps
+    assert opts.abs_tol == pytest.approx(64 * eps * scatter + floor, rel=1e-12)
+    assert opts.abs_tol == opts.cp_settings.prune_abs_tol == opts.abs_gap
     # unresolved (a node run on its own), the default is no absolute tolerance at all
     assert pcsos.SolverOptions().checked().abs_gap == 0.0
     # a number given is used as it is
@@ -301,6 +304,22 @@ def test_the_default_absolute_tolerance_is_relative_to_the_data():
     dup = np.repeat(X[:5], 3, axis=0)  # 5 distinct points, k = 5: the optimum is 0
     zero = pcsos.solve(dup, 5, workers=1)
     assert zero.status == "optimal" and zero.objective <= 1e-12 * make_instance(dup, 5).scatter
+    # identical points: every SSE, the scatter too, is rounding (the floor closes the root;
+    # without it, 7 nodes)
+    same = pcsos.solve(np.tile([-4.36435247, -11.69801908], (9, 1)), 2, workers=1)
+    assert same.status == "optimal" and same.nodes == 1
+
+
+def test_one_far_outlier_does_not_loosen_the_certificate():
+    # 1e-10 of the scatter, which one point at 1e5 makes 1e10 times the bulk's, closed the
+    # root of this bad start at once: 'optimal' with a relative gap of 3.7e-4 (with a point
+    # at 1e6, 2.2 times the optimum with a bound of 0)
+    rng = np.random.default_rng(1)
+    rng.normal(size=(14, 2))
+    X = np.vstack([rng.normal(size=(19, 2)), [[1e5, 0.0]]])
+    bad = np.r_[np.arange(19) % 3, 3]
+    res = pcsos.solve(X, 4, workers=1, seed=0, init_labels=bad, root_heuristic=None)
+    assert res.status == "optimal" and res.gap <= 1e-4 and res.lower_bound > 0
 
 
 @pytest.mark.parametrize("k", [3, 4])  # the SDP's default, and the set-partitioning LP's

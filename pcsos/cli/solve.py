@@ -47,7 +47,7 @@ from pcsos.cuts.loop import TREE_CUT_DEFAULTS
 from pcsos.errors import InfeasibleError
 from pcsos.io import read_labels, write_labels, write_result_matrix
 from pcsos.log import GapLog, JsonlLog, ProgressPrinter
-from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
+from pcsos.options import SolverOptions, resolve_workers
 from pcsos.problem import check_start
 
 _ORDERS = {"best": 0, "depth": 1, "breadth": 2}
@@ -80,8 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="relative gap tolerance (UB - LB) / UB (default: %(default)g)")
     lim.add_argument("--abs-tol", type=float, default=None, metavar="TOL",
                      help="absolute gap tolerance UB - LB, in units of the SSE; closes a zero "
-                          f"or tiny optimum (default: {ABS_TOL:g} times the data's total "
-                          "scatter, the SSE of one cluster; 0 turns it off)")
+                          "or tiny optimum (default: 64 eps times the data's total scatter, "
+                          "the SSE of one cluster, plus a floor of rounding; 0 turns it off)")
     lim.add_argument("--max-nodes", type=positive_int, default=None, metavar="N",
                      help="stop after N nodes (default: none; the paper used 200)")
     lim.add_argument("--time-limit", type=seconds, default=None, metavar="SECONDS",
