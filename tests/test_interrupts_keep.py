@@ -388,20 +388,26 @@ def _bound_json(tmp_path, intr, *options) -> dict:
     return rep
 
 
+def _stop_after(monkeypatch, module, name: str) -> Interrupts:
+    """Signals whose stop is set as ``module.name`` (patched) returns."""
+    intr = Interrupts()
+    real = getattr(module, name)
+
+    def then_stop(*args, **kw):
+        out = real(*args, **kw)
+        intr.stop.set()
+        return out
+
+    monkeypatch.setattr(module, name, then_stop)
+    return intr
+
+
 def test_bound_stopped_between_cutting_plane_rounds(tmp_path, monkeypatch):
     # the stop lands while the first round separates: the loop ends as at its time limit,
     # with the first round's bound, and says it was stopped
     import pcsos.cuts.loop as loop
 
-    intr = Interrupts()
-    real = loop._next_round_cuts
-
-    def separate(*args, **kw):
-        out = real(*args, **kw)
-        intr.stop.set()
-        return out
-
-    monkeypatch.setattr(loop, "_next_round_cuts", separate)
+    intr = _stop_after(monkeypatch, loop, "_next_round_cuts")
     rep = _bound_json(tmp_path, intr, "--cuts", "all")
     assert rep["status"] == "interrupted" and rep["cp_message"] == "stopped on request"
     assert rep["message"] == "stopped on request: the best safe bound so far"
@@ -412,15 +418,7 @@ def test_bound_stopped_in_colgen_heuristic_exits_130(tmp_path, monkeypatch, caps
     # Lagrangian of -5e6 from the first duals before)
     import pcsos.cli.bound as cli_bound
 
-    intr = Interrupts()
-    real = cli_bound.run_heuristic
-
-    def heuristic(*args, **kw):
-        out = real(*args, **kw)
-        intr.stop.set()
-        return out
-
-    monkeypatch.setattr(cli_bound, "run_heuristic", heuristic)
+    intr = _stop_after(monkeypatch, cli_bound, "run_heuristic")
     X, _, ml, cl, _ = _separated(200, 4, 40.0)
     _write_data(tmp_path / "d.txt", X)
     _write_pairs(tmp_path / "c.txt", ml, cl)
