@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pcsos.bounds.arrays import get_backend
+from pcsos.bounds.safe import EPS
 from pcsos.bounds.settings import BoundSettings
 from pcsos.branching import RULES
 from pcsos.cuts.loop import TREE_CUT_DEFAULTS, CuttingPlaneSettings
@@ -36,10 +37,9 @@ __all__ = ["SolverOptions", "ABS_TOL", "ORDERS", "resolve_workers"]
 #: of 29 points and one at 1e6). Relative to the data, so that the default answer does not
 #: change with their units (an absolute 1e-10 declared any clustering of data at 1e-7
 #: 'optimal' without a bound)
-ABS_TOL = 64 * float(np.finfo(np.float64).eps)
+ABS_TOL = 64 * EPS
 #: with it, a floor of rounding: this many eps^2 of the data's second moment sum w ||x||^2
 ROUNDING_FLOOR = 16.0
-EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass

@@ -197,13 +197,13 @@ def main(argv: list[str] | None = None, *, interrupts: Interrupts | None = None)
         if getattr(args, "_run", None) is None:
             parser.print_help(sys.stderr)
             return 2
-        from pcsos.cli.common import check_output_paths, stdin_input  # lazy: as above
+        from pcsos.cli.common import check_output_paths, stdin_inputs  # lazy: as above
 
         check_output_paths(args)  # before any work: a bad path must not cost a solve
-        reading = stdin_input(args)
+        reading = stdin_inputs(args)  # one at most, once checked
         if reading and sys.stdin is not None and sys.stdin.isatty() and \
                 not getattr(args, "quiet", False):  # else a wait without a word
-            print(f"{prog}: reading {reading} from the terminal (end it with Ctrl-D)",
+            print(f"{prog}: reading {reading[0]} from the terminal (end it with Ctrl-D)",
                   file=sys.stderr)
         args._interrupts = intr
         return int(args._run(args) or 0)

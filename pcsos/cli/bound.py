@@ -39,7 +39,6 @@ from pcsos.cli.common import (
     nonnegative_int,
     positive_int,
     positive_number,
-    print_notes,
     report_stream,
     seconds,
     sse_value,
@@ -250,8 +249,6 @@ def run(args: argparse.Namespace) -> int:
     """Load the instance, bound it, print the summary, write --json; returns 0."""
     deadline = Deadline(args.time_limit)  # the limit covers loading too
     inst, info = load_instance(args)
-    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
-        print_notes(info)
     problem = Problem.from_instance(inst)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
     bs = bound_settings(args, engine=args.method)

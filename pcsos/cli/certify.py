@@ -30,7 +30,6 @@ from pcsos.cli.common import (
     bound_settings,
     load_instance,
     nonnegative_int,
-    print_notes,
     report_stream,
     seconds,
 )
@@ -75,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     time_limit = Deadline(args.time_limit)  # it covers loading too
     inst, info = load_instance(args)
-    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
-        print_notes(info)
     # checked here, so that an error names the file, not the API's 'labels'
     labels = (check_start(inst, read_labels(args.label_file), source=args.label_file)
               if args.label_file else None)

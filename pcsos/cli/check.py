@@ -79,7 +79,7 @@ def _fmt(v) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the report, write --json, return 0 (feasible) or raise (infeasible/undecided)."""
-    inst, info = load_instance(args)
+    inst, info = load_instance(args, notes=False)  # in the report
     rep = summarize(inst, info, args.backend, args.time_limit)
     out = report_stream(args)
     print(f"data:          {_source(rep['data'])}  (header {rep['header']!r})", file=out)

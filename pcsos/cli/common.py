@@ -288,8 +288,10 @@ def cut_settings(args: argparse.Namespace, families: str, prune_tol: float):
         raise InputError(str(exc), source="cutting-plane settings") from None
 
 
-def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
-    """Read ``args.data`` / ``args.constraints`` and validate them with ``make_instance``.
+def load_instance(args: argparse.Namespace, *, notes: bool = True) -> tuple[Instance, dict]:
+    """Read ``args.data`` / ``args.constraints`` and validate them with ``make_instance``;
+    with ``notes``, print the readers' notes on stderr unless ``-q`` (a misspelt key must not
+    pass unseen; ``pcsos check`` reports them itself).
 
     k is ``args.k`` when given, else the header's k, else max + 1 of the class column;
     with none of them, :class:`InputError`. Returns the instance and an info dict with keys
@@ -359,6 +361,8 @@ def load_instance(args: argparse.Namespace) -> tuple[Instance, dict]:
         message = str(exc).removeprefix(f"{exc.source}: ")
         raise InputError(message, source=option) from None
     info["k"] = k
+    if notes and not getattr(args, "quiet", False):
+        print_notes(info)
     return inst, info
 
 
@@ -411,9 +415,8 @@ def check_output_paths(args: argparse.Namespace) -> None:
     if len(stdout := _to_stdout(args)) > 1:  # their outputs would be mixed in one stream
         raise InputError(f"{' and '.join(stdout)} both name '-' (stdout): give one of them a "
                          "file", source=stdout[1])
-    given = {name: os.fspath(p) for name in INPUT_OPTIONS
-             if (p := getattr(args, name, None)) is not None}
-    stdin = [_option_name(name) for name, p in given.items() if p == STDIN]
+    given = _inputs(args)
+    stdin = stdin_inputs(args)
     if len(stdin) > 1:  # the first would read it all
         raise InputError(f"{' and '.join(stdin)} both name '-' (stdin): give one of them a "
                          "file", source=stdin[1])
@@ -453,11 +456,15 @@ def check_output_paths(args: argparse.Namespace) -> None:
         seen[real] = opt
 
 
-def stdin_input(args: argparse.Namespace) -> str | None:
-    """The input option that names ``-`` (standard input) as the user wrote it, or None."""
-    return next((_option_name(name) for name in INPUT_OPTIONS
-                 if (p := getattr(args, name, None)) is not None and os.fspath(p) == STDIN),
-                None)
+def _inputs(args: argparse.Namespace) -> dict[str, str]:
+    """The input options set in ``args``, by destination: their paths."""
+    return {name: os.fspath(p) for name in INPUT_OPTIONS
+            if (p := getattr(args, name, None)) is not None}
+
+
+def stdin_inputs(args: argparse.Namespace) -> list[str]:
+    """The input options that name ``-`` (standard input), as the user wrote them."""
+    return [_option_name(name) for name, p in _inputs(args).items() if p == STDIN]
 
 
 def _option_name(dest: str) -> str:

@@ -29,7 +29,6 @@ from pcsos.cli.common import (
     load_instance,
     nonnegative_int,
     parse_options,
-    print_notes,
     report_stream,
     seconds,
     weights_sizes,
@@ -113,8 +112,6 @@ def run(args: argparse.Namespace) -> int:
     # Python's TypeError there
     check_options(args.name, options, "--option")
     inst, info = load_instance(args)
-    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
-        print_notes(info)
     problem = Problem.from_instance(inst)
     printer = None if args.quiet else _Progress(args.name, t0)
     if printer is not None:

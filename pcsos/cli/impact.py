@@ -24,7 +24,6 @@ from pcsos.cli.common import (
     load_instance,
     nonnegative_int,
     positive_int,
-    print_notes,
     report_stream,
     seconds,
 )
@@ -63,8 +62,6 @@ def run(args: argparse.Namespace) -> int:
     from pcsos.pair_impact import impact  # lazy: start-up (the solver loads for this command only)
 
     inst, info = load_instance(args)
-    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
-        print_notes(info)
     # checked here, so that an error names the file, not the API's 'labels'
     labels = (check_start(inst, read_labels(args.label_file), source=args.label_file)
               if args.label_file else None)

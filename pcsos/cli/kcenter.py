@@ -16,7 +16,6 @@ from pcsos.cli.common import (
     add_quiet_argument,
     load_instance,
     nonnegative_int,
-    print_notes,
     report_stream,
     seconds,
 )
@@ -50,8 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Solve and report; returns the exit code."""
     inst, info = load_instance(args)
-    if not getattr(args, "quiet", False):  # a misspelt key must not pass unseen
-        print_notes(info)
     res = solve_instance(inst, args)
     rep = {"data": info["data"], "constraints": info["constraints"], "n": inst.n,
            "d": inst.d, "k": inst.k, "notes": info["data_notes"] + info["constraint_notes"],

@@ -37,7 +37,6 @@ from pcsos.cli.common import (
     positive_int,
     positive_number,
     positive_seconds,
-    print_notes,
     report_stream,
     seconds,
     tolerance,
@@ -204,8 +203,6 @@ def run(args: argparse.Namespace) -> int:
     start = None
     if args.init_labels:
         start = check_start(inst, read_labels(args.init_labels), source=args.init_labels)
-    if not args.quiet:
-        print_notes(info)
     opts = solver_options(args).checked().for_instance(inst)  # the log shows the abs_tol used
     cp, workers = opts.cp_settings, opts.workers
     settings = _settings(opts, args, inst)

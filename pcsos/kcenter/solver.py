@@ -462,7 +462,7 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
 
     best = None  # (radius, eta, plab, cpts, repaired, violated)
     runs = succ = 0
-    stopped = False
+    limit = None  # what stopped the search, if anything did
 
     def attempt(eta: float) -> bool:
         nonlocal best, runs, succ
@@ -480,13 +480,9 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
             best = (rad, eta, lab, centres, repaired, violated, Pd)
         return True
 
-    def out_of_time() -> bool:
-        nonlocal limit
-        limit = ("run_limit" if runs >= max_runs else
-                 "time_limit" if clock.expired() else None)
-        return limit is not None
-
-    limit = None  # what stopped the search, if anything did
+    def limit_reached() -> str | None:
+        return ("run_limit" if runs >= max_runs else
+                "time_limit" if clock.expired() else None)
 
     if mode == "exact":
         psi = np.unique(np.concatenate([[0.0], pdist(bp.X)]))
@@ -496,8 +492,8 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
             raise AssertionError("the k-center loop failed at the largest threshold")
         eta_fail = None
         while hi - lo > 1:
-            if out_of_time():
-                stopped = True
+            limit = limit_reached()
+            if limit is not None:
                 break
             mid = (lo + hi) // 2
             if attempt(2 * psi[mid] * (1 + _MARGIN)):
@@ -516,8 +512,8 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
             raise AssertionError("the k-center loop failed at the largest threshold")
         eta_fail = None
         while hi_eta - lo_eta > rtol * hi_eta:
-            if out_of_time():
-                stopped = True
+            limit = limit_reached()
+            if limit is not None:
                 break
             mid = 0.5 * (lo_eta + hi_eta)
             if attempt(mid):
@@ -535,7 +531,7 @@ def solve_problem(problem: Problem, *, seed=None, time_limit: float | Deadline |
         message = (f"cannot-link repair found no feasible assignment in "
                    f"{milp_time_limit:g} s; violated pairs include {pairs}")
     else:
-        status = limit if stopped else "solved"
+        status = limit or "solved"
         guarantee = ("radius <= 2 r* holds for the clique-covered pairs only (repair used)"
                      if repaired != "no" else "radius/lower_bound certifies the ratio")
         how = {"run_limit": "stopped at the run limit", "time_limit": "stopped at the time "
