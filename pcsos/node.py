@@ -28,7 +28,10 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -294,7 +297,13 @@ class _NodeRun:
                 return self.done("pruned")
             if need > ctx.deadline.remaining():  # the passes overran what they left the SDP
                 return self.too_large(need)
-        br = self.bound()
+        hold = MEMORY.hold(self.problem.s, ctx.cancelled,
+                           lambda: ctx.report("waiting for memory", bound=self.lb)) if (
+            sdp_engine and self.options.bound_settings.on_cpu()) else nullcontext(True)
+        with hold as granted:
+            if not granted:  # stopped while other nodes' SDPs held the memory it needs
+                return self.unfinished(self.lb)
+            br = self.bound()
         sdp = br.sdp
         if ctx.cancelled() and not self.closed(self.lb) and getattr(sdp, "status", "") not in (
                 "solved", "target"):
@@ -649,6 +658,82 @@ def sdp_memory_short(s: int, copies: int = 1) -> tuple[float, float] | None:
     have = memory_available()
     need = copies * SDP_DOUBLES * 8.0 * float(s) ** 2
     return (need, have) if have is not None and need > have else None
+
+
+class MemoryLedger:
+    """The memory granted to the SDP solves that run in this process (the tree's workers).
+
+    :func:`memory_available` counts what a running solve has allocated, not what it will:
+    two nodes that start at once would each see the whole of what is free, and the OS kill
+    the process, result and all. A solve of at least SDP_CHECK_SIZE therefore waits until
+    its bytes fit beside the whole grants of the solves running (what those hold already is
+    then counted twice: a margin, and a wait only where memory is short); one alone always
+    starts, since a node refuses, before, an SDP that would not fit on its own
+    (:func:`sdp_memory_short`)."""
+
+    #: seconds between two looks at the memory and the stop while a solve waits
+    POLL = 0.25
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._held = 0.0
+        self._running = 0
+
+    @property
+    def running(self) -> int:
+        """Solves granted their memory and not yet ended."""
+        return self._running
+
+    @contextmanager
+    def hold(self, s: int, stopped: Callable[[], bool],
+             waiting: Callable[[], None] | None = None) -> Iterator[bool]:
+        """Yield True once an SDP at size s may run (at once below SDP_CHECK_SIZE, where the
+        memory is unknown, or with no other solve running), False when ``stopped()`` became
+        true first; the grant ends with the block. ``waiting`` is called once, outside the
+        lock, when the solve has to wait."""
+        if s < SDP_CHECK_SIZE:  # seconds and megabytes
+            yield True
+            return
+        need = SDP_DOUBLES * 8.0 * float(s) ** 2
+        with self._cond:
+            granted = self._grant(need) or None
+        if granted is None:
+            if waiting is not None:
+                waiting()
+            with self._cond:
+                granted = self._wait(need, stopped)
+        if not granted:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._cond:
+                self._held -= need
+                self._running -= 1
+                self._cond.notify_all()
+
+    def _grant(self, need: float) -> bool:
+        # with the lock held
+        if self._running:
+            have = memory_available()
+            if have is not None and need > have - self._held:
+                return False
+        self._held += need
+        self._running += 1
+        return True
+
+    def _wait(self, need: float, stopped: Callable[[], bool]) -> bool:
+        # with the lock held; the other solves release it while this one waits
+        while not self._grant(need):
+            if stopped():
+                return False
+            self._cond.wait(self.POLL)
+        return True
+
+
+#: the ledger of this process's SDP solves
+MEMORY = MemoryLedger()
 
 
 def memory_shortfall(need: float, have: float) -> str:

@@ -308,6 +308,105 @@ def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
     assert 0.0 < res.lower_bound <= res.objective
 
 
+def _hold_in_thread(ledger, s, stopped=lambda: False, waits=None):
+    """Enter ``ledger.hold(s)`` in a thread that stays inside until told; returns (granted
+    event, leave event, thread, the yielded value)."""
+    granted, leave, got = threading.Event(), threading.Event(), []
+
+    def body():
+        with ledger.hold(s, stopped, None if waits is None else lambda: waits.append(s)) as ok:
+            got.append(ok)
+            granted.set()
+            leave.wait(30)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return granted, leave, t, got
+
+
+def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
+    """Two nodes that start at once must not each take the whole of what is free: the second
+    waits for the first to end, then runs; small SDPs and unknown memory never wait."""
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 10)
+    need = 8.0 * pcsos.node.SDP_DOUBLES * 100 ** 2
+    have = {"bytes": 1.5 * need}  # room for one solve at s = 100, not two
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
+    monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
+    ledger = pcsos.node.MemoryLedger()
+    first = _hold_in_thread(ledger, 100)
+    assert first[0].wait(10) and first[3] == [True] and ledger.running == 1
+    waits = []
+    second = _hold_in_thread(ledger, 100, waits=waits)
+    assert not second[0].wait(0.3) and ledger.running == 1 and waits == [100]
+    small = _hold_in_thread(ledger, 9)  # below SDP_CHECK_SIZE: no ledger
+    assert small[0].wait(10) and small[3] == [True] and ledger.running == 1
+    first[1].set()
+    assert second[0].wait(10) and second[3] == [True] and ledger.running == 1
+    assert waits == [100]  # told once
+    have["bytes"] = None  # unknown: no wait
+    third = _hold_in_thread(ledger, 100)
+    assert third[0].wait(10) and third[3] == [True] and ledger.running == 2
+    for h in (second, small, third):
+        h[1].set()
+        h[2].join(10)
+    assert ledger.running == 0
+    # memory enough for both: side by side
+    have["bytes"] = 2.5 * need
+    a, b = _hold_in_thread(ledger, 100), _hold_in_thread(ledger, 100)
+    assert a[0].wait(10) and b[0].wait(10) and ledger.running == 2
+    a[1].set(), b[1].set()
+    a[2].join(10), b[2].join(10)
+
+
+def test_an_sdp_waiting_for_memory_ends_at_a_stop(monkeypatch):
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 10)
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.0)
+    monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
+    ledger, stop = pcsos.node.MemoryLedger(), threading.Event()
+    first = _hold_in_thread(ledger, 100)  # alone: it starts (its node checked it fits)
+    assert first[0].wait(10) and first[3] == [True]
+    second = _hold_in_thread(ledger, 100, stop.is_set)
+    assert not second[0].wait(0.2)
+    stop.set()
+    assert second[0].wait(10) and second[3] == [False] and ledger.running == 1
+    first[1].set(), second[1].set()
+    first[2].join(10), second[2].join(10)
+    assert ledger.running == 0
+
+
+def test_two_workers_never_run_sdps_that_do_not_fit_together(monkeypatch):
+    """A tree with two workers where one node's SDP fits in memory but two do not: the
+    bounds run one at a time, and the tree proves the same optimum."""
+    X, k, cl = _branching(n=90, k=3, n_cl=30)
+    kw = dict(cl=cl, workers=2, seed=0, bound_settings={"engine": "sdp"}, max_nodes=40,
+              cp_settings={"families": "none"})
+    free = pcsos.solve(X, k, **kw)
+    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.node, "memory_available",
+                        lambda: 1.2 * 8.0 * pcsos.node.SDP_DOUBLES * 90 ** 2)
+    monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
+    inside, most, lock = [0], [0], threading.Lock()
+    bound = pcsos.node._NodeRun.bound
+
+    def spy(self):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.05)  # gives a second worker time to come in, were it let
+            return bound(self)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(pcsos.node._NodeRun, "bound", spy)
+    res = pcsos.solve(X, k, **kw)
+    assert len(res.log) > 2 and most[0] == 1
+    assert not any(r.get("sdp_memory") for r in res.log)
+    assert res.status == free.status
+    assert res.objective == pytest.approx(free.objective, rel=1e-9)
+
+
 def test_memory_available_reads_this_machine():
     have = pcsos.node.memory_available()
     if not os.path.exists("/proc/meminfo"):
