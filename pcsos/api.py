@@ -508,7 +508,8 @@ def _solve(instance, opts: SolverOptions, *, init_labels, executor, callback, pr
                                    if opts.branching == "pseudocost" else None))
     res = _result(instance, problem, tr, rows, root_gap_now(), resumed=state is not None,
                   time_limit=opts.time_limit,
-                  engine=opts.bound_settings.engine_of(instance))
+                  engine=opts.bound_settings.engine_of(instance),
+                  backend=opts.bound_settings.backend)
     if save_errors:
         res.message += (f"; {len(save_errors)} checkpoint write(s) failed, the last: "
                         f"{save_errors[-1]}")
@@ -551,10 +552,11 @@ def _root(instance, opts: SolverOptions, init_labels, resumed: bool,
 
 
 def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *,
-            resumed: bool, time_limit: float | None, engine: str = "sdp") -> Result:
+            resumed: bool, time_limit: float | None, engine: str = "sdp",
+            backend: str = "admm") -> Result:
     """The :class:`Result` of a finished tree, its objective recomputed from the data and
     its message saying why a root that never finished left the bound it did (``engine``:
-    the root's bound engine, 'sdp' or 'colgen')."""
+    the root's bound engine, 'sdp' or 'colgen'; ``backend``: the SDP's solver)."""
     labels = tr.solution
     objective = tr.objective
     if labels is not None:
@@ -568,6 +570,9 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
                  root_gap=float(root_gap), root_size=problem.s, log=rows, n=instance.n,
                  k=instance.k)
     refused = [r for r in rows if r.get("sdp_memory") is not None]
+    # an interior-point solver needs s^4 memory where the built-in ADMM needs s^2
+    other = f" with backend '{backend}' (the built-in 'admm' needs far less)" \
+        if backend != "admm" else ""
     if labels is None and tr.status == "infeasible":
         res.message = "no feasible clustering exists (every branch is infeasible)"
     elif refused and (resumed or rows[0].get("sdp_memory") is None):
@@ -575,7 +580,8 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
         # them as unresolved, and only the log said why
         shortfall = memory_shortfall(max(r["sdp_memory"] for r in refused),
                                      min(r["memory_available"] for r in refused))
-        res.message += f"; {len(refused)} node(s) did not run their SDP: it needs up to {shortfall}"
+        res.message += (f"; {len(refused)} node(s) did not run their SDP: it needs up to "
+                        f"{shortfall}{other}")
     elif tr.status == "optimal" and rows and rows[0].get("decomposition_subsets") \
             and "sdp_iterations" not in rows[0]:
         # a large root closed by its decomposition bound, its own SDP never run
@@ -589,8 +595,8 @@ def _result(instance, problem: Problem, tr, rows: list[dict], root_gap: float, *
         memory = rows[0].get("sdp_memory") if rows else None
         if memory is not None:  # refused for lack of memory
             res.message = (f"the root's SDP relaxation (size s = {problem.s}) needs about "
-                           f"{memory_shortfall(memory, rows[0]['memory_available'])}, so it "
-                           "was not started (the set-partitioning LP, engine 'colgen', needs "
+                           f"{memory_shortfall(memory, rows[0]['memory_available'])}{other}, "
+                           "so it was not started (the set-partitioning LP, engine 'colgen', needs "
                            f"no s x s matrix); the gap {gap:.3g} is certified")
         elif est is not None:  # refused for lack of time: the time limit is why it stopped
             res.status = "time_limit"

@@ -232,7 +232,7 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
         pool = resolve_workers(workers)
         count, size = _layout(inst.n, int(subset_size), pool)
         size, copies = min(size, inst.n), min(pool, count)
-        short = sdp_memory_short(size, copies)
+        short = sdp_memory_short(size, copies, bound_settings.backend)
         if short is not None:
             raise InputError(
                 f"subsets of {size} points need about {memory_shortfall(*short)}, for "

@@ -280,8 +280,10 @@ class _NodeRun:
         # the SDP's size limits and the decomposition ahead of it are the SDP's alone
         sdp_engine = self.engine == "sdp"
         need = sdp_seconds(self.problem.s) if sdp_engine else 0.0
-        if sdp_engine and self.options.bound_settings.on_cpu():
-            short = sdp_memory_short(self.problem.s)
+        bs = self.options.bound_settings
+        on_cpu = sdp_engine and bs.on_cpu()
+        if on_cpu:
+            short = sdp_memory_short(self.problem.s, backend=bs.backend)
             if short is not None:  # the OS would kill the process mid-solve, result and all
                 return self.too_large(need, memory=short)
         first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
@@ -297,9 +299,9 @@ class _NodeRun:
                 return self.done("pruned")
             if need > ctx.deadline.remaining():  # the passes overran what they left the SDP
                 return self.too_large(need)
-        hold = MEMORY.hold(self.problem.s, ctx.cancelled,
-                           lambda: ctx.report("waiting for memory", bound=self.lb)) if (
-            sdp_engine and self.options.bound_settings.on_cpu()) else nullcontext(True)
+        hold = MEMORY.hold(sdp_bytes(self.problem.s, bs.backend), ctx.cancelled,
+                           lambda: ctx.report("waiting for memory", bound=self.lb)
+                           ) if on_cpu else nullcontext(True)
         with hold as granted:
             if not granted:  # stopped while other nodes' SDPs held the memory it needs
                 return self.unfinished(self.lb)
@@ -647,16 +649,38 @@ def sdp_seconds(s: int, iterations: int | None = None) -> float:
 #: read the data (benchmarks/bench_sdp_memory.py, docs/benchmarks.md): 50 at most; 56
 #: leaves a margin
 SDP_DOUBLES = 56
+#: the same for SCS through CVXPY (its problem's copies and factorisation): 330-400 measured
+#: at s = 150-600
+SCS_DOUBLES = 450
+#: an interior-point solve holds dense matrices of order m = s(s + 1)/2 + s + 1, Z's entries
+#: and the rows: doubles per m^2 at its peak. Clarabel, through CVXPY, measured 6.9-9.3 at
+#: s = 40-150 (7 GiB at s = 150); MOSEK is not measured here (no licence): its Schur
+#: complement's triangle, m^2 / 2, is a floor
+INTERIOR_POINT_DOUBLES = {"clarabel": 10.0, "mosek": 0.5}
 
 
-def sdp_memory_short(s: int, copies: int = 1) -> tuple[float, float] | None:
-    """``(bytes needed, bytes available)`` when ``copies`` SDP solves at size s side by
-    side would need more memory than the machine can still give (:func:`memory_available`),
-    else None (also below SDP_CHECK_SIZE and where the memory available is unknown)."""
+def sdp_bytes(s: int, backend: str = "admm") -> float:
+    """Bytes one SDP solve of ``backend`` at size s holds at its peak, an estimate from
+    measurement (above; a floor for MOSEK); 0 for a first-order solver below SDP_CHECK_SIZE,
+    where it is megabytes."""
+    if backend in INTERIOR_POINT_DOUBLES:
+        m = s * (s + 1) / 2 + s + 1
+        return INTERIOR_POINT_DOUBLES[backend] * 8.0 * m * m
     if s < SDP_CHECK_SIZE:
+        return 0.0
+    return (SCS_DOUBLES if backend == "scs" else SDP_DOUBLES) * 8.0 * float(s) ** 2
+
+
+def sdp_memory_short(s: int, copies: int = 1, backend: str = "admm"
+                     ) -> tuple[float, float] | None:
+    """``(bytes needed, bytes available)`` when ``copies`` SDP solves of ``backend`` at size
+    s side by side would need more memory than the machine can still give
+    (:func:`sdp_bytes`, :func:`memory_available`), else None (also where the need is 0 and
+    where the memory available is unknown)."""
+    need = copies * sdp_bytes(s, backend)
+    if need <= 0.0:
         return None
     have = memory_available()
-    need = copies * SDP_DOUBLES * 8.0 * float(s) ** 2
     return (need, have) if have is not None and need > have else None
 
 
@@ -665,8 +689,8 @@ class MemoryLedger:
 
     :func:`memory_available` counts what a running solve has allocated, not what it will:
     two nodes that start at once would each see the whole of what is free, and the OS kill
-    the process, result and all. A solve of at least SDP_CHECK_SIZE therefore waits until
-    its bytes fit beside the whole grants of the solves running (what those hold already is
+    the process, result and all. A solve (:func:`sdp_bytes` > 0) therefore waits until its
+    bytes fit beside the whole grants of the solves running (what those hold already is
     then counted twice: a margin, and a wait only where memory is short); one alone always
     starts, since a node refuses, before, an SDP that would not fit on its own
     (:func:`sdp_memory_short`)."""
@@ -685,16 +709,15 @@ class MemoryLedger:
         return self._running
 
     @contextmanager
-    def hold(self, s: int, stopped: Callable[[], bool],
+    def hold(self, need: float, stopped: Callable[[], bool],
              waiting: Callable[[], None] | None = None) -> Iterator[bool]:
-        """Yield True once an SDP at size s may run (at once below SDP_CHECK_SIZE, where the
-        memory is unknown, or with no other solve running), False when ``stopped()`` became
-        true first; the grant ends with the block. ``waiting`` is called once, outside the
-        lock, when the solve has to wait."""
-        if s < SDP_CHECK_SIZE:  # seconds and megabytes
+        """Yield True once a solve that needs ``need`` bytes may run (at once for 0, where
+        the memory is unknown, or with no other solve running), False when ``stopped()``
+        became true first; the grant ends with the block. ``waiting`` is called once, outside
+        the lock, when the solve has to wait."""
+        if need <= 0.0:
             yield True
             return
-        need = SDP_DOUBLES * 8.0 * float(s) ** 2
         with self._cond:
             granted = self._grant(need) or None
         if granted is None:

@@ -288,6 +288,32 @@ def test_a_root_sdp_beyond_the_memory_is_not_started(monkeypatch, tmp_path, caps
     assert "the SDP at s = 200 super-points needs about" in capsys.readouterr().err
 
 
+def test_an_interior_point_sdp_beyond_the_memory_is_refused(monkeypatch, tmp_path, capsys):
+    """An interior-point solver holds matrices of order s^2 (Clarabel took 7 GiB at s = 150,
+    docs/benchmarks.md): at s = 200 with 2 GiB free, pcsos bound and the tree refuse it and
+    name the built-in solver, which needs megabytes there and still runs."""
+    from pcsos.cli import main
+
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 2.0 ** 31)
+    monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 25)  # Clarabel's, in seconds
+    X, k, cl = _branching(n=200, n_cl=20)
+    data = tmp_path / "d.txt"
+    data.write_text(f"{len(X)} 2\n" + "".join(f"{a} {b}\n" for a, b in X))
+    assert main(["bound", str(data), "-k", str(k), "--backend", "clarabel"]) == 1
+    err = capsys.readouterr().err
+    assert "the SDP at s = 200 super-points needs about" in err
+    assert "with --backend clarabel: use --backend admm" in err
+    # MOSEK (its licence is checked first) by its Schur complement's triangle alone
+    assert pcsos.node.sdp_memory_short(300, backend="mosek") is not None
+    assert pcsos.node.sdp_memory_short(300, backend="admm") is None
+    res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, max_nodes=1,
+                      bound_settings={"engine": "sdp", "backend": "clarabel"})
+    root = res.log[0]
+    assert root["closed"] == "sdp_too_large" and root["sdp_memory"] > 2.0 ** 31
+    assert "with backend 'clarabel'" in res.message and 0.0 < res.lower_bound < res.objective
+    assert main(["bound", str(data), "-k", str(k), "--max-iter", "50", "-q"]) == 0
+
+
 def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
     monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
     calls = []
@@ -308,13 +334,14 @@ def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
     assert 0.0 < res.lower_bound <= res.objective
 
 
-def _hold_in_thread(ledger, s, stopped=lambda: False, waits=None):
-    """Enter ``ledger.hold(s)`` in a thread that stays inside until told; returns (granted
-    event, leave event, thread, the yielded value)."""
+def _hold_in_thread(ledger, need, stopped=lambda: False, waits=None):
+    """Enter ``ledger.hold(need)`` in a thread that stays inside until told; returns
+    (granted event, leave event, thread, the yielded value)."""
     granted, leave, got = threading.Event(), threading.Event(), []
 
     def body():
-        with ledger.hold(s, stopped, None if waits is None else lambda: waits.append(s)) as ok:
+        told = None if waits is None else (lambda: waits.append(1))
+        with ledger.hold(need, stopped, told) as ok:
             got.append(ok)
             granted.set()
             leave.wait(30)
@@ -327,24 +354,23 @@ def _hold_in_thread(ledger, s, stopped=lambda: False, waits=None):
 def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
     """Two nodes that start at once must not each take the whole of what is free: the second
     waits for the first to end, then runs; small SDPs and unknown memory never wait."""
-    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 10)
-    need = 8.0 * pcsos.node.SDP_DOUBLES * 100 ** 2
-    have = {"bytes": 1.5 * need}  # room for one solve at s = 100, not two
+    need = 2.0 ** 30
+    have = {"bytes": 1.5 * need}  # room for one solve, not two
     monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
     monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
     ledger = pcsos.node.MemoryLedger()
-    first = _hold_in_thread(ledger, 100)
+    first = _hold_in_thread(ledger, need)
     assert first[0].wait(10) and first[3] == [True] and ledger.running == 1
     waits = []
-    second = _hold_in_thread(ledger, 100, waits=waits)
-    assert not second[0].wait(0.3) and ledger.running == 1 and waits == [100]
-    small = _hold_in_thread(ledger, 9)  # below SDP_CHECK_SIZE: no ledger
+    second = _hold_in_thread(ledger, need, waits=waits)
+    assert not second[0].wait(0.3) and ledger.running == 1 and waits == [1]
+    small = _hold_in_thread(ledger, 0.0)  # small: no ledger
     assert small[0].wait(10) and small[3] == [True] and ledger.running == 1
     first[1].set()
     assert second[0].wait(10) and second[3] == [True] and ledger.running == 1
-    assert waits == [100]  # told once
+    assert waits == [1]  # told once
     have["bytes"] = None  # unknown: no wait
-    third = _hold_in_thread(ledger, 100)
+    third = _hold_in_thread(ledger, need)
     assert third[0].wait(10) and third[3] == [True] and ledger.running == 2
     for h in (second, small, third):
         h[1].set()
@@ -352,20 +378,19 @@ def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
     assert ledger.running == 0
     # memory enough for both: side by side
     have["bytes"] = 2.5 * need
-    a, b = _hold_in_thread(ledger, 100), _hold_in_thread(ledger, 100)
+    a, b = _hold_in_thread(ledger, need), _hold_in_thread(ledger, need)
     assert a[0].wait(10) and b[0].wait(10) and ledger.running == 2
     a[1].set(), b[1].set()
     a[2].join(10), b[2].join(10)
 
 
 def test_an_sdp_waiting_for_memory_ends_at_a_stop(monkeypatch):
-    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 10)
     monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.0)
     monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
-    ledger, stop = pcsos.node.MemoryLedger(), threading.Event()
-    first = _hold_in_thread(ledger, 100)  # alone: it starts (its node checked it fits)
+    ledger, stop, need = pcsos.node.MemoryLedger(), threading.Event(), 2.0 ** 30
+    first = _hold_in_thread(ledger, need)  # alone: it starts (its node checked it fits)
     assert first[0].wait(10) and first[3] == [True]
-    second = _hold_in_thread(ledger, 100, stop.is_set)
+    second = _hold_in_thread(ledger, need, stop.is_set)
     assert not second[0].wait(0.2)
     stop.set()
     assert second[0].wait(10) and second[3] == [False] and ledger.running == 1

@@ -24,7 +24,7 @@ import numpy as np
 from pcsos.bounds import BACKENDS, ENGINES, SDP_TOL, SDPModel, SDPResult, solve_sdp
 from pcsos.bounds.colgen import ColGenResult, colgen_bound
 from pcsos.bounds.eig import eig_methods
-from pcsos.bounds.settings import AUTO_RULE
+from pcsos.bounds.settings import AUTO_RULE, BoundSettings
 from pcsos.bounds.solve import blas_threads
 from pcsos.cli import Interrupts
 from pcsos.cli.common import (
@@ -106,6 +106,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the results as JSON ('-' = stdout)")
 
 
+def sdp_settings(args: argparse.Namespace) -> BoundSettings:
+    """``pcsos bound``'s :class:`BoundSettings`: its flags, then ``--bound-option``."""
+    return bound_settings(args, engine=args.method, backend=args.backend, tol=args.tol,
+                          max_iter=args.max_iter, eig=args.eig, verbose=args.verbose)
+
+
 def compute_bound(problem: Problem, args: argparse.Namespace,
                   deadline: Deadline) -> tuple[SDPResult, dict]:
     """The bounding step of ``pcsos bound``: the root SDP with ``args``' options, by
@@ -114,8 +120,7 @@ def compute_bound(problem: Problem, args: argparse.Namespace,
     Returns the result of the last solve and extra JSON fields. This is the one place the
     cutting-plane loop plugs in (``--cuts`` other than 'none').
     """
-    bs = bound_settings(args, backend=args.backend, tol=args.tol, max_iter=args.max_iter,
-                        eig=args.eig, verbose=args.verbose)
+    bs = sdp_settings(args)
     threads = blas_threads(problem.s, args.threads)
     if args.cuts == "none":
         model = SDPModel.from_problem(problem)
@@ -223,11 +228,13 @@ def _sdp_fits(problem: Problem, bs, deadline: Deadline) -> None:
             f"the SDP at s = {problem.s} super-points needs at least {need:.0f} s, more than "
             f"the {deadline.remaining():.0f} s left: raise --time-limit, or bound subsets "
             "of the data with pcsos certify")
-    short = sdp_memory_short(problem.s) if cpu else None
+    short = sdp_memory_short(problem.s, backend=bs.backend) if cpu else None
     if short is not None:  # the OS would kill the process mid-solve, report and all
         raise UndecidedError(
-            f"the SDP at s = {problem.s} super-points needs about {memory_shortfall(*short)}: "
-            "use --method colgen, or bound subsets of the data with pcsos certify")
+            f"the SDP at s = {problem.s} super-points needs about {memory_shortfall(*short)}"
+            + (f" with --backend {bs.backend}: use --backend admm, " if bs.backend != "admm"
+               else ": use ") + "--method colgen, or bound subsets of the data with pcsos "
+            "certify")
 
 
 def _not_stopped(deadline: Deadline) -> None:
@@ -251,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
-    bs = bound_settings(args, engine=args.method)
+    bs = sdp_settings(args)
     method = bs.engine_of(inst)
     with Interrupts.armed_for(args, "bound", args.quiet, abort=False,
                               keeps="the safe bound so far") as intr:
