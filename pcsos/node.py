@@ -649,12 +649,12 @@ def sdp_seconds(s: int, iterations: int | None = None) -> float:
 #: read the data (benchmarks/bench_sdp_memory.py, docs/benchmarks.md): 50 at most; 56
 #: leaves a margin
 SDP_DOUBLES = 56
-#: the same for SCS through CVXPY (its problem's copies and factorisation): 330-400 measured
-#: at s = 150-600
+#: the same for SCS through CVXPY (its problem's copies and factorisation): 330-375 measured
+#: at s = 200-800 (bench_sdp_memory.py --backend scs); 450 leaves a margin
 SCS_DOUBLES = 450
 #: an interior-point solve holds dense matrices of order m = s(s + 1)/2 + s + 1, Z's entries
 #: and the rows: doubles per m^2 at its peak. Clarabel, through CVXPY, measured 6.9-9.3 at
-#: s = 40-150 (7 GiB at s = 150); MOSEK is not measured here (no licence): its Schur
+#: s = 40-150 (7 GiB at s = 150; --backend clarabel); MOSEK is not measured here (no licence): its Schur
 #: complement's triangle, m^2 / 2, is a floor
 INTERIOR_POINT_DOUBLES = {"clarabel": 10.0, "mosek": 0.5}
 
