@@ -282,8 +282,8 @@ class _NodeRun:
         need = sdp_seconds(self.problem.s) if sdp_engine else 0.0
         bs = self.options.bound_settings
         on_cpu = sdp_engine and bs.on_cpu()
-        if on_cpu:
-            short = sdp_memory_short(self.problem.s, backend=bs.backend)
+        if on_cpu:  # what the running SDPs hold is free again once they end (MemoryLedger)
+            short = sdp_memory_short(self.problem.s, backend=bs.backend, freed=MEMORY.held)
             if short is not None:  # the OS would kill the process mid-solve, result and all
                 return self.too_large(need, memory=short)
         first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
@@ -301,10 +301,14 @@ class _NodeRun:
                 return self.too_large(need)
         hold = MEMORY.hold(sdp_bytes(self.problem.s, bs.backend), ctx.cancelled,
                            lambda: ctx.report("waiting for memory", bound=self.lb)
-                           ) if on_cpu else nullcontext(True)
-        with hold as granted:
-            if not granted:  # stopped while other nodes' SDPs held the memory it needs
+                           ) if on_cpu else nullcontext(Grant(True))
+        with hold as grant:
+            if grant.short is not None:  # alone, it no longer fits
+                return self.too_large(need, memory=grant.short)
+            if not grant.ok:  # stopped while other nodes' SDPs held the memory it needs
                 return self.unfinished(self.lb)
+            if grant.waited and need > ctx.deadline.remaining():
+                return self.too_large(need)
             br = self.bound()
         sdp = br.sdp
         if ctx.cancelled() and not self.closed(self.lb) and getattr(sdp, "status", "") not in (
@@ -654,34 +658,45 @@ SDP_DOUBLES = 56
 SCS_DOUBLES = 450
 #: an interior-point solve holds dense matrices of order m = s(s + 1)/2 + s + 1, Z's entries
 #: and the rows: doubles per m^2 at its peak. Clarabel, through CVXPY, measured 6.9-9.3 at
-#: s = 40-150 (7 GiB at s = 150; --backend clarabel); MOSEK is not measured here (no licence): its Schur
-#: complement's triangle, m^2 / 2, is a floor
+#: s = 40-150 (7 GiB at s = 150; --backend clarabel); MOSEK is not measured here (no
+#: licence): its Schur complement's triangle, m^2 / 2, is a floor
 INTERIOR_POINT_DOUBLES = {"clarabel": 10.0, "mosek": 0.5}
 
 
 def sdp_bytes(s: int, backend: str = "admm") -> float:
     """Bytes one SDP solve of ``backend`` at size s holds at its peak, an estimate from
-    measurement (above; a floor for MOSEK); 0 for a first-order solver below SDP_CHECK_SIZE,
-    where it is megabytes."""
+    measurement (above; a floor for MOSEK); 0 where that is less than the ADMM's at
+    SDP_CHECK_SIZE (160 MB), too little to check."""
     if backend in INTERIOR_POINT_DOUBLES:
         m = s * (s + 1) / 2 + s + 1
-        return INTERIOR_POINT_DOUBLES[backend] * 8.0 * m * m
-    if s < SDP_CHECK_SIZE:
-        return 0.0
-    return (SCS_DOUBLES if backend == "scs" else SDP_DOUBLES) * 8.0 * float(s) ** 2
+        need = INTERIOR_POINT_DOUBLES[backend] * 8.0 * m * m
+    else:
+        need = (SCS_DOUBLES if backend == "scs" else SDP_DOUBLES) * 8.0 * float(s) ** 2
+    return need if need >= SDP_DOUBLES * 8.0 * float(SDP_CHECK_SIZE) ** 2 else 0.0
 
 
-def sdp_memory_short(s: int, copies: int = 1, backend: str = "admm"
+def sdp_memory_short(s: int, copies: int = 1, backend: str = "admm", freed: float = 0.0
                      ) -> tuple[float, float] | None:
     """``(bytes needed, bytes available)`` when ``copies`` SDP solves of ``backend`` at size
     s side by side would need more memory than the machine can still give
-    (:func:`sdp_bytes`, :func:`memory_available`), else None (also where the need is 0 and
-    where the memory available is unknown)."""
+    (:func:`sdp_bytes`, :func:`memory_available`) and ``freed`` bytes more, else None (also
+    where the need is 0 and where the memory available is unknown)."""
     need = copies * sdp_bytes(s, backend)
     if need <= 0.0:
         return None
     have = memory_available()
-    return (need, have) if have is not None and need > have else None
+    return (need, have) if have is not None and need > have + freed else None
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What :meth:`MemoryLedger.hold` gives a solve: ``ok`` when it may run; else ``short``,
+    (bytes needed, bytes available) where it no longer fits even alone, or None after a
+    stop. ``waited``: it waited for other solves to end."""
+
+    ok: bool
+    short: tuple[float, float] | None = None
+    waited: bool = False
 
 
 class MemoryLedger:
@@ -691,9 +706,8 @@ class MemoryLedger:
     two nodes that start at once would each see the whole of what is free, and the OS kill
     the process, result and all. A solve (:func:`sdp_bytes` > 0) therefore waits until its
     bytes fit beside the whole grants of the solves running (what those hold already is
-    then counted twice: a margin, and a wait only where memory is short); one alone always
-    starts, since a node refuses, before, an SDP that would not fit on its own
-    (:func:`sdp_memory_short`)."""
+    then counted twice: a margin, and a wait only where memory is short). With none
+    running, it runs if it fits in what is free then, and is refused otherwise."""
 
     #: seconds between two looks at the memory and the stop while a solve waits
     POLL = 0.25
@@ -708,51 +722,52 @@ class MemoryLedger:
         """Solves granted their memory and not yet ended."""
         return self._running
 
+    @property
+    def held(self) -> float:
+        """Bytes granted to the solves running."""
+        return self._held
+
     @contextmanager
     def hold(self, need: float, stopped: Callable[[], bool],
-             waiting: Callable[[], None] | None = None) -> Iterator[bool]:
-        """Yield True once a solve that needs ``need`` bytes may run (at once for 0, where
-        the memory is unknown, or with no other solve running), False when ``stopped()``
-        became true first; the grant ends with the block. ``waiting`` is called once, outside
-        the lock, when the solve has to wait."""
+             waiting: Callable[[], None] | None = None) -> Iterator[Grant]:
+        """Yield a :class:`Grant` for a solve that needs ``need`` bytes: at once for 0 or
+        where the memory is unknown, else once it fits (above), refused where it does not
+        fit alone, or ended by ``stopped()``; the grant ends with the block. ``waiting`` is
+        called once when the solve has to wait. Neither runs under the ledger's lock."""
         if need <= 0.0:
-            yield True
+            yield Grant(True)
             return
-        with self._cond:
-            granted = self._grant(need) or None
-        if granted is None:
-            if waiting is not None:
-                waiting()
-            with self._cond:
-                granted = self._wait(need, stopped)
-        if not granted:
-            yield False
+        grant = self._acquire(need, stopped, waiting)
+        if not grant.ok:
+            yield grant
             return
         try:
-            yield True
+            yield grant
         finally:
             with self._cond:
                 self._held -= need
                 self._running -= 1
                 self._cond.notify_all()
 
-    def _grant(self, need: float) -> bool:
-        # with the lock held
-        if self._running:
-            have = memory_available()
-            if have is not None and need > have - self._held:
-                return False
-        self._held += need
-        self._running += 1
-        return True
-
-    def _wait(self, need: float, stopped: Callable[[], bool]) -> bool:
-        # with the lock held; the other solves release it while this one waits
-        while not self._grant(need):
+    def _acquire(self, need: float, stopped: Callable[[], bool],
+                 waiting: Callable[[], None] | None) -> Grant:
+        waited = False
+        while True:
+            with self._cond:
+                if waited:  # a release notifies; the poll sees the stop and the memory
+                    self._cond.wait(self.POLL)
+                have = memory_available()
+                if not self._running and have is not None and need > have:
+                    return Grant(False, short=(need, have), waited=waited)
+                if not self._running or have is None or need <= have - self._held:
+                    self._held += need
+                    self._running += 1
+                    return Grant(True, waited=waited)
+            if not waited and waiting is not None:
+                waiting()
+            waited = True
             if stopped():
-                return False
-            self._cond.wait(self.POLL)
-        return True
+                return Grant(False, waited=True)
 
 
 #: the ledger of this process's SDP solves

@@ -318,9 +318,9 @@ def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
     monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
     calls = []
 
-    def memory():  # the root's check passes, its children's fail
+    def memory():  # the root's checks pass (its node's, then the ledger's), its children's fail
         calls.append(1)
-        return 1e12 if len(calls) == 1 else 1.0
+        return 1e12 if len(calls) <= 2 else 1.0
 
     monkeypatch.setattr(pcsos.node, "memory_available", memory)
     X, k, cl = _branching(n=90, k=3, n_cl=30)
@@ -336,19 +336,25 @@ def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
 
 def _hold_in_thread(ledger, need, stopped=lambda: False, waits=None):
     """Enter ``ledger.hold(need)`` in a thread that stays inside until told; returns
-    (granted event, leave event, thread, the yielded value)."""
-    granted, leave, got = threading.Event(), threading.Event(), []
+    (entered event, leave event, thread, [the Grant])."""
+    entered, leave, got = threading.Event(), threading.Event(), []
 
     def body():
         told = None if waits is None else (lambda: waits.append(1))
-        with ledger.hold(need, stopped, told) as ok:
-            got.append(ok)
-            granted.set()
+        with ledger.hold(need, stopped, told) as grant:
+            got.append(grant)
+            entered.set()
             leave.wait(30)
 
     t = threading.Thread(target=body, daemon=True)
     t.start()
-    return granted, leave, t, got
+    return entered, leave, t, got
+
+
+def _leave(*holds):
+    for h in holds:
+        h[1].set()
+        h[2].join(10)
 
 
 def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
@@ -360,43 +366,51 @@ def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
     monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
     ledger = pcsos.node.MemoryLedger()
     first = _hold_in_thread(ledger, need)
-    assert first[0].wait(10) and first[3] == [True] and ledger.running == 1
+    assert first[0].wait(10) and first[3][0].ok and not first[3][0].waited
+    assert ledger.running == 1 and ledger.held == need
     waits = []
     second = _hold_in_thread(ledger, need, waits=waits)
     assert not second[0].wait(0.3) and ledger.running == 1 and waits == [1]
     small = _hold_in_thread(ledger, 0.0)  # small: no ledger
-    assert small[0].wait(10) and small[3] == [True] and ledger.running == 1
-    first[1].set()
-    assert second[0].wait(10) and second[3] == [True] and ledger.running == 1
-    assert waits == [1]  # told once
+    assert small[0].wait(10) and small[3][0].ok and ledger.running == 1
+    _leave(first)
+    assert second[0].wait(10) and second[3][0].ok and second[3][0].waited
+    assert ledger.running == 1 and waits == [1]  # told once
     have["bytes"] = None  # unknown: no wait
     third = _hold_in_thread(ledger, need)
-    assert third[0].wait(10) and third[3] == [True] and ledger.running == 2
-    for h in (second, small, third):
-        h[1].set()
-        h[2].join(10)
-    assert ledger.running == 0
+    assert third[0].wait(10) and third[3][0].ok and ledger.running == 2
+    _leave(second, small, third)
+    assert ledger.running == 0 and ledger.held == 0.0
     # memory enough for both: side by side
     have["bytes"] = 2.5 * need
     a, b = _hold_in_thread(ledger, need), _hold_in_thread(ledger, need)
     assert a[0].wait(10) and b[0].wait(10) and ledger.running == 2
-    a[1].set(), b[1].set()
-    a[2].join(10), b[2].join(10)
+    _leave(a, b)
 
 
-def test_an_sdp_waiting_for_memory_ends_at_a_stop(monkeypatch):
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.0)
+def test_an_sdp_waiting_for_memory_ends_at_a_stop_or_when_it_cannot_fit_alone(monkeypatch):
+    need = 2.0 ** 30
+    have = {"bytes": 1.5 * need}
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
     monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
-    ledger, stop, need = pcsos.node.MemoryLedger(), threading.Event(), 2.0 ** 30
-    first = _hold_in_thread(ledger, need)  # alone: it starts (its node checked it fits)
-    assert first[0].wait(10) and first[3] == [True]
+    ledger, stop = pcsos.node.MemoryLedger(), threading.Event()
+    first = _hold_in_thread(ledger, need)
+    assert first[0].wait(10) and first[3][0].ok
     second = _hold_in_thread(ledger, need, stop.is_set)
     assert not second[0].wait(0.2)
     stop.set()
-    assert second[0].wait(10) and second[3] == [False] and ledger.running == 1
-    first[1].set(), second[1].set()
-    first[2].join(10), second[2].join(10)
-    assert ledger.running == 0
+    assert second[0].wait(10) and second[3][0] == pcsos.node.Grant(False, waited=True)
+    assert ledger.running == 1
+    third = _hold_in_thread(ledger, need)
+    assert not third[0].wait(0.2)
+    have["bytes"] = 0.5 * need  # another program took memory meanwhile: alone, it cannot run
+    _leave(first)
+    assert third[0].wait(10)
+    assert third[3][0] == pcsos.node.Grant(False, short=(need, 0.5 * need), waited=True)
+    _leave(second, third)
+    assert ledger.running == 0 and ledger.held == 0.0
+    have["bytes"] = 0.5 * need  # and one that never waited
+    assert _hold_in_thread(ledger, need)[0].wait(10) and ledger.running == 0
 
 
 def test_two_workers_never_run_sdps_that_do_not_fit_together(monkeypatch):
@@ -407,8 +421,9 @@ def test_two_workers_never_run_sdps_that_do_not_fit_together(monkeypatch):
               cp_settings={"families": "none"})
     free = pcsos.solve(X, k, **kw)
     monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
-    monkeypatch.setattr(pcsos.node, "memory_available",
-                        lambda: 1.2 * 8.0 * pcsos.node.SDP_DOUBLES * 90 ** 2)
+    # room for one node's SDP, which takes what it was granted once it runs
+    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.5 * 8.0
+                        * pcsos.node.SDP_DOUBLES * 90 ** 2 - pcsos.node.MEMORY.held)
     monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
     inside, most, lock = [0], [0], threading.Lock()
     bound = pcsos.node._NodeRun.bound

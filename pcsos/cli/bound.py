@@ -258,8 +258,8 @@ def run(args: argparse.Namespace) -> int:
     inst, info = load_instance(args)
     problem = Problem.from_instance(inst)
     # --bound-option engine=... may name the method too (it wins, as every --bound-option)
-    bs = sdp_settings(args)
-    method = bs.engine_of(inst)
+    # the SDP's own flags (--backend, --eig, ...) are checked where the SDP runs
+    method = bound_settings(args, engine=args.method).engine_of(inst)
     with Interrupts.armed_for(args, "bound", args.quiet, abort=False,
                               keeps="the safe bound so far") as intr:
         work = deadline.within(stop=intr.stop)
@@ -273,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
         if method == "colgen":
             res = colgen_root(problem, args, work)
         else:
-            _sdp_fits(problem, bs, deadline)  # the time the limit leaves, not a stop
+            _sdp_fits(problem, sdp_settings(args), deadline)  # the limit's time, not a stop
             res, extra = compute_bound(problem, args, work)
     total = deadline.elapsed()
     if method == "colgen":
