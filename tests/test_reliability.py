@@ -413,6 +413,27 @@ def test_an_sdp_waiting_for_memory_ends_at_a_stop_or_when_it_cannot_fit_alone(mo
     assert _hold_in_thread(ledger, need)[0].wait(10) and ledger.running == 0
 
 
+def test_a_node_that_waited_for_memory_checks_the_time_again(monkeypatch):
+    """A wait may leave less time than the SDP needs: the node then says so, as one that
+    started with that little time does, rather than start the solve."""
+    from contextlib import contextmanager
+
+    monkeypatch.setattr(pcsos.node, "sdp_seconds", lambda s, iterations=None: 1000.0)
+
+    @contextmanager
+    def hold(need, stopped, waiting=None):  # waited until 1 s was left
+        stopped.__self__.deadline.at = time.monotonic() + 1.0  # stopped: the node's ctx
+        yield pcsos.node.Grant(True, waited=True)
+
+    monkeypatch.setattr(pcsos.node.MEMORY, "hold", hold)
+    X, k, cl = _branching(n=90, k=3, n_cl=30)
+    res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, time_limit=1e5,
+                      bound_settings={"engine": "sdp"})
+    root = res.log[0]
+    assert root["closed"] == "sdp_too_large" and root["sdp_estimate"] == 1000.0
+    assert "sdp_iterations" not in root and res.status == "time_limit"
+
+
 def test_two_workers_never_run_sdps_that_do_not_fit_together(monkeypatch):
     """A tree with two workers where one node's SDP fits in memory but two do not: the
     bounds run one at a time, and the tree proves the same optimum."""
