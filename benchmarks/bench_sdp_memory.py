@@ -1,4 +1,4 @@
-"""The peak memory of one SDP solve on the CPU, per s^2 (``pcsos.node.SDP_DOUBLES``).
+"""The peak memory of one SDP solve on the CPU, per s^2 (``pcsos.memory.SDP_DOUBLES``).
 
 For each size s, a child process reads a Gaussian mixture of s points in 5-D (3 clusters,
 no pairs, so s super-points) and runs ``pcsos bound --method sdp`` on it; another child
@@ -6,7 +6,7 @@ only reads the same file (the interpreter, numpy, scipy and pcsos imported, the 
 held). The difference of their maximum resident sizes, over 8 s^2 bytes, is the doubles per
 s^2 the solve holds at its peak: the ADMM's s x s arrays, its acceleration's history and
 the safe bound's eigensolver. The tree refuses an SDP whose estimate exceeds the memory
-available (``pcsos.node.sdp_memory_short``), so SDP_DOUBLES must stay above every figure
+available (``pcsos.memory.sdp_memory_short``), so SDP_DOUBLES must stay above every figure
 here. ``--backend scs`` measures SCS per s^2 (``SCS_DOUBLES``), ``--backend clarabel`` the
 interior-point solver per m^2, m = s(s + 1)/2 + s + 1 (``INTERIOR_POINT_DOUBLES``).
 
@@ -39,7 +39,7 @@ code = main(sys.argv[1:]) if sys.argv[1] != "load" else 0
 if sys.argv[1] == "load":
     from pcsos.io import read_data
     read_data(sys.argv[2])
-    import pcsos.bounds, pcsos.node  # what the solve imports
+    import pcsos.bounds, pcsos.memory, pcsos.node  # what the solve imports
     for name in sys.argv[3:]:  # and its backend's modules
         __import__(name)
 print("MAXRSS", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
@@ -71,7 +71,7 @@ def main() -> None:
                     help="default: results/bench_sdp_memory.json (admm), "
                          "bench_sdp_memory_BACKEND.json (the others)")
     args = ap.parse_args()
-    from pcsos.node import INTERIOR_POINT_DOUBLES, SCS_DOUBLES, SDP_DOUBLES
+    from pcsos.memory import INTERIOR_POINT_DOUBLES, SCS_DOUBLES, SDP_DOUBLES
 
     backend = args.backend
     interior = backend in INTERIOR_POINT_DOUBLES

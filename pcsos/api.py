@@ -51,7 +51,8 @@ from pcsos.io import (
     write_json,
 )
 from pcsos.log import ProgressPrinter
-from pcsos.node import NodeData, memory_shortfall, process_node
+from pcsos.memory import memory_shortfall
+from pcsos.node import NodeData, process_node
 from pcsos.options import ABS_TOL, SolverOptions, resolve_workers
 from pcsos.problem import Instance, Problem, canonical_labels, check_start, make_instance
 from pcsos.tree import NodeEvent, branch_and_bound, relative_gap

@@ -36,7 +36,7 @@ from pcsos.errors import (
     is_integer,
 )
 from pcsos.heuristics import run_heuristic
-from pcsos.node import memory_shortfall, sdp_memory_short
+from pcsos.memory import memory_shortfall, sdp_memory_short
 from pcsos.options import resolve_workers
 from pcsos.problem import Problem, check_start, make_instance
 

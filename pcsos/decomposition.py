@@ -69,6 +69,7 @@ from pcsos.bounds.settings import BoundSettings
 from pcsos.clock import Deadline
 from pcsos.cuts.loop import CALLBACK_STOP, TIME_LIMIT, CuttingPlaneSettings, cutting_plane_loop
 from pcsos.errors import InputError
+from pcsos.memory import MEMORY, memory_shortfall, sdp_bytes
 from pcsos.options import resolve_workers
 from pcsos.problem import Instance, Problem, make_instance, sse
 
@@ -492,7 +493,15 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: Deadline
 
     limit = (nullcontext() if blas_limit is None
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
-    with limit:
+    # an SDP past the memory would have the OS kill the process, the whole bound with it;
+    # subsets bounded in threads share the memory as the tree's nodes do
+    need = sdp_bytes(problem.s, bound_settings.backend) if bound_settings.on_cpu() else 0.0
+    with MEMORY.hold(need, clock.expired) as grant, limit:
+        if not grant.ok:
+            why = (f"its SDP needs about {memory_shortfall(*grant.short)}" if grant.short
+                   else "stopped while waiting for memory")
+            return SubsetBound(pts, len(pts), problem.s, floor, "spectral", clock.elapsed(),
+                               why, grant.short is None and clock.stopped())
         loop = cutting_plane_loop(problem, upper_bound=upper, settings=cp_settings,
                                   root=True, bound_settings=bound_settings, seed=seed,
                                   time_limit=clock, callback=callback)

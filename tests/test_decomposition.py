@@ -702,11 +702,11 @@ def test_the_ceiling_caps_the_decomposition_bound(seed):
 def test_subsets_beyond_the_memory_are_refused(monkeypatch):
     """A subset size whose SDPs, one per worker side by side, need more memory than the
     machine has is an InputError naming it, before any work (the OS would kill the run)."""
-    import pcsos.node
+    import pcsos.memory
 
-    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
-    one = 8.0 * pcsos.node.SDP_DOUBLES * 30 ** 2  # 60 points at most 40 each: 2 of 30
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.5 * one)
+    monkeypatch.setattr(pcsos.memory, "CHECK_BYTES", 0.0)
+    one = 8.0 * pcsos.memory.SDP_DOUBLES * 30 ** 2  # 60 points at most 40 each: 2 of 30
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: 1.5 * one)
     X = _blobs(20, [(0, 0), (4, 0), (0, 4)], 0.5, 0)
     with pytest.raises(InputError, match="subsets of 30 points need about .* for 2 SDP") as e:
         pcsos.certify(X, 3, subset_size=40, workers=2)
@@ -714,9 +714,25 @@ def test_subsets_beyond_the_memory_are_refused(monkeypatch):
     cert = pcsos.certify(X, 3, subset_size=40, workers=1)  # one at a time fits
     assert cert.lower_bound > 0 and cert.subset_size == 30
     # one subset runs one SDP, whatever the workers
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 8.0 * pcsos.node.SDP_DOUBLES
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: 8.0 * pcsos.memory.SDP_DOUBLES
                         * 60 ** 2 * 1.5)
     assert pcsos.certify(X, 3, subset_size=100, workers=2).lower_bound > 0
+
+
+def test_a_subset_whose_sdp_would_not_fit_keeps_its_spectral_floor(monkeypatch):
+    """A subset whose SDP (here Clarabel's, which holds s^4) would not fit in memory is not
+    started, where the OS would kill the run: it keeps its spectral floor, and says why."""
+    import pcsos.memory
+
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: 1e8)
+    X = _blobs(20, [(0, 0), (4, 0), (0, 4)], 0.5, 0)
+    cert = pcsos.certify(X, 3, workers=1, bound_settings={"backend": "clarabel"})
+    assert cert.subsets and all(b.method == "spectral" and not b.cut_short
+                                and "its SDP needs about" in b.message for b in cert.subsets)
+    assert cert.lower_bound == pytest.approx(cert.spectral_floor)
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: 1e12)
+    fits = pcsos.certify(X, 3, workers=1, bound_settings={"backend": "clarabel"})
+    assert fits.subsets[0].method == "sdp" and fits.lower_bound > cert.lower_bound
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import pcsos
+import pcsos.memory
 import pcsos.node
 from pcsos.heuristics import HeuristicResult, register_heuristic, run_heuristic
 from pcsos.log import ProgressPrinter
@@ -264,11 +265,11 @@ def test_a_root_sdp_beyond_the_memory_is_not_started(monkeypatch, tmp_path, caps
     and all: the root bounds subsets instead, and the result and ``pcsos bound`` say why."""
     from pcsos.cli import main
 
-    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.memory, "CHECK_BYTES", 0.0)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 50)
-    need = 8.0 * pcsos.node.SDP_DOUBLES * 200 ** 2
+    need = 8.0 * pcsos.memory.SDP_DOUBLES * 200 ** 2
     have = {"bytes": need + 1.0}  # just enough for s = 200
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: have["bytes"])
     X, k, cl = _branching(n=200, n_cl=20)
     res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, bound_settings={"engine": "sdp"},
                       max_nodes=1)
@@ -294,7 +295,7 @@ def test_an_interior_point_sdp_beyond_the_memory_is_refused(monkeypatch, tmp_pat
     name the built-in solver, which needs megabytes there and still runs."""
     from pcsos.cli import main
 
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 2.0 ** 31)
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: 2.0 ** 31)
     monkeypatch.setattr(pcsos.node, "DECOMPOSITION_SUBSET", 25)  # Clarabel's, in seconds
     X, k, cl = _branching(n=200, n_cl=20)
     data = tmp_path / "d.txt"
@@ -304,8 +305,8 @@ def test_an_interior_point_sdp_beyond_the_memory_is_refused(monkeypatch, tmp_pat
     assert "the SDP at s = 200 super-points needs about" in err
     assert "with --backend clarabel: use --backend admm" in err
     # MOSEK (its licence is checked first) by its Schur complement's triangle alone
-    assert pcsos.node.sdp_memory_short(300, backend="mosek") is not None
-    assert pcsos.node.sdp_memory_short(300, backend="admm") is None
+    assert pcsos.memory.sdp_memory_short(300, backend="mosek") is not None
+    assert pcsos.memory.sdp_memory_short(300, backend="admm") is None
     res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, max_nodes=1,
                       bound_settings={"engine": "sdp", "backend": "clarabel"})
     root = res.log[0]
@@ -315,14 +316,14 @@ def test_an_interior_point_sdp_beyond_the_memory_is_refused(monkeypatch, tmp_pat
 
 
 def test_nodes_below_the_root_refused_for_memory_are_named(monkeypatch):
-    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.memory, "CHECK_BYTES", 0.0)
     calls = []
 
     def memory():  # the root's checks pass (its node's, then the ledger's), its children's fail
         calls.append(1)
         return 1e12 if len(calls) <= 2 else 1.0
 
-    monkeypatch.setattr(pcsos.node, "memory_available", memory)
+    monkeypatch.setattr(pcsos.memory, "memory_available", memory)
     X, k, cl = _branching(n=90, k=3, n_cl=30)
     res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, bound_settings={"engine": "sdp"},
                       cp_settings={"families": "none"}, max_nodes=3)
@@ -362,9 +363,9 @@ def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
     waits for the first to end, then runs; small SDPs and unknown memory never wait."""
     need = 2.0 ** 30
     have = {"bytes": 1.5 * need}  # room for one solve, not two
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
-    monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
-    ledger = pcsos.node.MemoryLedger()
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: have["bytes"])
+    monkeypatch.setattr(pcsos.memory.MemoryLedger, "POLL", 0.01)
+    ledger = pcsos.memory.MemoryLedger()
     first = _hold_in_thread(ledger, need)
     assert first[0].wait(10) and first[3][0].ok and not first[3][0].waited
     assert ledger.running == 1 and ledger.held == need
@@ -391,22 +392,22 @@ def test_an_sdp_waits_while_the_others_hold_the_memory_it_needs(monkeypatch):
 def test_an_sdp_waiting_for_memory_ends_at_a_stop_or_when_it_cannot_fit_alone(monkeypatch):
     need = 2.0 ** 30
     have = {"bytes": 1.5 * need}
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: have["bytes"])
-    monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
-    ledger, stop = pcsos.node.MemoryLedger(), threading.Event()
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: have["bytes"])
+    monkeypatch.setattr(pcsos.memory.MemoryLedger, "POLL", 0.01)
+    ledger, stop = pcsos.memory.MemoryLedger(), threading.Event()
     first = _hold_in_thread(ledger, need)
     assert first[0].wait(10) and first[3][0].ok
     second = _hold_in_thread(ledger, need, stop.is_set)
     assert not second[0].wait(0.2)
     stop.set()
-    assert second[0].wait(10) and second[3][0] == pcsos.node.Grant(False, waited=True)
+    assert second[0].wait(10) and second[3][0] == pcsos.memory.Grant(False, waited=True)
     assert ledger.running == 1
     third = _hold_in_thread(ledger, need)
     assert not third[0].wait(0.2)
     have["bytes"] = 0.5 * need  # another program took memory meanwhile: alone, it cannot run
     _leave(first)
     assert third[0].wait(10)
-    assert third[3][0] == pcsos.node.Grant(False, short=(need, 0.5 * need), waited=True)
+    assert third[3][0] == pcsos.memory.Grant(False, short=(need, 0.5 * need), waited=True)
     _leave(second, third)
     assert ledger.running == 0 and ledger.held == 0.0
     have["bytes"] = 0.5 * need  # and one that never waited
@@ -421,11 +422,15 @@ def test_a_node_that_waited_for_memory_checks_the_time_again(monkeypatch):
     monkeypatch.setattr(pcsos.node, "sdp_seconds", lambda s, iterations=None: 1000.0)
 
     @contextmanager
-    def hold(need, stopped, waiting=None):  # waited until 1 s was left
-        stopped.__self__.deadline.at = time.monotonic() + 1.0  # stopped: the node's ctx
-        yield pcsos.node.Grant(True, waited=True)
+    def hold(need, stopped, waiting=None):  # a node's waited until 1 s was left
+        ctx = stopped.__self__  # a node's ctx; the decomposition's subsets pass their clock
+        if not hasattr(ctx, "deadline"):
+            yield pcsos.memory.Grant(True)
+            return
+        ctx.deadline.at = time.monotonic() + 1.0
+        yield pcsos.memory.Grant(True, waited=True)
 
-    monkeypatch.setattr(pcsos.node.MEMORY, "hold", hold)
+    monkeypatch.setattr(pcsos.memory.MEMORY, "hold", hold)
     X, k, cl = _branching(n=90, k=3, n_cl=30)
     res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, time_limit=1e5,
                       bound_settings={"engine": "sdp"})
@@ -441,11 +446,11 @@ def test_two_workers_never_run_sdps_that_do_not_fit_together(monkeypatch):
     kw = dict(cl=cl, workers=2, seed=0, bound_settings={"engine": "sdp"}, max_nodes=40,
               cp_settings={"families": "none"})
     free = pcsos.solve(X, k, **kw)
-    monkeypatch.setattr(pcsos.node, "SDP_CHECK_SIZE", 1)
+    monkeypatch.setattr(pcsos.memory, "CHECK_BYTES", 0.0)
     # room for one node's SDP, which takes what it was granted once it runs
-    monkeypatch.setattr(pcsos.node, "memory_available", lambda: 1.5 * 8.0
-                        * pcsos.node.SDP_DOUBLES * 90 ** 2 - pcsos.node.MEMORY.held)
-    monkeypatch.setattr(pcsos.node.MemoryLedger, "POLL", 0.01)
+    monkeypatch.setattr(pcsos.memory, "memory_available", lambda: 1.5 * 8.0
+                        * pcsos.memory.SDP_DOUBLES * 90 ** 2 - pcsos.memory.MEMORY.held)
+    monkeypatch.setattr(pcsos.memory.MemoryLedger, "POLL", 0.01)
     inside, most, lock = [0], [0], threading.Lock()
     bound = pcsos.node._NodeRun.bound
 
@@ -469,7 +474,7 @@ def test_two_workers_never_run_sdps_that_do_not_fit_together(monkeypatch):
 
 
 def test_memory_available_reads_this_machine():
-    have = pcsos.node.memory_available()
+    have = pcsos.memory.memory_available()
     if not os.path.exists("/proc/meminfo"):
         assert have is None
     else:
@@ -501,11 +506,11 @@ def test_memory_available_takes_the_least_cgroup_limit(tmp_path, version):
                     "memory/job/42/memory.stat": "total_inactive_file 400000\n",
                     "memory/memory.limit_in_bytes": "9223372036854771712\n",
                     "memory/memory.usage_in_bytes": "8000000\n"})
-    assert pcsos.node.memory_available(str(proc), str(cg)) == 3000000 - (1000000 - 400000)
+    assert pcsos.memory.memory_available(str(proc), str(cg)) == 3000000 - (1000000 - 400000)
     # a looser limit leaves MemAvailable; no /proc at all: unknown
     _files(proc, {"meminfo": "MemAvailable: 1000 kB\n"})
-    assert pcsos.node.memory_available(str(proc), str(cg)) == 1000 * 1024
-    assert pcsos.node.memory_available(str(tmp_path / "none"), str(cg)) is None
+    assert pcsos.memory.memory_available(str(proc), str(cg)) == 1000 * 1024
+    assert pcsos.memory.memory_available(str(tmp_path / "none"), str(cg)) is None
 
 
 def test_progress_reports_while_the_root_runs():

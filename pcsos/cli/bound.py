@@ -51,7 +51,8 @@ from pcsos.errors import InfeasibleError, PcsosError, UndecidedError
 from pcsos.feasibility import check_problem
 from pcsos.heuristics import run_heuristic
 from pcsos.io import write_json
-from pcsos.node import memory_shortfall, sdp_memory_short, sdp_seconds
+from pcsos.memory import memory_shortfall, sdp_memory_short
+from pcsos.node import sdp_seconds
 from pcsos.problem import Problem
 
 CUT_MODES = ("all", "all,star", "pair", "triangle", "clique", "star", "none")
