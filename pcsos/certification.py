@@ -225,14 +225,13 @@ def certify(X, k: int, ml=(), cl=(), labels=None, *, subset_size: int | None = N
                          source="subset_size")
     if workers is not None:
         workers = resolve_workers(workers)
-    if subset_size is not None and executor is None and dask is None \
-            and bound_settings.on_cpu():
-        # the subsets' SDPs run here, one per worker at a time: past the memory, the OS
-        # would kill the run, clustering and all
+    if subset_size is not None and executor is None and dask is None:
+        # the subsets' SDPs run here, one per worker at a time: past the memory (on the
+        # CPU: sdp_memory_short), the OS would kill the run, clustering and all
         pool = resolve_workers(workers)
         count, size = _layout(inst.n, int(subset_size), pool)
         size, copies = min(size, inst.n), min(pool, count)
-        short = sdp_memory_short(size, copies, bound_settings.backend)
+        short = sdp_memory_short(size, bound_settings, copies)
         if short is not None:
             raise InputError(
                 f"subsets of {size} points need about {memory_shortfall(*short)}, for "

@@ -495,8 +495,7 @@ def _bound_subset(sub: Instance, k2: bool, pts: np.ndarray, time_limit: Deadline
              else threadpool_limits(limits=int(blas_limit), user_api="blas"))
     # an SDP past the memory would have the OS kill the process, the whole bound with it;
     # subsets bounded in threads share the memory as the tree's nodes do
-    need = sdp_bytes(problem.s, bound_settings.backend) if bound_settings.on_cpu() else 0.0
-    with MEMORY.hold(need, clock.expired) as grant, limit:
+    with MEMORY.hold(sdp_bytes(problem.s, bound_settings), clock.expired) as grant, limit:
         if not grant.ok:
             why = (f"its SDP needs about {memory_shortfall(*grant.short)}" if grant.short
                    else "stopped while waiting for memory")

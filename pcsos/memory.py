@@ -14,6 +14,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pcsos.bounds.settings import BoundSettings
 
 __all__ = ["CHECK_BYTES", "MEMORY", "Grant", "MemoryLedger", "memory_available",
            "memory_shortfall", "sdp_bytes", "sdp_memory_short"]
@@ -38,9 +42,13 @@ INTERIOR_POINT_DOUBLES = {"clarabel": 10.0, "mosek": 0.5}
 CHECK_BYTES = SDP_DOUBLES * 8.0 * 600 ** 2
 
 
-def sdp_bytes(s: int, backend: str = "admm") -> float:
-    """Bytes one SDP solve of ``backend`` at size s holds at its peak, an estimate from
-    measurement (above; a floor for MOSEK); 0 below CHECK_BYTES, too little to check."""
+def sdp_bytes(s: int, settings: BoundSettings | None = None) -> float:
+    """Bytes of this machine's memory one SDP solve at size s holds at its peak with
+    ``settings`` (None: the ADMM on the CPU), an estimate from measurement (above; a floor
+    for MOSEK); 0 below CHECK_BYTES, too little to check, and where it runs on a GPU."""
+    if settings is not None and not settings.on_cpu():
+        return 0.0
+    backend = "admm" if settings is None else settings.backend
     if backend in INTERIOR_POINT_DOUBLES:
         m = s * (s + 1) / 2 + s + 1
         need = INTERIOR_POINT_DOUBLES[backend] * 8.0 * m * m
@@ -49,13 +57,13 @@ def sdp_bytes(s: int, backend: str = "admm") -> float:
     return need if need >= CHECK_BYTES else 0.0
 
 
-def sdp_memory_short(s: int, copies: int = 1, backend: str = "admm", freed: float = 0.0
-                     ) -> tuple[float, float] | None:
-    """``(bytes needed, bytes available)`` when ``copies`` SDP solves of ``backend`` at size
-    s side by side would need more memory than the machine can still give
+def sdp_memory_short(s: int, settings: BoundSettings | None = None, copies: int = 1,
+                     freed: float = 0.0) -> tuple[float, float] | None:
+    """``(bytes needed, bytes available)`` when ``copies`` SDP solves at size s with
+    ``settings`` side by side would need more memory than the machine can still give
     (:func:`sdp_bytes`, :func:`memory_available`) and ``freed`` bytes more, else None (also
     where the need is 0 and where the memory available is unknown)."""
-    need = copies * sdp_bytes(s, backend)
+    need = copies * sdp_bytes(s, settings)
     if need <= 0.0:
         return None
     have = memory_available()

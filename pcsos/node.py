@@ -280,9 +280,8 @@ class _NodeRun:
         sdp_engine = self.engine == "sdp"
         need = sdp_seconds(self.problem.s) if sdp_engine else 0.0
         bs = self.options.bound_settings
-        on_cpu = sdp_engine and bs.on_cpu()
-        if on_cpu:  # what the running SDPs hold is free again once they end (MemoryLedger)
-            short = sdp_memory_short(self.problem.s, backend=bs.backend, freed=MEMORY.held)
+        if sdp_engine:  # what the running SDPs hold is free again once they end (MEMORY)
+            short = sdp_memory_short(self.problem.s, bs, freed=MEMORY.held)
             if short is not None:  # the OS would kill the process mid-solve, result and all
                 return self.too_large(need, memory=short)
         first = sdp_engine and data.kind == "root" and self.problem.s >= DECOMPOSITION_FIRST_SIZE
@@ -298,9 +297,9 @@ class _NodeRun:
                 return self.done("pruned")
             if need > ctx.deadline.remaining():  # the passes overran what they left the SDP
                 return self.too_large(need)
-        hold = MEMORY.hold(sdp_bytes(self.problem.s, bs.backend), ctx.cancelled,
+        hold = MEMORY.hold(sdp_bytes(self.problem.s, bs), ctx.cancelled,
                            lambda: ctx.report("waiting for memory", bound=self.lb)
-                           ) if on_cpu else nullcontext(Grant(True))
+                           ) if sdp_engine else nullcontext(Grant(True))
         with hold as grant:
             if grant.short is not None:  # alone, it no longer fits
                 return self.too_large(need, memory=grant.short)

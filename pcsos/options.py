@@ -200,7 +200,7 @@ class SolverOptions:
         cp = self.cp_settings
         # a dict goes over the tree's defaults; the loop must stop where the tree prunes
         return dataclasses.replace(CuttingPlaneSettings.make(cp, **TREE_CUT_DEFAULTS),
-                                   prune_tol=self.tol, prune_abs_tol=self.abs_tol or 0.0)
+                                   prune_tol=self.tol, prune_abs_tol=self.abs_gap)
 
     @property
     def abs_gap(self) -> float:

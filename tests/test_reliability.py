@@ -305,8 +305,11 @@ def test_an_interior_point_sdp_beyond_the_memory_is_refused(monkeypatch, tmp_pat
     assert "the SDP at s = 200 super-points needs about" in err
     assert "with --backend clarabel: use --backend admm" in err
     # MOSEK (its licence is checked first) by its Schur complement's triangle alone
-    assert pcsos.memory.sdp_memory_short(300, backend="mosek") is not None
-    assert pcsos.memory.sdp_memory_short(300, backend="admm") is None
+    from pcsos.bounds.settings import BoundSettings
+
+    assert pcsos.memory.sdp_memory_short(300, BoundSettings(backend="mosek", device="cpu")
+                                         ) is not None
+    assert pcsos.memory.sdp_memory_short(300, BoundSettings(device="cpu")) is None
     res = pcsos.solve(X, k, cl=cl, workers=1, seed=0, max_nodes=1,
                       bound_settings={"engine": "sdp", "backend": "clarabel"})
     root = res.log[0]

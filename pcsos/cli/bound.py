@@ -229,7 +229,7 @@ def _sdp_fits(problem: Problem, bs, deadline: Deadline) -> None:
             f"the SDP at s = {problem.s} super-points needs at least {need:.0f} s, more than "
             f"the {deadline.remaining():.0f} s left: raise --time-limit, or bound subsets "
             "of the data with pcsos certify")
-    short = sdp_memory_short(problem.s, backend=bs.backend) if cpu else None
+    short = sdp_memory_short(problem.s, bs)
     if short is not None:  # the OS would kill the process mid-solve, report and all
         raise UndecidedError(
             f"the SDP at s = {problem.s} super-points needs about {memory_shortfall(*short)}"
